@@ -1,0 +1,96 @@
+#include "tfm/backend/backend.h"
+
+#include <cstring>
+
+#include "tfm/backend/cpu/cpu_backend.h"
+#include "tfm/core/error.h"
+#ifdef TFM_HAVE_CUDA
+#include "tfm/backend/cuda/cuda_backend.h"
+#endif
+
+namespace tfm {
+
+Backend* find_backend(DeviceType type) {
+  switch (type) {
+    case DeviceType::cpu: return &cpu_backend();
+    case DeviceType::cuda:
+#ifdef TFM_HAVE_CUDA
+      return &cuda_backend();
+#else
+      return nullptr;
+#endif
+    case DeviceType::xpu: return nullptr;
+  }
+  return nullptr;
+}
+
+std::vector<DeviceInfo> list_devices() {
+  std::vector<DeviceInfo> out;
+  for (DeviceType t : {DeviceType::cpu, DeviceType::cuda, DeviceType::xpu}) {
+    Backend* b = find_backend(t);
+    if (!b) continue;
+    for (int i = 0, n = b->device_count(); i < n; ++i) out.push_back(b->info(i));
+  }
+  return out;
+}
+
+namespace {
+int count_of(DeviceType t) {
+  Backend* b = find_backend(t);
+  return b ? b->device_count() : 0;
+}
+
+[[noreturn]] void absent(std::string_view spec) {
+  std::string present;
+  for (const DeviceInfo& d : list_devices()) present += (present.empty() ? "" : ", ") + d.device.str();
+  throw_error("device '", spec, "' is not available; available devices: ", present);
+}
+}  // namespace
+
+Device resolve_device(std::string_view spec) {
+  if (spec.empty() || spec == "auto") {
+    for (DeviceType t : {DeviceType::cuda, DeviceType::xpu}) {
+      if (count_of(t) > 0) return Device{t, 0};
+    }
+    return Device{DeviceType::cpu, -1};
+  }
+  Device d = Device::parse(spec);
+  if (d.type == DeviceType::cpu) return Device{DeviceType::cpu, -1};
+  if (d.index < 0) d.index = 0;
+  if (d.index >= count_of(d.type)) absent(spec);
+  return d;
+}
+
+Tensor empty(const Shape& shape, DType dtype, Device device) {
+  if (device.type == DeviceType::cpu) return Tensor::cpu(shape, dtype);
+  Backend* b = find_backend(device.type);
+  if (!b) throw_error("tfm was built without the ", device_type_name(device.type), " backend");
+  const int index = device.index_or_zero();
+  const size_t bytes = static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype);
+  void* p = b->allocate(index, bytes);
+  auto storage = std::make_shared<Storage>(p, bytes, Device{device.type, index},
+                                           [b, index](void* q) { b->deallocate(index, q); });
+  return Tensor(std::move(storage), shape, dtype);
+}
+
+Tensor to_device(const Tensor& t, Device device) {
+  check(t.is_contiguous(), "to_device needs a contiguous tensor, got ", t.str());
+  Tensor out = empty(t.shape(), t.dtype(), device);
+  const Device from = t.device();
+  const size_t bytes = t.nbytes();
+  if (bytes == 0) return out;
+  if (from.type == DeviceType::cpu && device.type == DeviceType::cpu) {
+    std::memcpy(out.raw(), t.raw(), bytes);
+  } else if (from.type == DeviceType::cpu) {
+    find_backend(device.type)->copy_from_host(out.device().index, out.raw(), t.raw(), bytes);
+  } else if (device.type == DeviceType::cpu) {
+    find_backend(from.type)->copy_to_host(from.index, out.raw(), t.raw(), bytes);
+  } else if (from == out.device()) {
+    find_backend(from.type)->copy_on_device(from.index, out.raw(), t.raw(), bytes);
+  } else {
+    return to_device(to_device(t, Device{}), device);  // across devices, through the host
+  }
+  return out;
+}
+
+}  // namespace tfm

@@ -1,0 +1,55 @@
+// The device seam. Each device kind (cpu, cuda, xpu) implements Backend; everything above this header sees
+// devices only through it and through ops/. A backend that is not compiled in, or finds no device, reports
+// zero devices; it never fails at load time.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tfm/core/device.h"
+#include "tfm/core/tensor.h"
+
+namespace tfm {
+
+struct DeviceInfo {
+  Device device;
+  std::string name;            // "NVIDIA H200", "Intel(R) Data Center GPU Max 1550", the CPU model
+  size_t total_memory = 0;     // bytes
+  size_t free_memory = 0;      // bytes
+  std::string driver_version;  // as the backend's runtime reports it
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual DeviceType type() const = 0;
+  // Devices this backend can use now (after ZE_AFFINITY_MASK, CUDA_VISIBLE_DEVICES, ...); 0 when absent.
+  virtual int device_count() = 0;
+  virtual DeviceInfo info(int index) = 0;
+  virtual void* allocate(int index, size_t bytes) = 0;  // throws tfm::Error when out of memory
+  virtual void deallocate(int index, void* p) = 0;
+  // Copies bytes: host→device, device→host, or within one device. Blocking with respect to the host.
+  virtual void copy_from_host(int index, void* dst, const void* src, size_t bytes) = 0;
+  virtual void copy_to_host(int index, void* dst, const void* src, size_t bytes) = 0;
+  virtual void copy_on_device(int index, void* dst, const void* src, size_t bytes) = 0;
+  virtual void synchronize(int index) = 0;
+};
+
+// The backend of a device kind, or nullptr when tfm was built without it.
+Backend* find_backend(DeviceType type);
+
+// Every device tfm can use, cpu first.
+std::vector<DeviceInfo> list_devices();
+
+// Resolves a user's device string: "" or "auto" picks the first available of cuda, xpu, cpu (as Transformers'
+// pipeline does); "cuda" means "cuda:0". A device that is absent is an error listing those present.
+Device resolve_device(std::string_view spec);
+
+// A tensor of uninitialised memory on a device (zeroed on the cpu).
+Tensor empty(const Shape& shape, DType dtype, Device device);
+// A copy of `t` on `device` (contiguous).
+Tensor to_device(const Tensor& t, Device device);
+
+}  // namespace tfm

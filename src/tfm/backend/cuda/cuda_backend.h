@@ -1,0 +1,7 @@
+#pragma once
+
+#include "tfm/backend/backend.h"
+
+namespace tfm {
+Backend& cuda_backend();
+}

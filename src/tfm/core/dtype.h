@@ -1,0 +1,50 @@
+// Element types, named as torch names them ("float32", "bfloat16", ...), with the safetensors codes beside.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <string_view>
+
+namespace tfm {
+
+enum class DType : uint8_t {
+  float64, float32, bfloat16, float16,
+  float8_e4m3fn, float8_e5m2,
+  int64, int32, int16, int8,
+  uint64, uint32, uint16, uint8,
+  bool_,
+  uint4x2,  // packed 4-bit codes, two per byte (bitsandbytes NF4/FP4 weights)
+};
+
+// Bytes per element; uint4x2 counts one byte per two codes and reports 1 here (its shape counts bytes).
+size_t dtype_size(DType t);
+bool is_floating(DType t);
+// torch's name: "float32", "bfloat16", "bool".
+std::string_view dtype_name(DType t);
+// Accepts torch names with or without "torch." ("torch.bfloat16", "bf16" is not accepted), and Python aliases
+// Transformers writes in config.json ("float", "half").
+DType parse_dtype(std::string_view name);
+// safetensors codes: "F32", "BF16", "I64", "BOOL", ...
+std::string_view safetensors_dtype_name(DType t);
+bool parse_safetensors_dtype(std::string_view code, DType* out);
+
+inline float bf16_to_float(uint16_t h) {
+  uint32_t bits = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+// Round to nearest even, as torch does; NaN stays NaN.
+inline uint16_t float_to_bf16(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x40);
+  bits += 0x7fffu + ((bits >> 16) & 1u);
+  return static_cast<uint16_t>(bits >> 16);
+}
+float fp16_to_float(uint16_t h);
+uint16_t float_to_fp16(float f);
+
+}  // namespace tfm

@@ -1,0 +1,94 @@
+#include "tfm/core/tensor.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "tfm/core/error.h"
+
+namespace tfm {
+
+std::string shape_str(const Shape& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+int64_t shape_numel(const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+void* host_allocate(size_t bytes) {
+  void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64 + 64);
+  if (!p) throw std::bad_alloc();
+  return p;
+}
+
+void host_free(void* p) { std::free(p); }
+
+Storage::Storage(void* data, size_t bytes, Device device, std::function<void(void*)> release)
+    : data_(data), bytes_(bytes), device_(device), release_(std::move(release)) {}
+
+Storage::~Storage() {
+  if (release_) release_(data_);
+}
+
+namespace {
+Shape contiguous_strides(const Shape& shape) {
+  Shape strides(shape.size());
+  int64_t s = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    strides[i] = s;
+    s *= shape[i];
+  }
+  return strides;
+}
+}  // namespace
+
+Tensor::Tensor(std::shared_ptr<Storage> storage, Shape shape, DType dtype, int64_t offset)
+    : storage_(std::move(storage)),
+      shape_(std::move(shape)),
+      strides_(contiguous_strides(shape_)),
+      dtype_(dtype),
+      offset_(offset) {}
+
+Tensor Tensor::cpu(const Shape& shape, DType dtype) {
+  const size_t bytes = static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype);
+  void* data = host_allocate(bytes);
+  std::memset(data, 0, bytes);
+  return Tensor(std::make_shared<Storage>(data, bytes, Device{}, host_free), shape, dtype);
+}
+
+bool Tensor::is_contiguous() const { return strides_ == contiguous_strides(shape_); }
+
+Tensor Tensor::reshape(const Shape& shape) const {
+  check(is_contiguous(), "reshape of a non-contiguous tensor ", str());
+  check(shape_numel(shape) == numel(), "cannot reshape ", str(), " to ", shape_str(shape));
+  return Tensor(storage_, shape, dtype_, offset_);
+}
+
+Tensor Tensor::narrow(int64_t start, int64_t length) const {
+  check(dim() >= 1 && start >= 0 && length >= 0 && start + length <= shape_[0], "narrow(", start, ", ", length,
+        ") out of range for ", str());
+  Tensor t = *this;
+  t.shape_[0] = length;
+  t.offset_ = offset_ + start * strides_[0];
+  return t;
+}
+
+Tensor Tensor::operator[](int64_t i) const {
+  check(dim() >= 1 && i >= 0 && i < shape_[0], "index ", i, " out of range for ", str());
+  Tensor t = *this;
+  t.offset_ = offset_ + i * strides_[0];
+  t.shape_.erase(t.shape_.begin());
+  t.strides_.erase(t.strides_.begin());
+  return t;
+}
+
+std::string Tensor::str() const {
+  return std::string(dtype_name(dtype_)) + shape_str(shape_) + " on " + device().str();
+}
+
+}  // namespace tfm
