@@ -1,1 +1,51 @@
-int main() { return 0; }
+// `tfm`: the command-line program. Each subcommand lives in its own file; this one only dispatches.
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "tfm/core/error.h"
+
+namespace {
+
+const tfm::cli::Command* const kCommands[] = {
+    &tfm::cli::kDevicesCommand,
+};
+
+void print_usage(std::ostream& out) {
+  out << "usage: tfm <command> [options]\n\ncommands:\n";
+  for (const auto* c : kCommands)
+    out << "  " << c->name << std::string(16 - c->name.size(), ' ') << c->summary << "\n";
+  out << "\n`tfm <command> --help` describes a command.\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    print_usage(std::cerr);
+    return 2;
+  }
+  const std::string name = argv[1];
+  if (name == "--help" || name == "-h" || name == "help") {
+    print_usage(std::cout);
+    return 0;
+  }
+  for (const auto* c : kCommands) {
+    if (c->name != name) continue;
+    try {
+      tfm::cli::Args args(std::vector<std::string>(argv + 2, argv + argc));
+      if (args.help()) {
+        std::cout << c->usage;
+        return 0;
+      }
+      return c->run(args);
+    } catch (const std::exception& e) {
+      std::cerr << "error: " << e.what() << "\n";
+      return 1;
+    }
+  }
+  std::cerr << "error: unknown command '" << name << "'\n";
+  print_usage(std::cerr);
+  return 2;
+}

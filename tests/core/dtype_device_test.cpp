@@ -23,7 +23,8 @@ TEST(Device, ParsesAndPrintsAsTorch) {
 }
 
 TEST(DType, NamesRoundTrip) {
-  for (DType t : {DType::float32, DType::bfloat16, DType::float16, DType::int64, DType::bool_, DType::uint8}) {
+  for (DType t :
+       {DType::float32, DType::bfloat16, DType::float16, DType::int64, DType::bool_, DType::uint8}) {
     EXPECT_EQ(parse_dtype(dtype_name(t)), t);
     DType back;
     ASSERT_TRUE(parse_safetensors_dtype(safetensors_dtype_name(t), &back));

@@ -42,7 +42,8 @@ TEST(Json, ErrorsNameLineAndColumn) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("line 2"), std::string::npos) << e.what();
   }
-  for (const char* bad : {"", "{", "[1,]", "\"abc", "tru", "01x", "{\"a\" 1}", "[1] 2", "\"\\x\"", "-", "1.", "1e"}) {
+  for (const char* bad :
+       {"", "{", "[1,]", "\"abc", "tru", "01x", "{\"a\" 1}", "[1] 2", "\"\\x\"", "-", "1.", "1e"}) {
     EXPECT_THROW(parse(bad), Error) << bad;
   }
 }

@@ -12,14 +12,16 @@ namespace tfm {
 
 Backend* find_backend(DeviceType type) {
   switch (type) {
-    case DeviceType::cpu: return &cpu_backend();
+    case DeviceType::cpu:
+      return &cpu_backend();
     case DeviceType::cuda:
 #ifdef TFM_HAVE_CUDA
       return &cuda_backend();
 #else
       return nullptr;
 #endif
-    case DeviceType::xpu: return nullptr;
+    case DeviceType::xpu:
+      return nullptr;
   }
   return nullptr;
 }

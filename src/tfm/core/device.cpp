@@ -8,9 +8,12 @@ namespace tfm {
 
 std::string_view device_type_name(DeviceType t) {
   switch (t) {
-    case DeviceType::cpu: return "cpu";
-    case DeviceType::cuda: return "cuda";
-    case DeviceType::xpu: return "xpu";
+    case DeviceType::cpu:
+      return "cpu";
+    case DeviceType::cuda:
+      return "cuda";
+    case DeviceType::xpu:
+      return "xpu";
   }
   return "?";
 }

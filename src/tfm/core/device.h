@@ -1,4 +1,5 @@
-// A device as torch names it: "cpu", "cuda", "cuda:1", "xpu:0". Which devices exist is the backends' business.
+// A device as torch names it: "cpu", "cuda", "cuda:1", "xpu:0". Which devices exist is the backends'
+// business.
 #pragma once
 
 #include <string>
@@ -16,7 +17,7 @@ struct Device {
   static Device parse(std::string_view text);
   std::string str() const;  // as torch prints it
   int index_or_zero() const { return index < 0 ? 0 : index; }
-  bool operator==(const Device&) const = default;
+  bool operator==(const Device& o) const { return type == o.type && index == o.index; }
 };
 
 std::string_view device_type_name(DeviceType t);

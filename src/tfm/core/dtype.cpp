@@ -34,18 +34,24 @@ constexpr std::array<DTypeInfo, 16> kInfo = {{
     {DType::uint4x2, 1, "uint4x2", ""},
 }};
 
-const DTypeInfo& info(DType t) { return kInfo[static_cast<size_t>(t)]; }
+const DTypeInfo& info(DType t) {
+  return kInfo[static_cast<size_t>(t)];
+}
 
 }  // namespace
 
-size_t dtype_size(DType t) { return info(t).size; }
+size_t dtype_size(DType t) {
+  return info(t).size;
+}
 
 bool is_floating(DType t) {
   return t == DType::float64 || t == DType::float32 || t == DType::bfloat16 || t == DType::float16 ||
          t == DType::float8_e4m3fn || t == DType::float8_e5m2;
 }
 
-std::string_view dtype_name(DType t) { return info(t).name; }
+std::string_view dtype_name(DType t) {
+  return info(t).name;
+}
 
 DType parse_dtype(std::string_view name) {
   if (name.starts_with("torch.")) name.remove_prefix(6);
@@ -58,7 +64,9 @@ DType parse_dtype(std::string_view name) {
   throw_error("unknown dtype '", name, "'");
 }
 
-std::string_view safetensors_dtype_name(DType t) { return info(t).safetensors; }
+std::string_view safetensors_dtype_name(DType t) {
+  return info(t).safetensors;
+}
 
 bool parse_safetensors_dtype(std::string_view code, DType* out) {
   for (const auto& i : kInfo) {
@@ -88,9 +96,9 @@ uint16_t float_to_fp16(float f) {
   std::memcpy(&bits, &f, 4);
   const uint32_t sign = (bits >> 16) & 0x8000u;
   const uint32_t abs = bits & 0x7fffffffu;
-  if (abs > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);           // NaN
-  if (abs >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);          // overflow to inf
-  if (abs < 0x38800000u) {                                                        // subnormal or zero
+  if (abs > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);   // NaN
+  if (abs >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // overflow to inf
+  if (abs < 0x38800000u) {                                               // subnormal or zero
     const float magnitude = std::fabs(f);
     const uint32_t m = static_cast<uint32_t>(std::nearbyint(std::ldexp(magnitude, 24)));
     return static_cast<uint16_t>(sign | m);

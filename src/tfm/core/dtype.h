@@ -10,10 +10,20 @@
 namespace tfm {
 
 enum class DType : uint8_t {
-  float64, float32, bfloat16, float16,
-  float8_e4m3fn, float8_e5m2,
-  int64, int32, int16, int8,
-  uint64, uint32, uint16, uint8,
+  float64,
+  float32,
+  bfloat16,
+  float16,
+  float8_e4m3fn,
+  float8_e5m2,
+  int64,
+  int32,
+  int16,
+  int8,
+  uint64,
+  uint32,
+  uint16,
+  uint8,
   bool_,
   uint4x2,  // packed 4-bit codes, two per byte (bitsandbytes NF4/FP4 weights)
 };

@@ -26,7 +26,9 @@ void* host_allocate(size_t bytes) {
   return p;
 }
 
-void host_free(void* p) { std::free(p); }
+void host_free(void* p) {
+  std::free(p);
+}
 
 Storage::Storage(void* data, size_t bytes, Device device, std::function<void(void*)> release)
     : data_(data), bytes_(bytes), device_(device), release_(std::move(release)) {}
@@ -61,7 +63,9 @@ Tensor Tensor::cpu(const Shape& shape, DType dtype) {
   return Tensor(std::make_shared<Storage>(data, bytes, Device{}, host_free), shape, dtype);
 }
 
-bool Tensor::is_contiguous() const { return strides_ == contiguous_strides(shape_); }
+bool Tensor::is_contiguous() const {
+  return strides_ == contiguous_strides(shape_);
+}
 
 Tensor Tensor::reshape(const Shape& shape) const {
   check(is_contiguous(), "reshape of a non-contiguous tensor ", str());
@@ -70,8 +74,8 @@ Tensor Tensor::reshape(const Shape& shape) const {
 }
 
 Tensor Tensor::narrow(int64_t start, int64_t length) const {
-  check(dim() >= 1 && start >= 0 && length >= 0 && start + length <= shape_[0], "narrow(", start, ", ", length,
-        ") out of range for ", str());
+  check(dim() >= 1 && start >= 0 && length >= 0 && start + length <= shape_[0], "narrow(", start, ", ",
+        length, ") out of range for ", str());
   Tensor t = *this;
   t.shape_[0] = length;
   t.offset_ = offset_ + start * strides_[0];

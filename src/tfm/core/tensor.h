@@ -63,7 +63,9 @@ class Tensor {
 
   void* raw() const { return static_cast<char*>(storage_->data()) + offset_ * dtype_size(dtype_); }
   template <typename T>
-  T* data() const { return static_cast<T*>(raw()); }
+  T* data() const {
+    return static_cast<T*>(raw());
+  }
 
   // Views sharing storage. reshape needs a contiguous tensor; narrow selects [start, start+length) of dim 0.
   Tensor reshape(const Shape& shape) const;

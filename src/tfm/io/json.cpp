@@ -14,13 +14,20 @@ namespace tfm::json {
 
 std::string_view Value::type_name(Type t) {
   switch (t) {
-    case Type::null: return "null";
-    case Type::boolean: return "a boolean";
-    case Type::integer: return "an integer";
-    case Type::number: return "a number";
-    case Type::string: return "a string";
-    case Type::array: return "an array";
-    case Type::object: return "an object";
+    case Type::null:
+      return "null";
+    case Type::boolean:
+      return "a boolean";
+    case Type::integer:
+      return "an integer";
+    case Type::number:
+      return "a number";
+    case Type::string:
+      return "a string";
+    case Type::array:
+      return "an array";
+    case Type::object:
+      return "an object";
   }
   return "?";
 }
@@ -72,7 +79,9 @@ const Value* Value::find(std::string_view key) const {
   }
   return nullptr;
 }
-Value* Value::find(std::string_view key) { return const_cast<Value*>(std::as_const(*this).find(key)); }
+Value* Value::find(std::string_view key) {
+  return const_cast<Value*>(std::as_const(*this).find(key));
+}
 
 const Value& Value::at(std::string_view key) const {
   const Value* v = find(key);
@@ -91,10 +100,14 @@ void Value::set(std::string key, Value value) {
 
 size_t Value::size() const {
   switch (type()) {
-    case Type::array: return std::get<Array>(v_).size();
-    case Type::object: return std::get<Object>(v_).size();
-    case Type::string: return std::get<std::string>(v_).size();
-    default: wrong_type("an array, object or string", type());
+    case Type::array:
+      return std::get<Array>(v_).size();
+    case Type::object:
+      return std::get<Object>(v_).size();
+    case Type::string:
+      return std::get<std::string>(v_).size();
+    default:
+      wrong_type("an array, object or string", type());
   }
 }
 
@@ -125,7 +138,8 @@ constexpr int kMaxDepth = 512;
 
 class Parser {
  public:
-  explicit Parser(std::string_view text) : p_(text.data()), begin_(text.data()), end_(text.data() + text.size()) {}
+  explicit Parser(std::string_view text)
+      : p_(text.data()), begin_(text.data()), end_(text.data() + text.size()) {}
 
   Value document() {
     skip_space();
@@ -167,15 +181,29 @@ class Parser {
   Value value(int depth) {
     if (p_ >= end_) fail("unexpected end of input");
     switch (*p_) {
-      case '{': return object(depth + 1);
-      case '[': return array(depth + 1);
-      case '"': return Value(string());
-      case 't': expect_literal("true"); return Value(true);
-      case 'f': expect_literal("false"); return Value(false);
-      case 'n': expect_literal("null"); return Value();
-      case 'N': expect_literal("NaN"); return Value(std::nan(""));  // Python's json accepts these
-      case 'I': expect_literal("Infinity"); return Value(INFINITY);
-      default: return number();
+      case '{':
+        return object(depth + 1);
+      case '[':
+        return array(depth + 1);
+      case '"':
+        return Value(string());
+      case 't':
+        expect_literal("true");
+        return Value(true);
+      case 'f':
+        expect_literal("false");
+        return Value(false);
+      case 'n':
+        expect_literal("null");
+        return Value();
+      case 'N':
+        expect_literal("NaN");
+        return Value(std::nan(""));  // Python's json accepts these
+      case 'I':
+        expect_literal("Infinity");
+        return Value(INFINITY);
+      default:
+        return number();
     }
   }
 
@@ -313,14 +341,30 @@ class Parser {
       if (c != '\\') fail("control character in string");
       if (p_ >= end_) fail("unterminated string");
       switch (*p_++) {
-        case '"': out += '"'; break;
-        case '\\': out += '\\'; break;
-        case '/': out += '/'; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
-        case 'n': out += '\n'; break;
-        case 'r': out += '\r'; break;
-        case 't': out += '\t'; break;
+        case '"':
+          out += '"';
+          break;
+        case '\\':
+          out += '\\';
+          break;
+        case '/':
+          out += '/';
+          break;
+        case 'b':
+          out += '\b';
+          break;
+        case 'f':
+          out += '\f';
+          break;
+        case 'n':
+          out += '\n';
+          break;
+        case 'r':
+          out += '\r';
+          break;
+        case 't':
+          out += '\t';
+          break;
         case 'u': {
           uint32_t cp = hex4();
           if (cp >= 0xd800 && cp < 0xdc00 && end_ - p_ >= 6 && p_[0] == '\\' && p_[1] == 'u') {
@@ -336,7 +380,8 @@ class Parser {
           append_utf8(out, cp);  // a lone surrogate is kept as its 3-byte form, as Python keeps it in a str
           break;
         }
-        default: fail("invalid escape in string");
+        default:
+          fail("invalid escape in string");
       }
     }
   }
@@ -384,7 +429,9 @@ class Parser {
 
 }  // namespace
 
-Value parse(std::string_view text) { return Parser(text).document(); }
+Value parse(std::string_view text) {
+  return Parser(text).document();
+}
 
 Value parse_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -446,14 +493,29 @@ void dump_string(std::string& out, const std::string& s, bool ensure_ascii) {
   for (size_t i = 0; i < s.size(); ++i) {
     const unsigned char c = static_cast<unsigned char>(s[i]);
     switch (c) {
-      case '"': out += "\\\""; continue;
-      case '\\': out += "\\\\"; continue;
-      case '\n': out += "\\n"; continue;
-      case '\r': out += "\\r"; continue;
-      case '\t': out += "\\t"; continue;
-      case '\b': out += "\\b"; continue;
-      case '\f': out += "\\f"; continue;
-      default: break;
+      case '"':
+        out += "\\\"";
+        continue;
+      case '\\':
+        out += "\\\\";
+        continue;
+      case '\n':
+        out += "\\n";
+        continue;
+      case '\r':
+        out += "\\r";
+        continue;
+      case '\t':
+        out += "\\t";
+        continue;
+      case '\b':
+        out += "\\b";
+        continue;
+      case '\f':
+        out += "\\f";
+        continue;
+      default:
+        break;
     }
     auto escape16 = [&](uint32_t u) {
       out += "\\u";
@@ -467,7 +529,8 @@ void dump_string(std::string& out, const std::string& s, bool ensure_ascii) {
       // Decode one UTF-8 sequence and write it as \uXXXX (a surrogate pair above the BMP).
       const int len = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1;
       uint32_t cp = len == 4 ? c & 0x07 : len == 3 ? c & 0x0f : len == 2 ? c & 0x1f : c;
-      for (int k = 1; k < len && i + 1 < s.size(); ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[++i]) & 0x3f);
+      for (int k = 1; k < len && i + 1 < s.size(); ++k)
+        cp = (cp << 6) | (static_cast<unsigned char>(s[++i]) & 0x3f);
       if (cp >= 0x10000) {
         cp -= 0x10000;
         escape16(0xd800 + (cp >> 10));
@@ -488,15 +551,25 @@ void dump_value(std::string& out, const Value& v, const DumpOptions& o, int leve
     }
   };
   switch (v.type()) {
-    case Value::Type::null: out += "null"; return;
-    case Value::Type::boolean: out += v.as_bool() ? "true" : "false"; return;
-    case Value::Type::integer: out += std::to_string(v.as_int()); return;
+    case Value::Type::null:
+      out += "null";
+      return;
+    case Value::Type::boolean:
+      out += v.as_bool() ? "true" : "false";
+      return;
+    case Value::Type::integer:
+      out += std::to_string(v.as_int());
+      return;
     case Value::Type::number: {
       const double d = v.as_double();
-      out += std::isnan(d) ? "NaN" : std::isinf(d) ? (d > 0 ? "Infinity" : "-Infinity") : python_float_repr(d);
+      out += std::isnan(d)   ? "NaN"
+             : std::isinf(d) ? (d > 0 ? "Infinity" : "-Infinity")
+                             : python_float_repr(d);
       return;
     }
-    case Value::Type::string: dump_string(out, v.as_string(), o.ensure_ascii); return;
+    case Value::Type::string:
+      dump_string(out, v.as_string(), o.ensure_ascii);
+      return;
     case Value::Type::array: {
       const Array& a = v.as_array();
       if (a.empty()) {

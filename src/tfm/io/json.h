@@ -1,5 +1,5 @@
-// JSON values with objects kept in insertion order (as Python dicts are), a fast parser for large files such as
-// tokenizer.json, and a writer that formats exactly like Python's json.dumps.
+// JSON values with objects kept in insertion order (as Python dicts are), a fast parser for large files such
+// as tokenizer.json, and a writer that formats exactly like Python's json.dumps.
 #pragma once
 
 #include <cstdint>

@@ -41,7 +41,8 @@ class CudaBackend final : public Backend {
     d.total_memory = total_bytes;
     d.free_memory = free_bytes;
     d.driver_version = "CUDA " + std::to_string(driver / 1000) + "." + std::to_string(driver % 1000 / 10) +
-                       ", compute capability " + std::to_string(prop.major) + "." + std::to_string(prop.minor);
+                       ", compute capability " + std::to_string(prop.major) + "." +
+                       std::to_string(prop.minor);
     return d;
   }
 

@@ -1,0 +1,10 @@
+// Every subcommand of `tfm`, one file each; main.cpp lists them.
+#pragma once
+
+#include "cli.h"
+
+namespace tfm::cli {
+
+extern const Command kDevicesCommand;
+
+}  // namespace tfm::cli
