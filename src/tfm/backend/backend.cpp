@@ -76,6 +76,9 @@ Tensor empty(const Shape& shape, DType dtype, Device device) {
 }
 
 Tensor to_device(const Tensor& t, Device device) {
+  if (t.device().type == device.type && (device.type == DeviceType::cpu || t.device().index == device.index_or_zero())) {
+    return t;
+  }
   check(t.is_contiguous(), "to_device needs a contiguous tensor, got ", t.str());
   Tensor out = empty(t.shape(), t.dtype(), device);
   const Device from = t.device();

@@ -49,7 +49,7 @@ Device resolve_device(std::string_view spec);
 
 // A tensor of uninitialised memory on a device (zeroed on the cpu).
 Tensor empty(const Shape& shape, DType dtype, Device device);
-// A copy of `t` on `device` (contiguous).
+// `t` on `device`: `t` itself when it is there already, else a contiguous copy.
 Tensor to_device(const Tensor& t, Device device);
 
 }  // namespace tfm

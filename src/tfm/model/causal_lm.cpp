@@ -1,0 +1,122 @@
+#include "tfm/model/causal_lm.h"
+
+#include <cmath>
+#include <filesystem>
+
+#include "tfm/backend/backend.h"
+#include "tfm/core/error.h"
+
+namespace tfm {
+namespace {
+
+DType resolve_dtype(const std::string& requested, const ModelConfig& config) {
+  if (requested == "auto") return config.dtype.value_or(DType::float32);
+  const DType d = parse_dtype(requested);
+  if (!is_floating(d) || d == DType::float8_e4m3fn || d == DType::float8_e5m2) {
+    throw_error("Can't instantiate ", config.architecture_name, " model under dtype=", dtype_name(d),
+                " since it is not a floating point dtype");
+  }
+  return d;
+}
+
+ops::AttentionImpl parse_attention(const std::string& name) {
+  if (name == "eager") return ops::AttentionImpl::eager;
+  if (name == "sdpa" || name.empty()) return ops::AttentionImpl::sdpa;
+  throw_error("Specified `attn_implementation=\"", name,
+              "\"` is not supported. The only possible arguments are `attn_implementation=\"eager\"` and "
+              "`attn_implementation=\"sdpa\"`");
+}
+
+}  // namespace
+
+CausalLM CausalLM::from_pretrained(const std::string& dir, const LoadOptions& options) {
+  namespace fs = std::filesystem;
+  check(fs::is_directory(dir), "model folder ", dir, " does not exist");
+  const std::string config_path = (fs::path(dir) / "config.json").string();
+  check(fs::exists(config_path), dir, " has no config.json");
+  ModelConfig config = ModelConfig::from_file(config_path);
+  const DType dtype = resolve_dtype(options.dtype, config);
+  const ops::AttentionImpl attention = parse_attention(options.attn_implementation);
+  const Device device = resolve_device(options.device);
+  ModelWeights weights = load_weights(dir, config, dtype, device);
+  return CausalLM(std::move(config), std::move(weights), dtype, device, attention);
+}
+
+CausalLM::CausalLM(ModelConfig config, ModelWeights weights, DType dtype, Device device, ops::AttentionImpl attention)
+    : config_(std::move(config)),
+      weights_(std::move(weights)),
+      dtype_(dtype),
+      device_(device),
+      attention_(attention),
+      rope_(config_) {}
+
+KVCache CausalLM::make_cache(int64_t max_tokens, int64_t block_size) const {
+  const int64_t blocks = (max_tokens + block_size - 1) / block_size;
+  return KVCache::create(config_, static_cast<int32_t>(blocks), block_size, device_);
+}
+
+Tensor CausalLM::forward(const ForwardBatch& batch, KVCache& cache) {
+  const ModelConfig& c = config_;
+  const int64_t T = static_cast<int64_t>(batch.token_ids.size());
+  const int64_t H = c.hidden_size, D = c.head_dim, I = c.intermediate_size;
+  const int64_t Hq = c.num_attention_heads, Hkv = c.num_key_value_heads;
+  const float eps = static_cast<float>(c.rms_norm_eps);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(D));
+  const ops::AttentionMetadata meta = batch.attention();
+  auto buffer = [&](Shape shape) { return empty(shape, DType::float32, device_); };
+
+  Tensor ids = Tensor::cpu({T}, DType::int32);
+  std::copy(batch.token_ids.begin(), batch.token_ids.end(), ids.data<int32_t>());
+  Tensor cos, sin;
+  rope_.tables(batch.positions, cos, sin);
+  ids = to_device(ids, device_);
+  cos = to_device(cos, device_);
+  sin = to_device(sin, device_);
+
+  Tensor h = buffer({T, H});                     // the residual stream
+  Tensor x = buffer({T, H});                     // normalized input of a block
+  Tensor qkv = buffer({T, (Hq + 2 * Hkv) * D});  // rows of [q | k | v]
+  Tensor q = buffer({T, Hq, D}), k = buffer({T, Hkv, D}), v = buffer({T, Hkv, D});
+  Tensor attn = buffer({T, Hq, D});
+  Tensor proj = buffer({T, H});
+  Tensor gate_up = buffer({T, 2 * I});
+  Tensor act = buffer({T, I});
+
+  ops::embedding(weights_.embed_tokens, ids, h);
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
+    const LayerWeights& w = weights_.layers[static_cast<size_t>(l)];
+    // Attention block: h += o_proj(attention(rope(norm(q)), rope(norm(k)), v))
+    ops::rms_norm(h, w.input_layernorm, eps, x);
+    ops::linear(x, w.qkv_proj, w.qkv_bias, qkv);
+    Tensor* const parts[] = {&q, &k, &v};
+    ops::split_columns(qkv, parts);
+    if (c.qk_norm) {
+      ops::rms_norm(q, w.q_norm, eps, q);
+      ops::rms_norm(k, w.k_norm, eps, k);
+    }
+    ops::rope_(q, cos, sin);
+    ops::rope_(k, cos, sin);
+    ops::kv_cache_write(k, v, meta, cache.layers[static_cast<size_t>(l)]);
+    ops::paged_attention(q, cache.layers[static_cast<size_t>(l)], meta, scale, c.sliding_window[static_cast<size_t>(l)],
+                         attention_, attn);
+    ops::linear(attn.reshape({T, Hq * D}), w.o_proj, w.o_bias, proj);
+    ops::add_(h, proj);
+    // MLP block: h += down_proj(silu(gate_proj(x)) * up_proj(x)), x = norm(h)
+    ops::rms_norm(h, w.post_attention_layernorm, eps, x);
+    ops::linear(x, w.gate_up_proj, w.gate_up_bias, gate_up);
+    ops::silu_mul(gate_up, act);
+    ops::linear(act, w.down_proj, w.down_bias, proj);
+    ops::add_(h, proj);
+  }
+  // Only the rows whose logits are wanted go through the final norm and the vocabulary projection.
+  const int64_t R = static_cast<int64_t>(batch.logits_rows.size());
+  Tensor last = buffer({R, H});
+  ops::gather_rows(h, batch.logits_rows, last);
+  Tensor normed = buffer({R, H});
+  ops::rms_norm(last, weights_.norm, eps, normed);
+  Tensor logits = buffer({R, c.vocab_size});
+  ops::linear(normed, weights_.lm_head, Tensor(), logits);
+  return to_device(logits, Device{});
+}
+
+}  // namespace tfm
