@@ -15,7 +15,7 @@ struct DTypeInfo {
   std::string_view safetensors;
 };
 
-constexpr std::array<DTypeInfo, 16> kInfo = {{
+constexpr std::array<DTypeInfo, 20> kInfo = {{
     {DType::float64, 8, "float64", "F64"},
     {DType::float32, 4, "float32", "F32"},
     {DType::bfloat16, 2, "bfloat16", "BF16"},
@@ -32,6 +32,10 @@ constexpr std::array<DTypeInfo, 16> kInfo = {{
     {DType::uint8, 1, "uint8", "U8"},
     {DType::bool_, 1, "bool", "BOOL"},
     {DType::uint4x2, 1, "uint4x2", ""},
+    {DType::float8_e8m0fnu, 1, "float8_e8m0fnu", "F8_E8M0"},
+    {DType::float8_e4m3fnuz, 1, "float8_e4m3fnuz", "F8_E4M3FNUZ"},
+    {DType::float8_e5m2fnuz, 1, "float8_e5m2fnuz", "F8_E5M2FNUZ"},
+    {DType::complex64, 8, "complex64", "C64"},
 }};
 
 const DTypeInfo& info(DType t) {
@@ -46,7 +50,8 @@ size_t dtype_size(DType t) {
 
 bool is_floating(DType t) {
   return t == DType::float64 || t == DType::float32 || t == DType::bfloat16 || t == DType::float16 ||
-         t == DType::float8_e4m3fn || t == DType::float8_e5m2;
+         t == DType::float8_e4m3fn || t == DType::float8_e5m2 || t == DType::float8_e8m0fnu ||
+         t == DType::float8_e4m3fnuz || t == DType::float8_e5m2fnuz;
 }
 
 std::string_view dtype_name(DType t) {

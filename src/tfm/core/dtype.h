@@ -26,6 +26,10 @@ enum class DType : uint8_t {
   uint8,
   bool_,
   uint4x2,  // packed 4-bit codes, two per byte (bitsandbytes NF4/FP4 weights)
+  float8_e8m0fnu,
+  float8_e4m3fnuz,
+  float8_e5m2fnuz,
+  complex64,
 };
 
 // Bytes per element; uint4x2 counts one byte per two codes and reports 1 here (its shape counts bytes).
