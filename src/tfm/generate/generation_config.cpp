@@ -142,6 +142,14 @@ const json::Value* find_other(const json::Object& other, std::string_view key) {
 std::string py(double d) {
   return json::python_float_repr(d);
 }
+// Python's str() of a JSON value (strings bare, True/False/None capitalised).
+std::string py(const json::Value& v) {
+  if (v.is_string()) return v.as_string();
+  if (v.is_bool()) return v.as_bool() ? "True" : "False";
+  if (v.is_null()) return "None";
+  if (v.is_float()) return py(v.as_double());
+  return json::dump(v);
+}
 
 // Transformers' _should_warn: a flag conflicting with do_sample is reported unless the caller set do_sample
 // and left the flag alone (the flag then came from the model's generation_config.json).
@@ -159,7 +167,7 @@ Issues validate_with(const GenerationConfig& c, const std::set<std::string>* use
 
   if (const json::Value* es = find_other(c.other, "early_stopping")) {
     check(es->is_null() || es->is_bool() || (es->is_string() && es->as_string() == "never"),
-          "`early_stopping` must be a boolean or 'never', but is ", json::dump(*es), ".");
+          "`early_stopping` must be a boolean or 'never', but is ", py(*es), ".");
   }
   if (c.max_new_tokens && *c.max_new_tokens <= 0) {
     throw_error("`max_new_tokens` must be greater than 0, but is ", *c.max_new_tokens, ".");
@@ -185,7 +193,7 @@ Issues validate_with(const GenerationConfig& c, const std::set<std::string>* use
                                                    "quantized",
                                                    "paged"};
     const bool ok = ci->is_string() && std::find(valid.begin(), valid.end(), ci->as_string()) != valid.end();
-    check(ok, "Invalid `cache_implementation` (", json::dump(*ci),
+    check(ok, "Invalid `cache_implementation` (", py(*ci),
           "). Choose one of: ('static', "
           "'offloaded_static', 'sliding_window', 'hybrid', 'hybrid_chunked', 'offloaded_hybrid', "
           "'offloaded_hybrid_chunked', 'dynamic', 'offloaded', 'quantized', 'paged')");
@@ -205,6 +213,22 @@ Issues validate_with(const GenerationConfig& c, const std::set<std::string>* use
     if (c.min_p) greedy_issue("min_p", py(*c.min_p));
     if (c.typical_p && *c.typical_p != 1.0) greedy_issue("typical_p", py(*c.typical_p));
     if (c.top_k && *c.top_k != 50) greedy_issue("top_k", std::to_string(*c.top_k));
+  }
+
+  if (!c.num_beams || *c.num_beams == 1) {
+    auto beam_issue = [&](const std::string& flag, const json::Value& value) {
+      if (!should_warn(user_set, "num_beams", flag)) return;
+      issues.emplace_back(flag,
+                          "`num_beams` is set to " + (c.num_beams ? std::to_string(*c.num_beams) : "None") +
+                              ". However, `" + flag + "` is set to `" + py(value) +
+                              "` -- this flag is only used in beam-based generation modes. You should set "
+                              "`num_beams>1` or unset `" +
+                              flag + "`.");
+    };
+    const json::Value* es = find_other(c.other, "early_stopping");
+    if (es && !es->is_null() && !(es->is_bool() && !es->as_bool())) beam_issue("early_stopping", *es);
+    const json::Value* lp = find_other(c.other, "length_penalty");
+    if (lp && lp->is_number() && lp->as_double() != 1.0) beam_issue("length_penalty", *lp);
   }
 
   if (const json::Value* n = find_other(c.other, "num_return_sequences");
