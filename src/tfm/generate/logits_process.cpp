@@ -1,0 +1,325 @@
+#include "tfm/generate/logits_process.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "tfm/core/error.h"
+#include "tfm/io/json.h"
+
+namespace tfm {
+namespace {
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+// Python's str() of a float, for Transformers' messages.
+std::string py(double d) {
+  return json::python_float_repr(d);
+}
+
+// softmax(scores) computed in double and rounded to float32, as the float32 tensors Transformers compares.
+std::vector<float> softmax(std::span<const float> scores) {
+  const float max = *std::max_element(scores.begin(), scores.end());
+  std::vector<double> e(scores.size());
+  double sum = 0;
+  for (size_t i = 0; i < scores.size(); ++i) sum += e[i] = std::exp(double(scores[i]) - double(max));
+  std::vector<float> p(scores.size());
+  for (size_t i = 0; i < scores.size(); ++i) p[i] = float(e[i] / sum);
+  return p;
+}
+
+// Indices ordered by ascending key, ties in index order (torch.sort on the CPU is stable).
+std::vector<size_t> ascending_order(std::span<const float> keys) {
+  std::vector<size_t> order(keys.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return keys[a] < keys[b]; });
+  return order;
+}
+
+size_t checked_id(int64_t id, size_t vocab_size, std::string_view what) {
+  check(id >= 0 && static_cast<uint64_t>(id) < vocab_size, what, ": token id ", id,
+        " is outside the logits row (vocabulary size ", vocab_size, ")");
+  return static_cast<size_t>(id);
+}
+
+void check_min_tokens_to_keep(int64_t n) {
+  check(n >= 1, "`min_tokens_to_keep` has to be a positive integer, but is ", n);
+}
+
+void suppress(std::span<float> scores, const std::vector<int64_t>& ids) {
+  // torch.isin over the vocabulary: ids outside the row simply match nothing.
+  for (int64_t id : ids) {
+    if (id >= 0 && static_cast<uint64_t>(id) < scores.size()) scores[static_cast<size_t>(id)] = kNegInf;
+  }
+}
+
+}  // namespace
+
+RepetitionPenaltyLogitsProcessor::RepetitionPenaltyLogitsProcessor(double penalty)
+    : penalty_(float(penalty)) {
+  check(penalty > 0, "`penalty` has to be a strictly positive float, but is ", py(penalty));
+}
+
+void RepetitionPenaltyLogitsProcessor::operator()(std::span<const int64_t> input_ids,
+                                                  std::span<float> scores) const {
+  // Gather every seen id's score first, then write: a repeated id is penalised once.
+  std::vector<size_t> seen;
+  seen.reserve(input_ids.size());
+  for (int64_t id : input_ids) seen.push_back(checked_id(id, scores.size(), "repetition_penalty"));
+  std::sort(seen.begin(), seen.end());
+  seen.erase(std::unique(seen.begin(), seen.end()), seen.end());
+  for (size_t i : seen) scores[i] = scores[i] < 0 ? scores[i] * penalty_ : scores[i] / penalty_;
+}
+
+NoRepeatNGramLogitsProcessor::NoRepeatNGramLogitsProcessor(int64_t ngram_size) : n_(size_t(ngram_size)) {
+  check(ngram_size > 0, "`ngram_size` has to be a strictly positive integer, but is ", ngram_size);
+}
+
+void NoRepeatNGramLogitsProcessor::operator()(std::span<const int64_t> input_ids,
+                                              std::span<float> scores) const {
+  const size_t len = input_ids.size();
+  if (len < n_) return;  // no complete n-gram yet
+  // The next token completes an n-gram whose first n-1 tokens are the current suffix; every earlier window
+  // starting with that suffix bans its last token.
+  const std::span<const int64_t> prefix = input_ids.subspan(len + 1 - n_);
+  std::vector<size_t> banned;
+  for (size_t start = 0; start + n_ <= len; ++start) {
+    if (std::equal(prefix.begin(), prefix.end(), input_ids.begin() + start)) {
+      banned.push_back(checked_id(input_ids[start + n_ - 1], scores.size(), "no_repeat_ngram_size"));
+    }
+  }
+  for (size_t i : banned) scores[i] = kNegInf;
+}
+
+MinLengthLogitsProcessor::MinLengthLogitsProcessor(int64_t min_length, std::vector<int64_t> eos_token_ids)
+    : min_length_(min_length), eos_(std::move(eos_token_ids)) {
+  check(min_length >= 0, "`min_length` has to be a non-negative integer, but is ", min_length);
+}
+
+void MinLengthLogitsProcessor::operator()(std::span<const int64_t> input_ids, std::span<float> scores) const {
+  if (static_cast<int64_t>(input_ids.size()) < min_length_) suppress(scores, eos_);
+}
+
+MinNewTokensLengthLogitsProcessor::MinNewTokensLengthLogitsProcessor(int64_t prompt_length_to_skip,
+                                                                     int64_t min_new_tokens,
+                                                                     std::vector<int64_t> eos_token_ids)
+    : prompt_length_(prompt_length_to_skip), min_new_tokens_(min_new_tokens), eos_(std::move(eos_token_ids)) {
+  check(prompt_length_to_skip >= 0, "`prompt_length_to_skip` has to be a positive integer, but is ",
+        prompt_length_to_skip);
+  check(min_new_tokens >= 0, "`min_new_tokens` has to be a positive integer, but is ", min_new_tokens);
+}
+
+void MinNewTokensLengthLogitsProcessor::operator()(std::span<const int64_t> input_ids,
+                                                   std::span<float> scores) const {
+  if (static_cast<int64_t>(input_ids.size()) - prompt_length_ < min_new_tokens_) suppress(scores, eos_);
+}
+
+TemperatureLogitsWarper::TemperatureLogitsWarper(double temperature) : temperature_(float(temperature)) {
+  if (!(temperature > 0)) {
+    std::string msg =
+        "`temperature` (=" + py(temperature) +
+        ") has to be a strictly positive float, otherwise your next token scores will be invalid.";
+    if (temperature == 0.0)
+      msg += " If you're looking for greedy decoding strategies, set `do_sample=False`.";
+    throw Error(msg);
+  }
+}
+
+void TemperatureLogitsWarper::operator()(std::span<const int64_t>, std::span<float> scores) const {
+  for (float& s : scores) s /= temperature_;
+}
+
+TopKLogitsWarper::TopKLogitsWarper(int64_t top_k, int64_t min_tokens_to_keep)
+    : top_k_(std::max(top_k, min_tokens_to_keep)) {
+  check(top_k > 0, "`top_k` has to be a strictly positive integer, but is ", top_k);
+}
+
+void TopKLogitsWarper::operator()(std::span<const int64_t>, std::span<float> scores) const {
+  const size_t k = static_cast<size_t>(std::min<int64_t>(top_k_, static_cast<int64_t>(scores.size())));
+  if (k == 0) return;
+  std::vector<float> sorted(scores.begin(), scores.end());
+  std::nth_element(sorted.begin(), sorted.begin() + static_cast<ptrdiff_t>(k - 1), sorted.end(),
+                   std::greater<float>());
+  const float kth = sorted[k - 1];
+  for (float& s : scores) {
+    if (s < kth) s = kNegInf;
+  }
+}
+
+TopPLogitsWarper::TopPLogitsWarper(double top_p, int64_t min_tokens_to_keep)
+    : top_p_(top_p), min_tokens_to_keep_(min_tokens_to_keep) {
+  // Transformers' check admits 0 (only values outside [0, 1] raise), though its message says "> 0".
+  check(!(top_p < 0 || top_p > 1.0), "`top_p` has to be a float > 0 and < 1, but is ", py(top_p));
+  check_min_tokens_to_keep(min_tokens_to_keep);
+}
+
+void TopPLogitsWarper::operator()(std::span<const int64_t>, std::span<float> scores) const {
+  const std::vector<size_t> order = ascending_order(scores);
+  std::vector<float> sorted(scores.size());
+  for (size_t i = 0; i < order.size(); ++i) sorted[i] = scores[order[i]];
+  const std::vector<float> probs = softmax(sorted);
+  // Remove the low tail whose cumulative probability stays within 1 - top_p; keep the top min_tokens_to_keep.
+  const float threshold = float(1.0 - top_p_);
+  const size_t keep_from = order.size() - std::min<size_t>(order.size(), size_t(min_tokens_to_keep_));
+  double cumulative = 0;
+  for (size_t i = 0; i < keep_from; ++i) {
+    cumulative += probs[i];
+    if (float(cumulative) <= threshold) scores[order[i]] = kNegInf;
+  }
+}
+
+MinPLogitsWarper::MinPLogitsWarper(double min_p, int64_t min_tokens_to_keep)
+    : min_p_(min_p), min_tokens_to_keep_(min_tokens_to_keep) {
+  check(0 <= min_p && min_p <= 1.0, "`min_p` has to be a float in the [0, 1] interval, but is ", py(min_p));
+  check_min_tokens_to_keep(min_tokens_to_keep);
+}
+
+void MinPLogitsWarper::operator()(std::span<const int64_t>, std::span<float> scores) const {
+  const std::vector<float> probs = softmax(scores);
+  const float top = *std::max_element(probs.begin(), probs.end());
+  const float scaled_min_p = float(min_p_) * top;
+  // The min_tokens_to_keep most probable tokens stay, whatever their probability.
+  std::vector<size_t> order(probs.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  const size_t k = std::min<size_t>(order.size(), size_t(min_tokens_to_keep_));
+  std::partial_sort(
+      order.begin(), order.begin() + static_cast<ptrdiff_t>(k), order.end(),
+      [&](size_t a, size_t b) { return probs[a] > probs[b] || (probs[a] == probs[b] && a < b); });
+  std::vector<bool> keep(probs.size(), false);
+  for (size_t i = 0; i < k; ++i) keep[order[i]] = true;
+  for (size_t i = 0; i < scores.size(); ++i) {
+    if (probs[i] < scaled_min_p && !keep[i]) scores[i] = kNegInf;
+  }
+}
+
+TypicalLogitsWarper::TypicalLogitsWarper(double mass, int64_t min_tokens_to_keep)
+    : mass_(mass), min_tokens_to_keep_(min_tokens_to_keep) {
+  check(mass > 0 && mass < 1, "`typical_p` has to be a float > 0 and < 1, but is ", py(mass));
+  check_min_tokens_to_keep(min_tokens_to_keep);
+}
+
+void TypicalLogitsWarper::operator()(std::span<const int64_t>, std::span<float> scores) const {
+  const size_t n = scores.size();
+  // log_softmax, its probabilities and the entropy (nansum: -inf scores contribute nothing).
+  const float max = *std::max_element(scores.begin(), scores.end());
+  double sum = 0;
+  for (float s : scores) sum += std::exp(double(s) - double(max));
+  const double log_sum = std::log(sum);
+  std::vector<float> normalized(n);
+  double entropy = 0;
+  for (size_t i = 0; i < n; ++i) {
+    normalized[i] = float(double(scores[i]) - double(max) - log_sum);
+    const double term = double(normalized[i]) * std::exp(double(normalized[i]));
+    if (!std::isnan(term)) entropy -= term;
+  }
+  const float ent = float(entropy);
+  std::vector<float> shifted(n);
+  for (size_t i = 0; i < n; ++i) shifted[i] = std::fabs(-normalized[i] - ent);
+
+  const std::vector<size_t> order = ascending_order(shifted);
+  std::vector<float> sorted_logits(n);
+  for (size_t i = 0; i < n; ++i) sorted_logits[i] = scores[order[i]];
+  const std::vector<float> probs = softmax(sorted_logits);
+  // last_ind: how many cumulative probabilities stay below the mass, clamped to the last index.
+  const float mass = float(mass_);
+  size_t last = 0;
+  double cumulative = 0;
+  for (size_t i = 0; i < n; ++i) {
+    cumulative += probs[i];
+    if (float(cumulative) < mass) ++last;
+  }
+  last = std::min(last, n - 1);
+  const float cutoff = shifted[order[last]];
+  std::vector<size_t> removed;
+  for (size_t i = size_t(std::min<int64_t>(min_tokens_to_keep_, int64_t(n))); i < n; ++i) {
+    if (shifted[order[i]] > cutoff) removed.push_back(order[i]);
+  }
+  for (size_t i : removed) scores[i] = kNegInf;
+}
+
+void LogitsProcessorList::operator()(std::span<const int64_t> input_ids, std::span<float> scores) const {
+  for (const auto& p : processors_) (*p)(input_ids, scores);
+}
+
+namespace {
+
+const json::Value* other_value(const GenerationConfig& c, std::string_view key) {
+  for (const auto& [k, v] : c.other) {
+    if (k == key) return v.is_null() ? nullptr : &v;
+  }
+  return nullptr;
+}
+
+// Generation features Transformers would act on that tfm does not implement: refusing them is better than
+// generating something else than asked.
+void check_supported(const GenerationConfig& c) {
+  check(!c.num_beams || *c.num_beams == 1, "generation config: num_beams=", c.num_beams.value_or(1),
+        " asks for beam search, which tfm does not implement (it runs greedy search and sampling, "
+        "num_beams=1)");
+  auto refuse = [](std::string_view key) {
+    throw_error("generation config: `", key, "` is set, but tfm does not implement that generation feature");
+  };
+  auto number_is = [&](std::string_view key, auto predicate) {
+    const json::Value* v = other_value(c, key);
+    return v != nullptr && v->is_number() && predicate(v->as_double());
+  };
+  for (const char* key : {"sequence_bias", "bad_words_ids", "forced_bos_token_id", "forced_eos_token_id",
+                          "exponential_decay_length_penalty", "suppress_tokens", "begin_suppress_tokens",
+                          "watermarking_config", "constraints", "force_words_ids", "dola_layers",
+                          "prompt_lookup_num_tokens", "assistant_early_exit"}) {
+    if (other_value(c, key)) refuse(key);
+  }
+  for (const char* key : {"remove_invalid_values", "renormalize_logits", "token_healing", "use_mtp"}) {
+    const json::Value* v = other_value(c, key);
+    if (v && v->is_bool() && v->as_bool()) refuse(key);
+  }
+  if (number_is("guidance_scale", [](double g) { return g != 1; })) refuse("guidance_scale");
+  if (number_is("penalty_alpha", [](double a) { return a > 0; }) && c.top_k.value_or(0) > 1 &&
+      c.do_sample != true) {
+    refuse("penalty_alpha");
+  }
+  if (c.do_sample == true) {
+    if (other_value(c, "top_h")) refuse("top_h");
+    if (number_is("epsilon_cutoff", [](double e) { return 0 < e && e < 1; })) refuse("epsilon_cutoff");
+    if (number_is("eta_cutoff", [](double e) { return 0 < e && e < 1; })) refuse("eta_cutoff");
+  }
+}
+
+}  // namespace
+
+LogitsProcessorList build_logits_processors(const GenerationConfig& c, int64_t prompt_length,
+                                            int64_t min_length) {
+  check_supported(c);
+  LogitsProcessorList list;
+  if (c.repetition_penalty && *c.repetition_penalty != 1.0) {
+    list.push_back(std::make_unique<RepetitionPenaltyLogitsProcessor>(*c.repetition_penalty));
+  }
+  if (c.no_repeat_ngram_size && *c.no_repeat_ngram_size > 0) {
+    list.push_back(std::make_unique<NoRepeatNGramLogitsProcessor>(*c.no_repeat_ngram_size));
+  }
+  if (c.eos_token_id && min_length > 0) {
+    list.push_back(std::make_unique<MinLengthLogitsProcessor>(min_length, *c.eos_token_id));
+  }
+  if (c.eos_token_id && c.min_new_tokens && *c.min_new_tokens > 0) {
+    list.push_back(std::make_unique<MinNewTokensLengthLogitsProcessor>(prompt_length, *c.min_new_tokens,
+                                                                       *c.eos_token_id));
+  }
+  if (c.do_sample == true) {
+    const int64_t min_tokens_to_keep = 1;  // more only for beam search
+    if (c.temperature && *c.temperature != 1.0) {
+      list.push_back(std::make_unique<TemperatureLogitsWarper>(*c.temperature));
+    }
+    if (c.top_k && *c.top_k != 0)
+      list.push_back(std::make_unique<TopKLogitsWarper>(*c.top_k, min_tokens_to_keep));
+    if (c.top_p && *c.top_p < 1.0)
+      list.push_back(std::make_unique<TopPLogitsWarper>(*c.top_p, min_tokens_to_keep));
+    if (c.min_p) list.push_back(std::make_unique<MinPLogitsWarper>(*c.min_p, min_tokens_to_keep));
+    if (c.typical_p && *c.typical_p < 1.0) {
+      list.push_back(std::make_unique<TypicalLogitsWarper>(*c.typical_p, min_tokens_to_keep));
+    }
+  }
+  return list;
+}
+
+}  // namespace tfm
