@@ -39,7 +39,7 @@ class Args {
 struct Command {
   std::string_view name;
   std::string_view summary;  // one line, for `tfm --help`
-  std::string_view usage;    // the whole --help text
+  std::string usage;         // the whole --help text
   int (*run)(Args& args);    // returns the exit code; throws tfm::Error for user errors
 };
 

@@ -6,5 +6,7 @@
 namespace tfm::cli {
 
 extern const Command kDevicesCommand;
+extern const Command kForwardCommand;
+extern const Command kGenerateCommand;
 
 }  // namespace tfm::cli

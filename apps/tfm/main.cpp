@@ -9,6 +9,8 @@
 namespace {
 
 const tfm::cli::Command* const kCommands[] = {
+    &tfm::cli::kGenerateCommand,
+    &tfm::cli::kForwardCommand,
     &tfm::cli::kDevicesCommand,
 };
 

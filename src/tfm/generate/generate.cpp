@@ -1,0 +1,110 @@
+#include "tfm/generate/generate.h"
+
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <random>
+
+#include "tfm/core/error.h"
+#include "tfm/generate/logits_process.h"
+#include "tfm/generate/sampling.h"
+
+namespace tfm {
+namespace {
+
+struct Sequence {
+  std::vector<int64_t> ids;      // prompt + generated, as Transformers' input_ids
+  std::vector<int64_t> pending;  // tokens not yet in the cache
+  size_t prompt_length = 0;
+  SequenceCache cache;
+  LogitsProcessorList processors;
+  std::unique_ptr<StoppingCriteria> stopping;
+  std::unique_ptr<Sampler> sampler;
+  StopReason stop = StopReason::none;
+};
+
+}  // namespace
+
+GenerationConfig load_generation_config(const std::string& dir, const ModelConfig& config) {
+  const std::filesystem::path path = std::filesystem::path(dir) / "generation_config.json";
+  if (std::filesystem::exists(path)) return GenerationConfig::from_file(path.string());
+  GenerationConfig g;
+  g.bos_token_id = config.bos_token_id;
+  if (!config.eos_token_id.empty()) g.eos_token_id = config.eos_token_id;
+  g.pad_token_id = config.pad_token_id;
+  return g;
+}
+
+GenerateOutput generate(CausalLM& model, const std::vector<std::vector<int64_t>>& prompts,
+                        const GenerationConfig& model_config, const json::Object& kwargs,
+                        const GenerateCallbacks& callbacks) {
+  GenerateOutput out;
+  if (prompts.empty()) return out;
+  const PreparedGenerationConfig prepared = prepare_generation_config(model_config, kwargs);
+  const GenerationConfig& config = prepared.config;
+  out.warnings = prepared.warnings;
+  check(config.num_beams.value_or(1) == 1, "beam search (num_beams > 1) is not supported");
+  const bool sample = config.do_sample.value_or(false);
+  const uint64_t seed = config.seed ? *config.seed : std::random_device{}();
+
+  std::vector<Sequence> seqs(prompts.size());
+  int64_t cache_tokens = 0;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    Sequence& s = seqs[i];
+    check(!prompts[i].empty(), "prompt ", i, " is empty");
+    for (int64_t id : prompts[i]) {
+      check(id >= 0 && id < model.config().vocab_size, "token id ", id, " in prompt ", i,
+            " is outside the vocabulary (size ", model.config().vocab_size, ")");
+    }
+    s.ids = s.pending = prompts[i];
+    s.prompt_length = prompts[i].size();
+    const int64_t prompt_length = static_cast<int64_t>(s.prompt_length);
+    const LengthLimits limits = resolve_length_limits(prepared, prompt_length, model.config().max_position_embeddings);
+    out.warnings.insert(out.warnings.end(), limits.warnings.begin(), limits.warnings.end());
+    s.processors = build_logits_processors(config, prompt_length, limits.min_length);
+    s.stopping = std::make_unique<StoppingCriteria>(config, limits.max_length, callbacks.decode);
+    if (sample) s.sampler = std::make_unique<Sampler>(seed, i);
+    cache_tokens += std::max(limits.max_length, prompt_length + 1);
+    out.prompt_tokens += prompt_length;
+    // A prompt already at the length limit generates nothing, as in Transformers.
+    if (prompt_length >= limits.max_length) s.stop = StopReason::max_length;
+  }
+  KVCache cache = model.make_cache(cache_tokens);
+
+  bool first_step = true;
+  while (true) {
+    std::vector<size_t> active;
+    BatchBuilder builder(cache);
+    for (size_t i = 0; i < seqs.size(); ++i) {
+      if (seqs[i].stop != StopReason::none) continue;
+      builder.add(seqs[i].cache, seqs[i].pending, Logits::last);
+      active.push_back(i);
+    }
+    if (active.empty()) break;
+    const auto start = std::chrono::steady_clock::now();
+    Tensor logits = model.forward(builder.finish(), cache);
+    const int64_t V = logits.size(1);
+    for (size_t row = 0; row < active.size(); ++row) {
+      Sequence& s = seqs[active[row]];
+      std::span<float> scores(logits.data<float>() + static_cast<int64_t>(row) * V, static_cast<size_t>(V));
+      s.processors(s.ids, scores);
+      const int64_t token = s.sampler ? s.sampler->sample(scores) : argmax(scores);
+      s.ids.push_back(token);
+      s.pending = {token};
+      ++out.generated_tokens;
+      if (callbacks.on_token) callbacks.on_token(active[row], token);
+      s.stop = s.stopping->check(s.ids);
+      if (s.stop != StopReason::none) release(s.cache, cache);
+    }
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    (first_step ? out.prefill_seconds : out.decode_seconds) += seconds;
+    first_step = false;
+  }
+  for (Sequence& s : seqs) {
+    out.tokens.emplace_back(s.ids.begin() + static_cast<std::ptrdiff_t>(s.prompt_length), s.ids.end());
+    out.stop_reasons.push_back(s.stop);
+  }
+  return out;
+}
+
+}  // namespace tfm
