@@ -7,6 +7,9 @@
 #ifdef TFM_HAVE_CUDA
 #include "tfm/backend/cuda/cuda_backend.h"
 #endif
+#ifdef TFM_HAVE_XPU
+#include "tfm/backend/xpu/xpu_backend.h"
+#endif
 
 namespace tfm {
 
@@ -21,7 +24,11 @@ Backend* find_backend(DeviceType type) {
       return nullptr;
 #endif
     case DeviceType::xpu:
+#ifdef TFM_HAVE_XPU
+      return &xpu::xpu_backend();
+#else
       return nullptr;
+#endif
   }
   return nullptr;
 }
