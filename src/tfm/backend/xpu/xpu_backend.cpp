@@ -13,7 +13,8 @@ namespace {
 // Intel's driver applies ZE_AFFINITY_MASK itself during its initialisation, which the first clGetPlatformIDs
 // of the process triggers. tfm applies the mask to its own ordered list (the same rules, on every platform),
 // so the driver must not apply it first: "1" on two cards would leave card 1, then select index 1 of a
-// one-card list. The variable is hidden for the duration of discovery and restored after it.
+// one-card list. The variable is hidden for the duration of discovery and restored after it. (setenv is not
+// thread-safe; discovery runs once, normally at start-up, before other threads read the environment.)
 class HiddenVariable {
  public:
   explicit HiddenVariable(const char* name) : name_(name) {
