@@ -7,6 +7,9 @@
 #ifdef TFM_HAVE_CUDA
 #include "tfm/backend/cuda/cuda_backend.h"
 #endif
+#ifdef TFM_HAVE_XPU
+#include "tfm/backend/xpu/xpu_backend.h"
+#endif
 
 namespace tfm {
 
@@ -21,7 +24,11 @@ Backend* find_backend(DeviceType type) {
       return nullptr;
 #endif
     case DeviceType::xpu:
+#ifdef TFM_HAVE_XPU
+      return &xpu::xpu_backend();
+#else
       return nullptr;
+#endif
   }
   return nullptr;
 }
@@ -40,6 +47,12 @@ namespace {
 int count_of(DeviceType t) {
   Backend* b = find_backend(t);
   return b ? b->device_count() : 0;
+}
+
+Backend& compiled_backend(DeviceType t) {
+  Backend* b = find_backend(t);
+  if (!b) throw_error("tfm was built without the ", device_type_name(t), " backend");
+  return *b;
 }
 
 [[noreturn]] void absent(std::string_view spec) {
@@ -65,8 +78,7 @@ Device resolve_device(std::string_view spec) {
 
 Tensor empty(const Shape& shape, DType dtype, Device device) {
   if (device.type == DeviceType::cpu) return Tensor::cpu(shape, dtype);
-  Backend* b = find_backend(device.type);
-  if (!b) throw_error("tfm was built without the ", device_type_name(device.type), " backend");
+  Backend* b = &compiled_backend(device.type);
   const int index = device.index_or_zero();
   const size_t bytes = static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype);
   void* p = b->allocate(index, bytes);
@@ -87,11 +99,11 @@ Tensor to_device(const Tensor& t, Device device) {
   if (from.type == DeviceType::cpu && device.type == DeviceType::cpu) {
     std::memcpy(out.raw(), t.raw(), bytes);
   } else if (from.type == DeviceType::cpu) {
-    find_backend(device.type)->copy_from_host(out.device().index, out.raw(), t.raw(), bytes);
+    compiled_backend(device.type).copy_from_host(out.device().index, out.raw(), t.raw(), bytes);
   } else if (device.type == DeviceType::cpu) {
-    find_backend(from.type)->copy_to_host(from.index, out.raw(), t.raw(), bytes);
+    compiled_backend(from.type).copy_to_host(from.index, out.raw(), t.raw(), bytes);
   } else if (from == out.device()) {
-    find_backend(from.type)->copy_on_device(from.index, out.raw(), t.raw(), bytes);
+    compiled_backend(from.type).copy_on_device(from.index, out.raw(), t.raw(), bytes);
   } else {
     return to_device(to_device(t, Device{}), device);  // across devices, through the host
   }

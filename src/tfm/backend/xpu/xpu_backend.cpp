@@ -1,0 +1,225 @@
+#include "tfm/backend/xpu/xpu_backend.h"
+
+#include <CL/cl_ext.h>
+
+#include <cstdlib>
+#include <optional>
+
+#include "tfm/core/error.h"
+
+namespace tfm::xpu {
+namespace {
+
+// Intel's driver applies ZE_AFFINITY_MASK itself during its initialisation, which the first clGetPlatformIDs
+// of the process triggers. tfm applies the mask to its own ordered list (the same rules, on every platform),
+// so the driver must not apply it first: "1" on two cards would leave card 1, then select index 1 of a
+// one-card list. The variable is hidden for the duration of discovery and restored after it. (setenv is not
+// thread-safe; discovery runs once, normally at start-up, before other threads read the environment.)
+class HiddenVariable {
+ public:
+  explicit HiddenVariable(const char* name) : name_(name) {
+    if (const char* value = std::getenv(name)) {
+      value_ = value;
+      unsetenv(name);
+    }
+  }
+  ~HiddenVariable() {
+    if (value_) setenv(name_, value_->c_str(), 1);
+  }
+  HiddenVariable(const HiddenVariable&) = delete;
+  HiddenVariable& operator=(const HiddenVariable&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> value_;
+};
+
+struct FoundDevice {
+  cl_platform_id platform;
+  cl_device_id id;
+  DeviceCandidate candidate;
+};
+
+DeviceCandidate describe(cl_device_id id, const std::string& platform_name,
+                         const std::string& platform_vendor) {
+  DeviceCandidate c;
+  c.platform_name = platform_name;
+  c.platform_vendor = platform_vendor;
+  c.gpu = (device_value<cl_device_type>(id, CL_DEVICE_TYPE, "CL_DEVICE_TYPE") & CL_DEVICE_TYPE_GPU) != 0;
+  c.integrated =
+      device_value<cl_bool>(id, CL_DEVICE_HOST_UNIFIED_MEMORY, "CL_DEVICE_HOST_UNIFIED_MEMORY") != CL_FALSE;
+  if (has_extension(id, "cl_khr_pci_bus_info")) {
+    const auto bus = device_value<cl_device_pci_bus_info_khr>(id, CL_DEVICE_PCI_BUS_INFO_KHR,
+                                                              "CL_DEVICE_PCI_BUS_INFO_KHR");
+    c.pci = PciAddress{bus.pci_domain, bus.pci_bus, bus.pci_device, bus.pci_function};
+  }
+  return c;
+}
+
+// Every device of the platforms that can match, in the order the loader and drivers report them.
+std::vector<FoundDevice> find_devices(const SelectionSettings& settings) {
+  HiddenVariable hidden("ZE_AFFINITY_MASK");
+  cl_uint count = 0;
+  cl_int status = clGetPlatformIDs(0, nullptr, &count);
+  if (status == CL_PLATFORM_NOT_FOUND_KHR || (status == CL_SUCCESS && count == 0)) return {};  // no driver
+  cl_check(status, "clGetPlatformIDs");
+  std::vector<cl_platform_id> platforms(count);
+  cl_check(clGetPlatformIDs(count, platforms.data(), nullptr), "clGetPlatformIDs");
+
+  std::vector<FoundDevice> found;
+  for (cl_platform_id platform : platforms) {
+    const std::string name = platform_string(platform, CL_PLATFORM_NAME, "CL_PLATFORM_NAME");
+    const std::string vendor = platform_string(platform, CL_PLATFORM_VENDOR, "CL_PLATFORM_VENDOR");
+    if (!platform_matches(settings, name, vendor)) continue;
+    cl_uint n = 0;
+    status = clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, 0, nullptr, &n);
+    if (status == CL_DEVICE_NOT_FOUND) continue;
+    cl_check(status, "clGetDeviceIDs", name);
+    std::vector<cl_device_id> ids(n);
+    cl_check(clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, n, ids.data(), nullptr), "clGetDeviceIDs", name);
+    for (cl_device_id id : ids) found.push_back({platform, id, describe(id, name, vendor)});
+  }
+  return found;
+}
+
+ClContext create_context(cl_platform_id platform, cl_device_id id, const std::string& where) {
+  const cl_context_properties properties[] = {CL_CONTEXT_PLATFORM,
+                                              reinterpret_cast<cl_context_properties>(platform), 0};
+  cl_int status = CL_SUCCESS;
+  ClContext context(clCreateContext(properties, 1, &id, nullptr, nullptr, &status));
+  cl_check(status, "clCreateContext", where);
+  return context;
+}
+
+ClQueue create_queue(cl_context context, cl_device_id id, const std::string& where) {
+  cl_int status = CL_SUCCESS;
+  ClQueue queue(clCreateCommandQueueWithProperties(context, id, nullptr, &status));  // in order by default
+  cl_check(status, "clCreateCommandQueueWithProperties", where);
+  return queue;
+}
+
+DeviceInfo read_info(cl_device_id id, int index) {
+  DeviceInfo d;
+  d.device = Device{DeviceType::xpu, index};
+  d.name = device_string(id, CL_DEVICE_NAME, "CL_DEVICE_NAME");
+  d.total_memory = device_value<cl_ulong>(id, CL_DEVICE_GLOBAL_MEM_SIZE, "CL_DEVICE_GLOBAL_MEM_SIZE");
+  d.free_memory = d.total_memory;
+  // CL_DEVICE_VERSION is "OpenCL <major>.<minor> <driver-specific text>"; the first two words are the API.
+  const std::string version = device_string(id, CL_DEVICE_VERSION, "CL_DEVICE_VERSION");
+  const size_t api_end = version.find(' ', version.find(' ') + 1);
+  d.driver_version =
+      version.substr(0, api_end) + ", driver " + device_string(id, CL_DRIVER_VERSION, "CL_DRIVER_VERSION");
+  return d;
+}
+
+// Free bytes where the driver reports them (cl_amd_device_attribute_query); OpenCL itself has no such query,
+// so elsewhere this is the total.
+size_t free_memory(const XpuDevice& d) {
+  if (!has_extension(d.id, "cl_amd_device_attribute_query")) return d.info.total_memory;
+  size_t kib[2] = {0, 0};  // total free, largest free block
+  cl_check(clGetDeviceInfo(d.id, CL_DEVICE_GLOBAL_FREE_MEMORY_AMD, sizeof(kib), kib, nullptr),
+           "clGetDeviceInfo(CL_DEVICE_GLOBAL_FREE_MEMORY_AMD)", d.where);
+  return kib[0] * 1024;
+}
+
+cl_mem as_buffer(const void* p) {
+  return static_cast<cl_mem>(const_cast<void*>(p));
+}
+
+}  // namespace
+
+XpuDevice::XpuDevice(cl_platform_id platform, cl_device_id id, int index)
+    : platform(platform),
+      id(id),
+      where("xpu:" + std::to_string(index)),
+      context(create_context(platform, id, where)),
+      queue(create_queue(context.get(), id, where)),
+      programs(context.get(), id, where),
+      info(read_info(id, index)) {}
+
+XpuBackend::XpuBackend(SelectionEnv env) : env_(std::move(env)) {}
+
+const std::vector<std::unique_ptr<XpuDevice>>& XpuBackend::devices() {
+  // A failed discovery (an invalid variable, a driver error) throws and is tried again on the next call.
+  std::call_once(discovered_, [this] {
+    const SelectionSettings settings = parse_selection_env(env_);  // before any driver reads the variables
+    const std::vector<FoundDevice> found = find_devices(settings);
+    std::vector<DeviceCandidate> candidates;
+    for (const FoundDevice& f : found) candidates.push_back(f.candidate);
+    std::vector<std::unique_ptr<XpuDevice>> devices;
+    for (size_t i : select_devices(candidates, settings)) {
+      devices.push_back(
+          std::make_unique<XpuDevice>(found[i].platform, found[i].id, static_cast<int>(devices.size())));
+    }
+    devices_ = std::move(devices);
+  });
+  return devices_;
+}
+
+int XpuBackend::device_count() {
+  return static_cast<int>(devices().size());
+}
+
+XpuDevice& XpuBackend::device(int index) {
+  const auto& all = devices();
+  check(index >= 0 && static_cast<size_t>(index) < all.size(), "xpu:", index, " does not exist; there are ",
+        all.size(), " xpu devices");
+  return *all[index];
+}
+
+DeviceInfo XpuBackend::info(int index) {
+  const XpuDevice& d = device(index);
+  DeviceInfo info = d.info;
+  info.free_memory = free_memory(d);
+  return info;
+}
+
+void* XpuBackend::allocate(int index, size_t bytes) {
+  const XpuDevice& d = device(index);
+  cl_int status = CL_SUCCESS;
+  // OpenCL has no empty buffer; a zero-byte tensor still needs a distinct handle.
+  cl_mem buffer =
+      clCreateBuffer(d.context.get(), CL_MEM_READ_WRITE, bytes == 0 ? 1 : bytes, nullptr, &status);
+  cl_check(status, "clCreateBuffer", d.where + ": cannot allocate " + std::to_string(bytes) + " bytes");
+  return buffer;
+}
+
+void XpuBackend::deallocate(int, void* p) {
+  clReleaseMemObject(as_buffer(p));  // runs from Storage's destructor, which cannot report a failure
+}
+
+void XpuBackend::copy_from_host(int index, void* dst, const void* src, size_t bytes) {
+  if (bytes == 0) return;  // OpenCL rejects empty transfers
+  const XpuDevice& d = device(index);
+  cl_check(clEnqueueWriteBuffer(d.queue.get(), as_buffer(dst), CL_TRUE, 0, bytes, src, 0, nullptr, nullptr),
+           "clEnqueueWriteBuffer", d.where);
+}
+
+void XpuBackend::copy_to_host(int index, void* dst, const void* src, size_t bytes) {
+  if (bytes == 0) return;
+  const XpuDevice& d = device(index);
+  cl_check(clEnqueueReadBuffer(d.queue.get(), as_buffer(src), CL_TRUE, 0, bytes, dst, 0, nullptr, nullptr),
+           "clEnqueueReadBuffer", d.where);
+}
+
+void XpuBackend::copy_on_device(int index, void* dst, const void* src, size_t bytes) {
+  if (bytes == 0) return;
+  const XpuDevice& d = device(index);
+  cl_check(
+      clEnqueueCopyBuffer(d.queue.get(), as_buffer(src), as_buffer(dst), 0, 0, bytes, 0, nullptr, nullptr),
+      "clEnqueueCopyBuffer", d.where);
+  cl_check(clFinish(d.queue.get()), "clFinish", d.where);  // the seam's copies block the host
+}
+
+void XpuBackend::synchronize(int index) {
+  const XpuDevice& d = device(index);
+  cl_check(clFinish(d.queue.get()), "clFinish", d.where);
+}
+
+XpuBackend& xpu_backend() {
+  // Never destroyed: at exit, OpenCL drivers may be torn down before static destructors run.
+  static XpuBackend* backend = new XpuBackend(SelectionEnv::from_environment());
+  return *backend;
+}
+
+}  // namespace tfm::xpu

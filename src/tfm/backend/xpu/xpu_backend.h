@@ -1,0 +1,61 @@
+// The xpu backend: Intel GPUs through OpenCL 3.0. Each device gets its own context and one in-order queue;
+// the storage of an xpu tensor holds a cl_mem (not a pointer: no arithmetic on it). Devices are chosen by
+// device_selection.h's rules from TFM_XPU_PLATFORM, ZE_ENABLE_PCI_ID_DEVICE_ORDER and ZE_AFFINITY_MASK.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "tfm/backend/backend.h"
+#include "tfm/backend/xpu/device_selection.h"
+#include "tfm/backend/xpu/opencl.h"
+#include "tfm/backend/xpu/program_cache.h"
+
+namespace tfm::xpu {
+
+// What kernels need to run on one xpu device.
+struct XpuDevice {
+  XpuDevice(cl_platform_id platform, cl_device_id id, int index);
+
+  cl_platform_id platform;
+  cl_device_id id;
+  std::string where;  // "xpu:0", for errors
+  ClContext context;
+  ClQueue queue;  // in order: every command of this device goes through it
+  ProgramCache programs;
+  DeviceInfo info;            // everything but free_memory, which is read when asked
+  size_t max_allocation = 0;  // CL_DEVICE_MAX_MEM_ALLOC_SIZE
+};
+
+class XpuBackend final : public Backend {
+ public:
+  // Devices are discovered on first use; an invalid variable in `env` is reported then, as tfm::Error.
+  explicit XpuBackend(SelectionEnv env);
+
+  DeviceType type() const override { return DeviceType::xpu; }
+  int device_count() override;
+  DeviceInfo info(int index) override;
+  void* allocate(int index, size_t bytes) override;
+  void deallocate(int index, void* p) override;
+  void copy_from_host(int index, void* dst, const void* src, size_t bytes) override;
+  void copy_to_host(int index, void* dst, const void* src, size_t bytes) override;
+  void copy_on_device(int index, void* dst, const void* src, size_t bytes) override;
+  void synchronize(int index) override;
+
+  // The OpenCL objects of xpu:`index`; throws tfm::Error when there is no such device.
+  XpuDevice& device(int index);
+
+ private:
+  const std::vector<std::unique_ptr<XpuDevice>>& devices();
+
+  SelectionEnv env_;
+  std::once_flag discovered_;
+  std::vector<std::unique_ptr<XpuDevice>> devices_;
+};
+
+// The backend of the process, configured from the environment.
+XpuBackend& xpu_backend();
+
+}  // namespace tfm::xpu
