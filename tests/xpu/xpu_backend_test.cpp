@@ -176,6 +176,9 @@ TEST(XpuMemory, TensorsMoveThroughTheSeam) {
   const Tensor back = to_device(copy, Device{});
   ASSERT_EQ(back.shape(), host.shape());
   EXPECT_EQ(std::memcmp(back.raw(), host.raw(), host.nbytes()), 0);
+  // A view that starts inside its buffer comes back from its own offset.
+  const Tensor row = to_device(on_xpu[2], Device{});
+  EXPECT_EQ(std::memcmp(row.raw(), host[2].raw(), host[2].nbytes()), 0);
 }
 
 constexpr const char* kAxpy = R"(

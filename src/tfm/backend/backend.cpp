@@ -87,6 +87,10 @@ Tensor empty(const Shape& shape, DType dtype, Device device) {
   return Tensor(std::move(storage), shape, dtype);
 }
 
+namespace {
+DeviceSpan span(const Tensor& t) { return {t.storage()->data(), t.byte_offset()}; }
+}  // namespace
+
 Tensor to_device(const Tensor& t, Device device) {
   if (t.device().type == device.type && (device.type == DeviceType::cpu || t.device().index == device.index_or_zero())) {
     return t;
@@ -99,11 +103,11 @@ Tensor to_device(const Tensor& t, Device device) {
   if (from.type == DeviceType::cpu && device.type == DeviceType::cpu) {
     std::memcpy(out.raw(), t.raw(), bytes);
   } else if (from.type == DeviceType::cpu) {
-    compiled_backend(device.type).copy_from_host(out.device().index, out.raw(), t.raw(), bytes);
+    compiled_backend(device.type).copy_from_host(out.device().index, span(out), t.raw(), bytes);
   } else if (device.type == DeviceType::cpu) {
-    compiled_backend(from.type).copy_to_host(from.index, out.raw(), t.raw(), bytes);
+    compiled_backend(from.type).copy_to_host(from.index, out.raw(), span(t), bytes);
   } else if (from == out.device()) {
-    compiled_backend(from.type).copy_on_device(from.index, out.raw(), t.raw(), bytes);
+    compiled_backend(from.type).copy_on_device(from.index, span(out), span(t), bytes);
   } else {
     return to_device(to_device(t, Device{}), device);  // across devices, through the host
   }

@@ -21,6 +21,13 @@ struct DeviceInfo {
   std::string driver_version;  // as the backend's runtime reports it
 };
 
+// Device memory as an allocation and a byte offset into it: OpenCL buffers cannot be offset like pointers.
+struct DeviceSpan {
+  DeviceSpan(void* base, size_t offset = 0) : base(base), offset(offset) {}  // NOLINT: a whole allocation converts
+  void* base;
+  size_t offset;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -31,9 +38,9 @@ class Backend {
   virtual void* allocate(int index, size_t bytes) = 0;  // throws tfm::Error when out of memory
   virtual void deallocate(int index, void* p) = 0;
   // Copies bytes: host→device, device→host, or within one device. Blocking with respect to the host.
-  virtual void copy_from_host(int index, void* dst, const void* src, size_t bytes) = 0;
-  virtual void copy_to_host(int index, void* dst, const void* src, size_t bytes) = 0;
-  virtual void copy_on_device(int index, void* dst, const void* src, size_t bytes) = 0;
+  virtual void copy_from_host(int index, DeviceSpan dst, const void* src, size_t bytes) = 0;
+  virtual void copy_to_host(int index, void* dst, DeviceSpan src, size_t bytes) = 0;
+  virtual void copy_on_device(int index, DeviceSpan dst, DeviceSpan src, size_t bytes) = 0;
   virtual void synchronize(int index) = 0;
 };
 

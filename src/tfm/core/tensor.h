@@ -61,7 +61,9 @@ class Tensor {
   const std::shared_ptr<Storage>& storage() const { return storage_; }
   bool is_contiguous() const;
 
-  void* raw() const { return static_cast<char*>(storage_->data()) + offset_ * dtype_size(dtype_); }
+  size_t byte_offset() const { return static_cast<size_t>(offset_) * dtype_size(dtype_); }
+  // The first element's address; for host memory and devices with pointer addressing (not OpenCL buffers).
+  void* raw() const { return static_cast<char*>(storage_->data()) + byte_offset(); }
   template <typename T>
   T* data() const {
     return static_cast<T*>(raw());

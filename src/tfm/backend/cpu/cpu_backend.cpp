@@ -36,14 +36,17 @@ class CpuBackend final : public Backend {
   }
   void* allocate(int, size_t bytes) override { return host_allocate(bytes); }
   void deallocate(int, void* p) override { host_free(p); }
-  void copy_from_host(int, void* dst, const void* src, size_t bytes) override {
-    std::memcpy(dst, src, bytes);
+  void copy_from_host(int, DeviceSpan dst, const void* src, size_t bytes) override {
+    std::memcpy(address(dst), src, bytes);
   }
-  void copy_to_host(int, void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
-  void copy_on_device(int, void* dst, const void* src, size_t bytes) override {
-    std::memcpy(dst, src, bytes);
+  void copy_to_host(int, void* dst, DeviceSpan src, size_t bytes) override { std::memcpy(dst, address(src), bytes); }
+  void copy_on_device(int, DeviceSpan dst, DeviceSpan src, size_t bytes) override {
+    std::memcpy(address(dst), address(src), bytes);
   }
   void synchronize(int) override {}
+
+ private:
+  static char* address(DeviceSpan s) { return static_cast<char*>(s.base) + s.offset; }
 };
 
 }  // namespace

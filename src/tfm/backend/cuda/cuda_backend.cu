@@ -62,17 +62,17 @@ class CudaBackend final : public Backend {
     cudaFree(p);  // a failure here cannot be reported from a destructor; the next call will see it
   }
 
-  void copy_from_host(int index, void* dst, const void* src, size_t bytes) override {
+  void copy_from_host(int index, DeviceSpan dst, const void* src, size_t bytes) override {
     use(index);
-    cuda_check(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice), "cudaMemcpy host to device");
+    cuda_check(cudaMemcpy(address(dst), src, bytes, cudaMemcpyHostToDevice), "cudaMemcpy host to device");
   }
-  void copy_to_host(int index, void* dst, const void* src, size_t bytes) override {
+  void copy_to_host(int index, void* dst, DeviceSpan src, size_t bytes) override {
     use(index);
-    cuda_check(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy device to host");
+    cuda_check(cudaMemcpy(dst, address(src), bytes, cudaMemcpyDeviceToHost), "cudaMemcpy device to host");
   }
-  void copy_on_device(int index, void* dst, const void* src, size_t bytes) override {
+  void copy_on_device(int index, DeviceSpan dst, DeviceSpan src, size_t bytes) override {
     use(index);
-    cuda_check(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToDevice), "cudaMemcpy device to device");
+    cuda_check(cudaMemcpy(address(dst), address(src), bytes, cudaMemcpyDeviceToDevice), "cudaMemcpy device to device");
   }
   void synchronize(int index) override {
     use(index);
@@ -80,6 +80,7 @@ class CudaBackend final : public Backend {
   }
 
  private:
+  static char* address(DeviceSpan s) { return static_cast<char*>(s.base) + s.offset; }
   static void use(int index) { cuda_check(cudaSetDevice(index), "cudaSetDevice"); }
 };
 

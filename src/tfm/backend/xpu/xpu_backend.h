@@ -39,9 +39,9 @@ class XpuBackend final : public Backend {
   DeviceInfo info(int index) override;
   void* allocate(int index, size_t bytes) override;
   void deallocate(int index, void* p) override;
-  void copy_from_host(int index, void* dst, const void* src, size_t bytes) override;
-  void copy_to_host(int index, void* dst, const void* src, size_t bytes) override;
-  void copy_on_device(int index, void* dst, const void* src, size_t bytes) override;
+  void copy_from_host(int index, DeviceSpan dst, const void* src, size_t bytes) override;
+  void copy_to_host(int index, void* dst, DeviceSpan src, size_t bytes) override;
+  void copy_on_device(int index, DeviceSpan dst, DeviceSpan src, size_t bytes) override;
   void synchronize(int index) override;
 
   // The OpenCL objects of xpu:`index`; throws tfm::Error when there is no such device.
