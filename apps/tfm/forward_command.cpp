@@ -22,7 +22,7 @@ int run(Args& args) {
     check(id < model.config().vocab_size, "token id ", id, " is outside the vocabulary (size ",
           model.config().vocab_size, ")");
   }
-  KVCache cache = model.make_cache(static_cast<int64_t>(ids.size()));
+  KVCache cache = model.make_cache(blocks_for(static_cast<int64_t>(ids.size()), CausalLM::kDefaultBlockSize));
   SequenceCache seq;
   BatchBuilder builder(cache);
   builder.add(seq, ids, Logits::all);

@@ -1,3 +1,5 @@
+#include <chrono>
+#include <iomanip>
 #include <iostream>
 
 #include "commands.h"
@@ -24,6 +26,13 @@ json::Object read_generation_kwargs(Args& args) {
   return std::move(kwargs.as_object());
 }
 
+void print_timing(std::ostream& err, double load_seconds, const GenerateOutput& out) {
+  const int64_t decoded = out.generated_tokens - static_cast<int64_t>(out.tokens.size());
+  err << std::fixed << std::setprecision(2) << "load " << load_seconds << " s, prompt "
+      << static_cast<double>(out.prompt_tokens) / out.prefill_seconds << " tokens/s, generation "
+      << (decoded > 0 ? static_cast<double>(decoded) / out.decode_seconds : 0.0) << " tokens/s\n";
+}
+
 int run(Args& args) {
   ModelArgs m = read_model_args(args);
   const auto ids_text = args.get("ids");
@@ -33,12 +42,15 @@ int run(Args& args) {
   check(ids_text.has_value(), "--ids is required");
   const std::vector<int64_t> ids = parse_id_list(*ids_text);
 
+  const auto load_start = std::chrono::steady_clock::now();
   CausalLM model = CausalLM::from_pretrained(m.dir, m.load);
+  const double load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
   const GenerationConfig generation_config = load_generation_config(m.dir, model.config());
   GenerateCallbacks callbacks;
   if (!as_json) callbacks.on_token = [](size_t, int64_t token) { std::cout << token << " " << std::flush; };
   const GenerateOutput out = generate(model, {ids}, generation_config, kwargs, callbacks);
   for (const std::string& w : out.warnings) std::cerr << "warning: " << w << "\n";
+  print_timing(std::cerr, load_seconds, out);
   if (as_json) {
     json::Array generated;
     for (int64_t id : out.tokens[0]) generated.push_back(id);

@@ -52,7 +52,7 @@ double relative_error(const float* a, const std::vector<float>& b) {
 
 // Greedy decoding one token at a time through the cache, as generate() does.
 std::vector<int64_t> greedy(CausalLM& model, const std::vector<int64_t>& prompt, size_t max_new) {
-  KVCache cache = model.make_cache(static_cast<int64_t>(prompt.size() + max_new), 4);
+  KVCache cache = model.make_cache(blocks_for(static_cast<int64_t>(prompt.size() + max_new), 4), 4);
   SequenceCache seq;
   std::vector<int64_t> next = prompt, out;
   while (out.size() < max_new) {
@@ -72,7 +72,7 @@ TEST_P(Parity, LogitsAndGreedyTokensMatchTransformers) {
     for (const Prompt& p : reference(GetParam())) {
       // A fresh model per prompt, as the reference was made (dynamic RoPE keeps state between calls).
       CausalLM model = CausalLM::from_pretrained(kFixtures + GetParam(), {"float32", "cpu", attn});
-      KVCache cache = model.make_cache(static_cast<int64_t>(p.ids.size()), 4);
+      KVCache cache = model.make_cache(blocks_for(static_cast<int64_t>(p.ids.size()), 4), 4);
       SequenceCache seq;
       BatchBuilder builder(cache);
       builder.add(seq, p.ids, Logits::all);
@@ -93,7 +93,7 @@ TEST_P(Parity, RaggedBatchEqualsSeparateSequences) {
   const std::vector<Prompt> prompts = reference(GetParam());
   if (GetParam() == "llama_dynamic_rope") GTEST_SKIP() << "dynamic RoPE depends on the longest sequence in a batch";
   CausalLM model = CausalLM::from_pretrained(kFixtures + GetParam(), {"float32", "cpu", "sdpa"});
-  KVCache cache = model.make_cache(256, 4);
+  KVCache cache = model.make_cache(64, 4);
   std::vector<SequenceCache> seqs(prompts.size());
   BatchBuilder builder(cache);
   for (size_t i = 0; i < prompts.size(); ++i) builder.add(seqs[i], prompts[i].ids, Logits::last);

@@ -48,7 +48,7 @@ GenerateOutput generate(CausalLM& model, const std::vector<std::vector<int64_t>>
   const uint64_t seed = config.seed ? *config.seed : std::random_device{}();
 
   std::vector<Sequence> seqs(prompts.size());
-  int64_t cache_tokens = 0;
+  int64_t cache_blocks = 0;
   for (size_t i = 0; i < prompts.size(); ++i) {
     Sequence& s = seqs[i];
     check(!prompts[i].empty(), "prompt ", i, " is empty");
@@ -64,12 +64,12 @@ GenerateOutput generate(CausalLM& model, const std::vector<std::vector<int64_t>>
     s.processors = build_logits_processors(config, prompt_length, limits.min_length);
     s.stopping = std::make_unique<StoppingCriteria>(config, limits.max_length, callbacks.decode);
     if (sample) s.sampler = std::make_unique<Sampler>(seed, i);
-    cache_tokens += std::max(limits.max_length, prompt_length + 1);
+    cache_blocks += blocks_for(std::max(limits.max_length, prompt_length + 1), CausalLM::kDefaultBlockSize);
     out.prompt_tokens += prompt_length;
     // A prompt already at the length limit generates nothing, as in Transformers.
     if (prompt_length >= limits.max_length) s.stop = StopReason::max_length;
   }
-  KVCache cache = model.make_cache(cache_tokens);
+  KVCache cache = model.make_cache(cache_blocks);
 
   bool first_step = true;
   while (true) {

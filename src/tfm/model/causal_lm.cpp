@@ -50,9 +50,8 @@ CausalLM::CausalLM(ModelConfig config, ModelWeights weights, DType dtype, Device
       attention_(attention),
       rope_(config_) {}
 
-KVCache CausalLM::make_cache(int64_t max_tokens, int64_t block_size) const {
-  const int64_t blocks = (max_tokens + block_size - 1) / block_size;
-  return KVCache::create(config_, static_cast<int32_t>(blocks), block_size, device_);
+KVCache CausalLM::make_cache(int64_t num_blocks, int64_t block_size) const {
+  return KVCache::create(config_, static_cast<int32_t>(num_blocks), block_size, device_);
 }
 
 Tensor CausalLM::forward(const ForwardBatch& batch, KVCache& cache) {

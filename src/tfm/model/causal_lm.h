@@ -29,8 +29,9 @@ class CausalLM {
   Device device() const { return device_; }
   DType dtype() const { return dtype_; }
 
-  // A cache with room for `max_tokens` tokens over all sequences, in blocks of `block_size`.
-  KVCache make_cache(int64_t max_tokens, int64_t block_size = 16) const;
+  // A cache of `num_blocks` blocks of `block_size` tokens on the model's device.
+  KVCache make_cache(int64_t num_blocks, int64_t block_size = kDefaultBlockSize) const;
+  static constexpr int64_t kDefaultBlockSize = 16;
 
   // Runs one step and returns the float32 logits (R, vocab) of batch.logits_rows, on the host.
   Tensor forward(const ForwardBatch& batch, KVCache& cache);

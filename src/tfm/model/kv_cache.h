@@ -26,6 +26,9 @@ class BlockPool {
   std::vector<int32_t> free_;  // a stack: the block released last is reused first, while it is warm in cache
 };
 
+// Blocks of `block_size` that hold `tokens` tokens of one sequence.
+inline int64_t blocks_for(int64_t tokens, int64_t block_size) { return (tokens + block_size - 1) / block_size; }
+
 struct KVCache {
   int64_t block_size = 0;
   std::vector<ops::LayerCache> layers;

@@ -1,0 +1,84 @@
+// The `tfm` program as outside checks use it: exact command forms, JSON output, errors and exit codes.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <string>
+
+#include "tfm/io/json.h"
+
+namespace {
+
+struct Result {
+  int status;
+  std::string out;  // stdout and stderr together
+};
+
+// Runs tfm; stderr joins stdout unless `keep_stderr` is false (then it is dropped).
+Result tfm_run(const std::string& args, bool keep_stderr = true) {
+  const std::string command = std::string(TFM_BINARY) + " " + args + (keep_stderr ? " 2>&1" : " 2>/dev/null");
+  FILE* pipe = popen(command.c_str(), "r");
+  Result r{-1, ""};
+  if (!pipe) return r;
+  char buffer[4096];
+  size_t n;
+  while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) r.out.append(buffer, n);
+  r.status = pclose(pipe);
+  return r;
+}
+
+const std::string kModel = std::string(TFM_SOURCE_DIR) + "/tests/fixtures/models/llama_gqa";
+
+std::vector<int64_t> ints(const tfm::json::Value& v) {
+  std::vector<int64_t> out;
+  for (const auto& x : v.as_array()) out.push_back(x.as_int());
+  return out;
+}
+
+TEST(Cli, ForwardJsonMatchesTransformers) {
+  const tfm::json::Value ref = tfm::json::parse_file(kModel + "/reference.json").at("prompts")[1];
+  const Result r = tfm_run("forward --model " + kModel + " --ids 1,17,42,99,3,250,7 --device cpu --dtype float32 --json");
+  ASSERT_EQ(r.status, 0) << r.out;
+  const tfm::json::Value out = tfm::json::parse(r.out);
+  EXPECT_EQ(ints(out.at("argmax")), ints(ref.at("argmax")));
+  ASSERT_EQ(out.at("last_logits").size(), ref.at("last_logits").size());
+  for (size_t i = 0; i < ref.at("last_logits").size(); ++i) {
+    EXPECT_NEAR(out.at("last_logits")[i].as_double(), ref.at("last_logits")[i].as_double(), 1e-4);
+  }
+}
+
+TEST(Cli, GenerateJsonHoldsOnlyTheGeneratedIds) {
+  const tfm::json::Value ref = tfm::json::parse_file(kModel + "/reference.json").at("prompts")[1];
+  const Result r = tfm_run("generate --model " + kModel +
+                           " --ids 1,17,42,99,3,250,7 --max-new-tokens 24 --device cpu --dtype float32 --json",
+                           false);
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(ints(tfm::json::parse(r.out).at("ids")), ints(ref.at("generated")));
+}
+
+TEST(Cli, BadArgumentsAndFoldersAreErrors) {
+  for (const std::string& args : std::vector<std::string>{
+           "generate --model /no/such/folder --ids 1", "generate --model " + kModel + " --ids 1,x",
+        "forward --model " + kModel + " --ids 1 --bogus", "forward --model " + kModel + " --ids 99999",
+        "forward --model " + kModel + " --ids 1 --device cuda:7", "forward --model " + kModel + " --ids 1 --dtype int8",
+        "nonsense"}) {
+    const Result r = tfm_run(args);
+    EXPECT_NE(r.status, 0) << args;
+    EXPECT_NE(r.out.find("error: "), std::string::npos) << args << "\n" << r.out;
+  }
+}
+
+TEST(Cli, EveryCommandHasHelp) {
+  const Result top = tfm_run("--help");
+  ASSERT_EQ(top.status, 0);
+  size_t listed = 0;
+  for (const std::string command : {"generate", "forward", "devices"}) {
+    EXPECT_NE(top.out.find(command), std::string::npos);
+    const Result r = tfm_run(command + " --help");
+    EXPECT_EQ(r.status, 0) << command;
+    EXPECT_NE(r.out.find("usage: tfm " + command), std::string::npos) << r.out;
+    ++listed;
+  }
+  EXPECT_EQ(listed, 3u);
+}
+
+}  // namespace

@@ -1,0 +1,102 @@
+// generate() on the parity fixtures: greedy continuations equal Transformers', in a batch of prompts of different
+// lengths as well as alone; EOS stops a sequence; sampling is reproducible with a seed.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "tfm/core/error.h"
+#include "tfm/generate/generate.h"
+#include "tfm/io/json.h"
+
+namespace tfm {
+namespace {
+
+const std::string kFixtures = std::string(TFM_SOURCE_DIR) + "/tests/fixtures/models/";
+
+std::vector<int64_t> ints(const json::Value& v) {
+  std::vector<int64_t> out;
+  for (const auto& x : v.as_array()) out.push_back(x.as_int());
+  return out;
+}
+
+struct Case {
+  std::vector<std::vector<int64_t>> prompts, generated;
+};
+
+Case load(const std::string& model) {
+  Case c;
+  const json::Value ref = json::parse_file(kFixtures + model + "/reference.json");
+  for (const json::Value& p : ref.at("prompts").as_array()) {
+    c.prompts.push_back(ints(p.at("ids")));
+    c.generated.push_back(ints(p.at("generated")));
+  }
+  return c;
+}
+
+json::Object kwargs(std::initializer_list<std::pair<std::string, json::Value>> items) {
+  json::Value v = json::Object{};
+  for (const auto& [k, x] : items) v.set(k, x);
+  return v.as_object();
+}
+
+TEST(Generate, GreedyBatchOfDifferentLengthsMatchesTransformers) {
+  for (const std::string name : {"qwen3_head_dim_sliding", "mistral_sliding", "llama3_rope_bias"}) {
+    const Case c = load(name);
+    CausalLM model = CausalLM::from_pretrained(kFixtures + name, {"float32", "cpu", "sdpa"});
+    const GenerationConfig config = load_generation_config(kFixtures + name, model.config());
+    const GenerateOutput out = generate(model, c.prompts, config, kwargs({{"max_new_tokens", 24}}));
+    ASSERT_EQ(out.tokens.size(), c.prompts.size());
+    for (size_t i = 0; i < c.prompts.size(); ++i) {
+      EXPECT_EQ(out.tokens[i], c.generated[i]) << name << " prompt " << i;
+      EXPECT_EQ(out.stop_reasons[i], StopReason::max_length);
+    }
+    EXPECT_EQ(out.generated_tokens, 24 * static_cast<int64_t>(c.prompts.size()));
+  }
+}
+
+TEST(Generate, EosStopsOnlyItsSequence) {
+  const Case c = load("llama_gqa");
+  CausalLM model = CausalLM::from_pretrained(kFixtures + "llama_gqa", {"float32", "cpu", "sdpa"});
+  // Make the 6th greedy token of the second prompt an end-of-sequence token.
+  const int64_t eos = c.generated[1][5];
+  const GenerateOutput out =
+      generate(model, c.prompts, GenerationConfig{}, kwargs({{"max_new_tokens", 24}, {"eos_token_id", eos}}));
+  for (size_t i = 0; i < c.prompts.size(); ++i) {
+    const auto& ref = c.generated[i];
+    const auto stop = std::find(ref.begin(), ref.end(), eos);
+    const std::vector<int64_t> expected(ref.begin(), stop == ref.end() ? ref.end() : stop + 1);
+    EXPECT_EQ(out.tokens[i], expected) << "prompt " << i;
+    EXPECT_EQ(out.stop_reasons[i], stop == ref.end() ? StopReason::max_length : StopReason::eos);
+  }
+}
+
+TEST(Generate, SamplingIsReproducibleWithASeed) {
+  const Case c = load("llama_gqa");
+  CausalLM model = CausalLM::from_pretrained(kFixtures + "llama_gqa", {"float32", "cpu", "sdpa"});
+  auto run = [&](int64_t seed) {
+    return generate(model, c.prompts, GenerationConfig{},
+                    kwargs({{"max_new_tokens", 16}, {"do_sample", true}, {"temperature", 1.5}, {"seed", seed}}))
+        .tokens;
+  };
+  EXPECT_EQ(run(7), run(7));
+  EXPECT_NE(run(7), run(8));
+}
+
+TEST(Generate, StreamsEveryTokenInOrder) {
+  const Case c = load("llama_gqa");
+  CausalLM model = CausalLM::from_pretrained(kFixtures + "llama_gqa", {"float32", "cpu", "sdpa"});
+  std::vector<std::vector<int64_t>> streamed(c.prompts.size());
+  GenerateCallbacks callbacks;
+  callbacks.on_token = [&](size_t i, int64_t token) { streamed[i].push_back(token); };
+  const GenerateOutput out = generate(model, c.prompts, GenerationConfig{}, kwargs({{"max_new_tokens", 5}}), callbacks);
+  EXPECT_EQ(streamed, out.tokens);
+}
+
+TEST(Generate, BadPromptsAreErrors) {
+  CausalLM model = CausalLM::from_pretrained(kFixtures + "llama_gqa", {"float32", "cpu", "sdpa"});
+  EXPECT_THROW(generate(model, {{}}, GenerationConfig{}), Error);
+  EXPECT_THROW(generate(model, {{1, 100000}}, GenerationConfig{}), Error);
+}
+
+}  // namespace
+}  // namespace tfm
