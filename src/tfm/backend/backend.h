@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tfm/backend/op_kernels.h"
 #include "tfm/core/device.h"
 #include "tfm/core/tensor.h"
 
@@ -23,7 +24,8 @@ struct DeviceInfo {
 
 // Device memory as an allocation and a byte offset into it: OpenCL buffers cannot be offset like pointers.
 struct DeviceSpan {
-  DeviceSpan(void* base, size_t offset = 0) : base(base), offset(offset) {}  // NOLINT: a whole allocation converts
+  DeviceSpan(void* base, size_t offset = 0)
+      : base(base), offset(offset) {}  // NOLINT: a whole allocation converts
   void* base;
   size_t offset;
 };
@@ -42,6 +44,8 @@ class Backend {
   virtual void copy_to_host(int index, void* dst, DeviceSpan src, size_t bytes) = 0;
   virtual void copy_on_device(int index, DeviceSpan dst, DeviceSpan src, size_t bytes) = 0;
   virtual void synchronize(int index) = 0;
+  // The op kernels of this device kind, or nullptr while it has none.
+  virtual OpKernels* kernels() { return nullptr; }
 };
 
 // The backend of a device kind, or nullptr when tfm was built without it.

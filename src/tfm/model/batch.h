@@ -1,5 +1,6 @@
 // One forward step's input: the new tokens of every sequence, flattened into rows (a ragged batch), and where
-// each sequence's keys and values live in the paged cache. Prefill, decode and a mix of both are the same call.
+// each sequence's keys and values live in the paged cache. Prefill, decode and a mix of both are the same
+// call.
 #pragma once
 
 #include <cstdint>
@@ -17,13 +18,13 @@ struct ForwardBatch {
   std::vector<int32_t> context_lens;  // (S): tokens in the cache once this step is written
   std::vector<int32_t> block_tables;  // (S, max_blocks), unused entries -1
   int64_t max_blocks = 0;
-  std::vector<int32_t> slots;         // (T): cache slot of each row
-  std::vector<int32_t> logits_rows;   // rows whose logits the step returns, in order
-
-  ops::AttentionMetadata attention() const {
-    return {query_start, context_lens, block_tables, max_blocks, positions, slots};
-  }
+  std::vector<int32_t> slots;        // (T): cache slot of each row
+  std::vector<int32_t> logits_rows;  // rows whose logits the step returns, in order
 };
+
+// Checks that a batch is consistent and fits `cache` and a vocabulary of `vocab_size`; a caller's error (an
+// out-of-range id, slot or block) becomes a tfm::Error instead of a wild memory access in a kernel.
+void validate(const ForwardBatch& batch, const KVCache& cache, int64_t vocab_size);
 
 // A sequence as the generate loop and the engine hold it: its cache blocks and how many tokens are cached.
 struct SequenceCache {

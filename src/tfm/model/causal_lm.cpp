@@ -1,5 +1,6 @@
 #include "tfm/model/causal_lm.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 
@@ -42,7 +43,8 @@ CausalLM CausalLM::from_pretrained(const std::string& dir, const LoadOptions& op
   return CausalLM(std::move(config), std::move(weights), dtype, device, attention);
 }
 
-CausalLM::CausalLM(ModelConfig config, ModelWeights weights, DType dtype, Device device, ops::AttentionImpl attention)
+CausalLM::CausalLM(ModelConfig config, ModelWeights weights, DType dtype, Device device,
+                   ops::AttentionImpl attention)
     : config_(std::move(config)),
       weights_(std::move(weights)),
       dtype_(dtype),
@@ -61,14 +63,25 @@ Tensor CausalLM::forward(const ForwardBatch& batch, KVCache& cache) {
   const int64_t Hq = c.num_attention_heads, Hkv = c.num_key_value_heads;
   const float eps = static_cast<float>(c.rms_norm_eps);
   const float scale = 1.0f / std::sqrt(static_cast<float>(D));
-  const ops::AttentionMetadata meta = batch.attention();
+  validate(batch, cache, c.vocab_size);
   auto buffer = [&](Shape shape) { return empty(shape, DType::float32, device_); };
-
-  Tensor ids = Tensor::cpu({T}, DType::int32);
-  std::copy(batch.token_ids.begin(), batch.token_ids.end(), ids.data<int32_t>());
+  auto upload = [&](const std::vector<int32_t>& v, Shape shape) {
+    Tensor t = Tensor::cpu(shape, DType::int32);
+    std::copy(v.begin(), v.end(), t.data<int32_t>());
+    return to_device(t, device_);
+  };
+  const int64_t S = static_cast<int64_t>(batch.context_lens.size());
+  AttentionMetadata meta;
+  meta.query_start = upload(batch.query_start, {S + 1});
+  meta.context_lens = upload(batch.context_lens, {S});
+  meta.block_tables = upload(batch.block_tables, {S, batch.max_blocks});
+  meta.positions = upload(batch.positions, {T});
+  meta.slots = upload(batch.slots, {T});
+  meta.max_context_len = *std::max_element(batch.context_lens.begin(), batch.context_lens.end());
+  const Tensor ids = upload(batch.token_ids, {T});
+  const Tensor logits_rows = upload(batch.logits_rows, {static_cast<int64_t>(batch.logits_rows.size())});
   Tensor cos, sin;
   rope_.tables(batch.positions, cos, sin);
-  ids = to_device(ids, device_);
   cos = to_device(cos, device_);
   sin = to_device(sin, device_);
 
@@ -95,9 +108,9 @@ Tensor CausalLM::forward(const ForwardBatch& batch, KVCache& cache) {
     }
     ops::rope_(q, cos, sin);
     ops::rope_(k, cos, sin);
-    ops::kv_cache_write(k, v, meta, cache.layers[static_cast<size_t>(l)]);
-    ops::paged_attention(q, cache.layers[static_cast<size_t>(l)], meta, scale, c.sliding_window[static_cast<size_t>(l)],
-                         attention_, attn);
+    ops::kv_cache_write(k, v, meta.slots, cache.layers[static_cast<size_t>(l)]);
+    ops::paged_attention(q, cache.layers[static_cast<size_t>(l)], meta, scale,
+                         c.sliding_window[static_cast<size_t>(l)], attention_, attn);
     ops::linear(attn.reshape({T, Hq * D}), w.o_proj, w.o_bias, proj);
     ops::add_(h, proj);
     // MLP block: h += down_proj(silu(gate_proj(x)) * up_proj(x)), x = norm(h)
@@ -110,7 +123,7 @@ Tensor CausalLM::forward(const ForwardBatch& batch, KVCache& cache) {
   // Only the rows whose logits are wanted go through the final norm and the vocabulary projection.
   const int64_t R = static_cast<int64_t>(batch.logits_rows.size());
   Tensor last = buffer({R, H});
-  ops::gather_rows(h, batch.logits_rows, last);
+  ops::gather_rows(h, logits_rows, last);
   Tensor normed = buffer({R, H});
   ops::rms_norm(last, weights_.norm, eps, normed);
   Tensor logits = buffer({R, c.vocab_size});

@@ -39,11 +39,14 @@ class CpuBackend final : public Backend {
   void copy_from_host(int, DeviceSpan dst, const void* src, size_t bytes) override {
     std::memcpy(address(dst), src, bytes);
   }
-  void copy_to_host(int, void* dst, DeviceSpan src, size_t bytes) override { std::memcpy(dst, address(src), bytes); }
+  void copy_to_host(int, void* dst, DeviceSpan src, size_t bytes) override {
+    std::memcpy(dst, address(src), bytes);
+  }
   void copy_on_device(int, DeviceSpan dst, DeviceSpan src, size_t bytes) override {
     std::memcpy(address(dst), address(src), bytes);
   }
   void synchronize(int) override {}
+  OpKernels* kernels() override { return &cpu_op_kernels(); }
 
  private:
   static char* address(DeviceSpan s) { return static_cast<char*>(s.base) + s.offset; }

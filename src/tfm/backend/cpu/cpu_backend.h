@@ -4,4 +4,5 @@
 
 namespace tfm {
 Backend& cpu_backend();
-}
+OpKernels& cpu_op_kernels();
+}  // namespace tfm

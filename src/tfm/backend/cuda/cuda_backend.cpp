@@ -72,7 +72,8 @@ class CudaBackend final : public Backend {
   }
   void copy_on_device(int index, DeviceSpan dst, DeviceSpan src, size_t bytes) override {
     use(index);
-    cuda_check(cudaMemcpy(address(dst), address(src), bytes, cudaMemcpyDeviceToDevice), "cudaMemcpy device to device");
+    cuda_check(cudaMemcpy(address(dst), address(src), bytes, cudaMemcpyDeviceToDevice),
+               "cudaMemcpy device to device");
   }
   void synchronize(int index) override {
     use(index);
