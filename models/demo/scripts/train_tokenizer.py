@@ -14,6 +14,7 @@ decoder, so any text round-trips. Special tokens come first (ids 0, 1, 2):
 import argparse
 from pathlib import Path
 
+from demo_data import read_documents
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 from transformers import PreTrainedTokenizerFast
 
@@ -31,12 +32,6 @@ CHAT_TEMPLATE = (
     "{{- '<|im_start|>assistant\\n' }}"
     "{%- endif %}"
 )
-
-
-def read_documents(path):
-    """Documents of a prepare_corpus.py file: paragraphs are lines, documents are separated by a blank line."""
-    text = Path(path).read_text(encoding="utf-8")
-    return [doc for doc in text.split("\n\n") if doc.strip()]
 
 
 def build_tokenizer(documents, vocab_size):
