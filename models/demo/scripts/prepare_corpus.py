@@ -46,17 +46,20 @@ def is_headline(tokens):
 
 def clean_tokens(words):
     """Fix the corpus's tokenisation artefacts before joining."""
-    out = []
+    kept = []
     for word in words:
-        if out and word in DOUBLED_MARKS and out[-1] == word:
+        if kept and word in DOUBLED_MARKS and kept[-1] == word:
             continue  # "? ?" -> "?"
-        if out and word == "." and out[-1].endswith("."):
+        if kept and word == "." and kept[-1].endswith("."):
             continue  # "Jr. ." -> "Jr."
+        kept.append(word)
+    out = []
+    for word in kept:
         # The corpus moves end marks out of quotations; edited American text has them inside: "x,"
         if out and word in {",", ".", "?", "!"} and out[-1] == "''":
             out.insert(len(out) - 1, word)
-            continue
-        out.append(word)
+        else:
+            out.append(word)
     return out
 
 
