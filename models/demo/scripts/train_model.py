@@ -245,9 +245,6 @@ def main(argv=None):
 
     torch.manual_seed(args.seed)
     device = torch.device(args.device)
-    if device.type == "cuda":
-        torch.backends.cuda.matmul.allow_tf32 = True
-        torch.backends.cudnn.allow_tf32 = True
     log(f"torch {torch.__version__}, device {device}" + (f" ({torch.cuda.get_device_name(device)})" if device.type == "cuda" else ""))
 
     tokenizer_file = Path(args.tokenizer_dir) / "tokenizer.json"
