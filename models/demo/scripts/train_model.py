@@ -2,7 +2,7 @@
 """Train tfm's demo model (a small Qwen3) on prepare_corpus.py's Brown Corpus text, save it as the Hub
 saves models, and record Transformers' greedy outputs for tfm to match.
 
-Usage: train_model.py DATA_DIR OUT_DIR [--minutes 6] [--smoke]
+Usage: train_model.py DATA_DIR OUT_DIR [--minutes 5] [--smoke]
 
 DATA_DIR holds train.txt and val.txt; the tokenizer is the one committed beside this folder
 (models/demo/tokenizer.json). Writes
@@ -210,8 +210,8 @@ def parse_args(argv=None):
     parser.add_argument("data_dir", help="folder with train.txt and val.txt (prepare_corpus.py)")
     parser.add_argument("out_dir", help="folder for model/ and reference.json (created)")
     parser.add_argument("--tokenizer-dir", default=str(DEMO_DIR), help="folder with the tokenizer files")
-    parser.add_argument("--minutes", type=float, default=6.0, help="time budget for the training steps")
-    parser.add_argument("--epochs", default="4,8,16", help="comma-separated epoch counts, one run each")
+    parser.add_argument("--minutes", type=float, default=5.0, help="time budget for the training steps")
+    parser.add_argument("--epochs", default="4,8,16,32", help="comma-separated epoch counts, one run each")
     parser.add_argument("--block-size", type=int, default=512)
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--lr", type=float, default=2e-3)
