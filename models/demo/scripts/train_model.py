@@ -251,7 +251,7 @@ def main(argv=None):
     train_docs = read_documents(Path(args.data_dir) / "train.txt")
     val_docs = read_documents(Path(args.data_dir) / "val.txt")
     if args.smoke:
-        train_docs, val_docs = train_docs[:4], val_docs[:1]
+        train_docs, val_docs = train_docs[:1], val_docs[:1]
     train_stream = token_stream(train_docs, tokenizer_file)
     val_stream = token_stream(val_docs, tokenizer_file)
     val_blocks = blocks(val_stream, args.block_size)
