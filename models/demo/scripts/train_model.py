@@ -176,22 +176,32 @@ def saved_model_perplexity(model_dir, val_blocks, batch_size, device):
     return math.exp(validation_loss(model, val_blocks, batch_size, device, bf16=False))
 
 
-def greedy_references(model_dir):
-    """Greedy generations of the saved model with Transformers on the CPU in float32."""
+@torch.no_grad()
+def greedy(model, tokenizer, prompt):
+    """(prompt ids, generated ids, per-step logits) of Transformers' greedy generation."""
+    inputs = tokenizer(prompt, return_tensors="pt").to(model.device)
+    out = model.generate(
+        **inputs, max_new_tokens=NEW_TOKENS, do_sample=False, output_scores=True, return_dict_in_generate=True
+    )
+    prompt_ids = inputs["input_ids"][0].tolist()
+    return prompt_ids, out.sequences[0, len(prompt_ids) :].tolist(), out.scores
+
+
+def greedy_references(model_dir, device):
+    """Greedy generations of the saved model with Transformers on the CPU in float32, and whether the
+    same run on `device` (float32) gives the same tokens."""
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).eval()
+    other = None
+    if device.type != "cpu":
+        other = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).to(device).eval()
     references = []
     for prompt in PROMPTS:
-        inputs = tokenizer(prompt, return_tensors="pt")
-        with torch.no_grad():
-            out = model.generate(
-                **inputs, max_new_tokens=NEW_TOKENS, do_sample=False, output_scores=True, return_dict_in_generate=True
-            )
-        prompt_ids = inputs["input_ids"][0].tolist()
-        generated = out.sequences[0, len(prompt_ids) :].tolist()
+        prompt_ids, generated, scores = greedy(model, tokenizer, prompt)
         # How far the chosen token's logit is ahead of the runner-up, at the closest step: a tiny margin
         # means a different but correct implementation may pick the other token.
-        margins = [float(s[0].topk(2).values[0] - s[0].topk(2).values[1]) for s in out.scores]
+        margins = [float(s[0].topk(2).values[0] - s[0].topk(2).values[1]) for s in scores]
+        same_on_device = None if other is None else greedy(other, tokenizer, prompt)[1] == generated
         references.append(
             {
                 "prompt": prompt,
@@ -200,6 +210,7 @@ def greedy_references(model_dir):
                 "generated_text": tokenizer.decode(generated),
                 "text": prompt + tokenizer.decode(generated),
                 "min_top2_logit_margin": min(margins),
+                f"same_ids_on_{device.type}_float32": same_on_device,
             }
         )
     return references
@@ -290,9 +301,9 @@ def main(argv=None):
     perplexity = saved_model_perplexity(model_dir, val_blocks, args.batch_size, device)
     log(f"validation perplexity of the saved bf16 weights (float32 compute): {perplexity:.3f}")
 
-    references = greedy_references(model_dir)
+    references = greedy_references(model_dir, device)
     for ref in references:
-        log(f"{ref['text']!r} (min top-2 margin {ref['min_top2_logit_margin']:.3f})")
+        log(f"{ref['text']!r} (min top-2 margin {ref['min_top2_logit_margin']:.3f}; same on {device.type}: {ref[f'same_ids_on_{device.type}_float32']})")
     reference = {
         "model": "models/demo (Qwen3ForCausalLM)",
         "generation": f"greedy, max_new_tokens={NEW_TOKENS}, Transformers on the CPU, float32",
