@@ -2,9 +2,11 @@
 """Checks of the demo model's data scripts that need no torch: python3 models/demo/scripts/test_scripts.py"""
 
 import unittest
+from pathlib import Path
 
 import numpy as np
-from demo_data import batches_per_epoch, blocks, epoch_batches
+from demo_data import batches_per_epoch, blocks, epoch_batches, token_stream
+from tokenizers import Tokenizer
 from prepare_corpus import document_paragraphs
 
 
@@ -36,6 +38,16 @@ class Detokenize(unittest.TestCase):
 
 
 class Packing(unittest.TestCase):
+    def test_token_stream_ends_each_document_with_endoftext(self):
+        tokenizer_file = Path(__file__).resolve().parent.parent / "tokenizer.json"
+        documents = ["The old man said no.\nShe left.", '"Why?" he asked.']
+        stream = token_stream(documents, tokenizer_file)
+        separators = np.flatnonzero(stream == 0)
+        self.assertEqual(len(separators), 2)
+        self.assertEqual(separators[-1], len(stream) - 1)
+        decoded = Tokenizer.from_file(str(tokenizer_file)).decode(stream.tolist(), skip_special_tokens=False)
+        self.assertEqual(decoded, "<|endoftext|>".join(documents) + "<|endoftext|>")
+
     def test_blocks_cover_the_stream_in_order(self):
         stream = np.arange(23)
         self.assertEqual(blocks(stream, 5).tolist(), [list(range(i, i + 5)) for i in range(0, 20, 5)])

@@ -147,8 +147,9 @@ def train(model, epochs, seconds, train_stream, val_blocks, args, device, log):
                 if val < best_loss:
                     best_loss, mark = val, " (best)"
                     best_state = {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
+                lr = learning_rate(step - 1, planned, args)
                 log(
-                    f"  step {step}/{planned} epoch {step / per_epoch:.2f} lr {learning_rate(step - 1, planned, args):.2e} "
+                    f"  step {step}/{planned} epoch {step / per_epoch:.2f} lr {lr:.2e} "
                     f"train loss {loss.item():.4f} val loss {val:.4f} ppl {math.exp(val):.2f}{mark} "
                     f"[{time.monotonic() - start:.0f} s]"
                 )
@@ -235,7 +236,7 @@ def parse_args(argv=None):
     parser.add_argument("--layers", type=int, default=8)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    parser.add_argument("--smoke", action="store_true", help="a few tiny steps on a slice of the data, to check the script")
+    parser.add_argument("--smoke", action="store_true", help="a few tiny steps on a slice of the data")
     args = parser.parse_args(argv)
     if args.smoke:
         args.epochs, args.block_size, args.batch_size = "1,2", 64, 4
@@ -256,7 +257,8 @@ def main(argv=None):
 
     torch.manual_seed(args.seed)
     device = torch.device(args.device)
-    log(f"torch {torch.__version__}, device {device}" + (f" ({torch.cuda.get_device_name(device)})" if device.type == "cuda" else ""))
+    name = f" ({torch.cuda.get_device_name(device)})" if device.type == "cuda" else ""
+    log(f"torch {torch.__version__}, device {device}{name}")
 
     tokenizer_file = Path(args.tokenizer_dir) / "tokenizer.json"
     train_docs = read_documents(Path(args.data_dir) / "train.txt")
@@ -293,7 +295,10 @@ def main(argv=None):
         if val < best_val:
             best_val, best_state, best_epochs = val, state, epochs
     model.load_state_dict(best_state)
-    log(f"kept the run of {best_epochs} epochs: validation loss {best_val:.4f}, perplexity {math.exp(best_val):.2f} (training precision)")
+    log(
+        f"kept the run of {best_epochs} epochs: validation loss {best_val:.4f}, "
+        f"perplexity {math.exp(best_val):.2f} (training precision)"
+    )
 
     model_dir = out_dir / "model"
     size = save(model, args.tokenizer_dir, model_dir)
@@ -303,7 +308,8 @@ def main(argv=None):
 
     references = greedy_references(model_dir, device)
     for ref in references:
-        log(f"{ref['text']!r} (min top-2 margin {ref['min_top2_logit_margin']:.3f}; same on {device.type}: {ref[f'same_ids_on_{device.type}_float32']})")
+        same = ref[f"same_ids_on_{device.type}_float32"]
+        log(f"{ref['text']!r} (min top-2 margin {ref['min_top2_logit_margin']:.3f}; same on {device.type}: {same})")
     reference = {
         "model": "models/demo (Qwen3ForCausalLM)",
         "generation": f"greedy, max_new_tokens={NEW_TOKENS}, Transformers on the CPU, float32",
