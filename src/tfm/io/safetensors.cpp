@@ -124,15 +124,20 @@ class HeaderReader {
     return {begin, end};
   }
 
-  // Bytes the tensor needs, or an error when numel * size overflows.
+  // Bytes the tensor needs. Every stride a tensor of this shape has must fit in int64 too, so the product of
+  // the non-zero dimensions is bounded even when a zero dimension makes the tensor empty (the reference
+  // library accepts such shapes; tfm refuses them as absurd rather than overflow computing strides).
   uint64_t byte_size(const std::string& name, const Shape& shape, DType t) const {
     uint64_t n = dtype_size(t);
+    bool empty = false;
     for (int64_t d : shape) {
-      if (__builtin_mul_overflow(n, static_cast<uint64_t>(d), &n)) {
+      if (d == 0) {
+        empty = true;
+      } else if (__builtin_mul_overflow(n, static_cast<uint64_t>(d), &n) || n > uint64_t{INT64_MAX}) {
         fail_tensor(name, "shape ", shape_str(shape), " overflows the size of a buffer");
       }
     }
-    return n;
+    return empty ? 0 : n;
   }
 
   json::Value metadata(const json::Value& v) const {
