@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -35,6 +36,15 @@ class ScratchDir {
  private:
   std::filesystem::path path_;
 };
+
+// Where the interop tests leave the files tfm wrote: $TFM_SAFETENSORS_EXPORT when set, for
+// `make_safetensors.py check DIR` to load them in Python; else the test's scratch directory.
+inline std::string export_dir(const ScratchDir& scratch) {
+  const char* dir = std::getenv("TFM_SAFETENSORS_EXPORT");
+  if (!dir) return scratch.path().string();
+  std::filesystem::create_directories(dir);
+  return dir;
+}
 
 inline std::string read_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

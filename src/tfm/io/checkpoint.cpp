@@ -1,10 +1,10 @@
 #include "tfm/io/checkpoint.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <regex>
 
 #include "tfm/core/error.h"
 
@@ -23,9 +23,14 @@ std::string shard_name(size_t index, size_t count) {
   return name;
 }
 
-bool is_shard_name(const std::string& name) {
-  static const std::regex pattern(R"(model-\d{5}-of-\d{5}\.safetensors)");
-  return std::regex_match(name, pattern);
+bool is_shard_name(std::string_view name) {
+  constexpr std::string_view kShape = "model-#####-of-#####.safetensors";
+  if (name.size() != kShape.size()) return false;
+  for (size_t i = 0; i < name.size(); ++i) {
+    if (kShape[i] == '#' ? !std::isdigit(static_cast<unsigned char>(name[i])) : name[i] != kShape[i])
+      return false;
+  }
+  return true;
 }
 
 }  // namespace
