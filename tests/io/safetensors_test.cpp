@@ -71,6 +71,25 @@ TEST(Safetensors, TensorsViewTheMappingAndOutliveTheFile) {
   EXPECT_EQ(std::memcmp(t.raw(), bytes.data() + offset, t.nbytes()), 0);
 }
 
+// A writer other than Python's may leave elements misaligned; get() then hands out an aligned copy.
+TEST(Safetensors, MisalignedTensorsAreCopiedAligned) {
+  ScratchDir dir;
+  const std::string header =
+      "{\"a\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]},"
+      "\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[1,9]}}";
+  const float values[2] = {1.5f, -2.0f};
+  std::string data(1, '\x05');
+  data.append(reinterpret_cast<const char*>(values), sizeof values);
+  write_bytes(dir / "m.safetensors", safetensors_bytes(header, data));
+  const SafetensorsFile file = SafetensorsFile::open(dir / "m.safetensors");
+  ASSERT_NE(file.find("b")->offset % 4, 0u);
+  const Tensor b = file.get("b");
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(b.raw()) % 4, 0u);
+  EXPECT_EQ(b.data<float>()[0], 1.5f);
+  EXPECT_EQ(b.data<float>()[1], -2.0f);
+  EXPECT_EQ(file.get("a").data<uint8_t>()[0], 5);
+}
+
 TEST(Safetensors, GetOfAnAbsentNameNamesFileAndTensor) {
   const std::string path = safetensors_fixture("mixed.safetensors");
   const SafetensorsFile file = SafetensorsFile::open(path);

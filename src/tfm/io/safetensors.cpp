@@ -169,7 +169,8 @@ struct SafetensorsFile::Mapping {
 
 SafetensorsFile SafetensorsFile::open(const std::string& path) {
   HeaderReader reader(path);
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO given as the path must not block open(); it is then refused as not a regular file.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) reader.fail("cannot open: ", std::strerror(errno));
   struct stat st;
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
@@ -275,7 +276,15 @@ const TensorInfo* SafetensorsFile::find(std::string_view name) const {
 Tensor SafetensorsFile::get(std::string_view name) const {
   const TensorInfo* info = find(name);
   if (!info) throw_error("safetensors file '", path_, "' has no tensor '", name, "'");
-  void* data = const_cast<char*>(mapping_->bytes() + info->offset);
+  const char* bytes = mapping_->bytes() + info->offset;
+  // The mapping is page-aligned, so this is the file offset's alignment. Python's writer keeps every tensor
+  // aligned; another writer may not, and kernels must not see misaligned elements: those get an aligned copy.
+  if (info->offset % dtype_size(info->dtype) != 0) {
+    Tensor copy = Tensor::cpu(info->shape, info->dtype);
+    std::memcpy(copy.raw(), bytes, info->nbytes);
+    return copy;
+  }
+  void* data = const_cast<char*>(bytes);
   auto storage = std::make_shared<Storage>(data, info->nbytes, Device{}, [mapping = mapping_](void*) {});
   return Tensor(std::move(storage), info->shape, info->dtype);
 }
