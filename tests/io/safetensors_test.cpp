@@ -112,12 +112,12 @@ std::vector<std::pair<std::string, Tensor>> all_tensors(const SafetensorsFile& f
 TEST(Safetensors, WritesTheBytesPythonWrites) {
   ScratchDir dir;
   const std::string out = testing::export_dir(dir);
-  for (const char* name : {"mixed.safetensors", "dtypes.safetensors"}) {
+  for (const char* name : {"mixed.safetensors", "dtypes.safetensors", "plain.safetensors"}) {
     SCOPED_TRACE(name);
     const SafetensorsFile file = SafetensorsFile::open(safetensors_fixture(name));
     auto tensors = all_tensors(file);
     std::reverse(tensors.begin(), tensors.end());  // the writer orders them itself
-    save_safetensors(out + "/" + name, tensors, {{"format", "pt"}});
+    save_safetensors(out + "/" + name, tensors, file.metadata().as_object());
     EXPECT_EQ(read_bytes(out + "/" + name), read_bytes(safetensors_fixture(name)));
   }
 }

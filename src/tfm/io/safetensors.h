@@ -59,8 +59,9 @@ class SafetensorsFile {
 
 // Writes `tensors` (CPU, contiguous, unique names) as one safetensors file, laid out as the Python library
 // does: sorted by dtype (widest alignment first) then by name, "__metadata__" first, header padded with
-// spaces to a multiple of 8. Metadata values must be strings. Written to a temporary name then renamed, so a
-// reader that still maps an older file at `path` is unaffected.
+// spaces to a multiple of 8. Metadata values must be strings; empty metadata writes no "__metadata__" (as
+// Python's metadata=None). Written to a temporary name then renamed, so a reader that still maps an older
+// file at `path` is unaffected.
 void save_safetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
                       const json::Object& metadata = {});
 
