@@ -33,16 +33,28 @@ bool is_shard_name(std::string_view name) {
   return true;
 }
 
+// The regular files directly in `dir`; an unreadable folder is a tfm::Error naming it.
+std::vector<fs::path> files_in(const fs::path& dir) {
+  std::vector<fs::path> files;
+  std::error_code error;
+  for (fs::directory_iterator it(dir, error), end; !error && it != end; it.increment(error)) {
+    if (it->is_regular_file(error)) files.push_back(it->path());
+  }
+  check(!error, "cannot list folder '", dir.string(), "': ", error.message());
+  return files;
+}
+
 }  // namespace
 
 Checkpoint Checkpoint::open(const std::string& dir) {
-  check(fs::is_directory(dir), "checkpoint folder '", dir, "' does not exist or is not a folder");
+  std::error_code error;  // the filesystem queries below report through it rather than throw
+  check(fs::is_directory(dir, error), "checkpoint folder '", dir, "' does not exist or is not a folder");
   Checkpoint checkpoint;
   checkpoint.dir_ = dir;
   const fs::path root(dir);
 
   const fs::path index_path = root / kIndexFile;
-  if (fs::exists(index_path)) {
+  if (fs::exists(index_path, error)) {
     const std::string index_name = index_path.string();
     const json::Value index = json::parse_file(index_name);
     const json::Value* weight_map = index.is_object() ? index.find("weight_map") : nullptr;
@@ -61,7 +73,7 @@ Checkpoint Checkpoint::open(const std::string& dir) {
       auto it = shards.find(shard);
       if (it == shards.end()) {
         const fs::path shard_path = root / relative;
-        check(fs::is_regular_file(shard_path), "index '", index_name, "': tensor '", name,
+        check(fs::is_regular_file(shard_path, error), "index '", index_name, "': tensor '", name,
               "' maps to shard '", shard_path.string(), "', which does not exist");
         it = shards.emplace(shard, checkpoint.files_.size()).first;
         checkpoint.files_.push_back(SafetensorsFile::open(shard_path.string()));
@@ -77,12 +89,11 @@ Checkpoint Checkpoint::open(const std::string& dir) {
   }
 
   std::vector<std::string> paths;
-  if (fs::exists(root / kSingleFile)) {
+  if (fs::exists(root / kSingleFile, error)) {
     paths.push_back((root / kSingleFile).string());
   } else {
-    for (const fs::directory_entry& entry : fs::directory_iterator(root)) {
-      if (entry.is_regular_file() && entry.path().extension() == ".safetensors")
-        paths.push_back(entry.path().string());
+    for (const fs::path& file : files_in(root)) {
+      if (file.extension() == ".safetensors") paths.push_back(file.string());
     }
     std::sort(paths.begin(), paths.end());
   }
@@ -155,41 +166,42 @@ void save_sharded(const std::string& dir, const std::vector<std::pair<std::strin
   const fs::path root(dir);
   std::error_code error;
   fs::create_directories(root, error);
-  check(fs::is_directory(root), "cannot create checkpoint folder '", dir, "': ", error.message());
+  check(!error, "cannot create checkpoint folder '", dir, "': ", error.message());
 
-  std::vector<std::string> written;
-  if (shards.size() == 1) {
-    save_safetensors((root / kSingleFile).string(), shards[0], metadata);
-    written.push_back(kSingleFile);
-  } else {
-    json::Object weight_map;
-    for (size_t i = 0; i < shards.size(); ++i) {
-      written.push_back(shard_name(i, shards.size()));
-      save_safetensors((root / written.back()).string(), shards[i], metadata);
-      for (const auto& named : shards[i]) weight_map.emplace_back(named.first, written.back());
+  std::vector<std::string> names;  // the files this save writes
+  for (size_t i = 0; i < shards.size(); ++i) {
+    names.push_back(shards.size() == 1 ? kSingleFile : shard_name(i, shards.size()));
+  }
+  if (shards.size() > 1) names.push_back(kIndexFile);
+  // Drop what an earlier save left and this one will not rewrite, first, so that an index of an earlier save
+  // never shadows a newer model.safetensors.
+  for (const fs::path& file : files_in(root)) {
+    const std::string name = file.filename().string();
+    const bool weights = name == kSingleFile || name == kIndexFile || is_shard_name(name);
+    if (weights && std::find(names.begin(), names.end(), name) == names.end()) {
+      check(fs::remove(file, error), "cannot remove '", file.string(),
+            "' of an earlier save: ", error.message());
     }
-    const json::Value index = json::Object{
-        {"metadata",
-         json::Object{{"total_parameters", total_parameters}, {"total_size", json::Value(total_bytes)}}},
-        {"weight_map", std::move(weight_map)}};
-    json::DumpOptions options;
-    options.indent = 2;
-    options.sort_keys = true;
-    options.item_separator = ",";
-    const std::string index_path = (root / kIndexFile).string();
-    std::ofstream out(index_path, std::ios::binary | std::ios::trunc);
-    out << json::dump(index, options) << '\n';
-    out.close();
-    check(out.good(), "cannot write '", index_path, "'");
-    written.push_back(kIndexFile);
   }
 
-  // Drop what an earlier save left and this one did not rewrite, so the folder describes one save only.
-  for (const fs::directory_entry& entry : fs::directory_iterator(root)) {
-    const std::string name = entry.path().filename().string();
-    const bool ours = name == kSingleFile || name == kIndexFile || is_shard_name(name);
-    if (ours && std::find(written.begin(), written.end(), name) == written.end()) fs::remove(entry.path());
+  json::Object weight_map;
+  for (size_t i = 0; i < shards.size(); ++i) {
+    save_safetensors((root / names[i]).string(), shards[i], metadata);
+    for (const auto& named : shards[i]) weight_map.emplace_back(named.first, names[i]);
   }
+  if (shards.size() == 1) return;
+  const json::Value index = json::Object{{"metadata", json::Object{{"total_parameters", total_parameters},
+                                                                   {"total_size", json::Value(total_bytes)}}},
+                                         {"weight_map", std::move(weight_map)}};
+  json::DumpOptions options;
+  options.indent = 2;
+  options.sort_keys = true;
+  options.item_separator = ",";
+  const std::string index_path = (root / kIndexFile).string();
+  std::ofstream out(index_path, std::ios::binary | std::ios::trunc);
+  out << json::dump(index, options) << '\n';
+  out.close();
+  check(out.good(), "cannot write '", index_path, "'");
 }
 
 }  // namespace tfm
