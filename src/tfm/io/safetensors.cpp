@@ -66,6 +66,14 @@ size_t valid_utf8_prefix(std::string_view s) {
   return n;
 }
 
+// A JSON value as it appears in an error message, cut short: a hostile header can make it huge.
+std::string excerpt(const json::Value& v) {
+  constexpr size_t kMax = 60;
+  std::string text = json::dump_compact(v);
+  if (text.size() > kMax) text = text.substr(0, kMax) + "...";
+  return text;
+}
+
 // Reads header fields, prefixing every error with the file and, once known, the tensor.
 class HeaderReader {
  public:
@@ -82,7 +90,7 @@ class HeaderReader {
 
   uint64_t non_negative_int(const std::string& name, std::string_view field, const json::Value& v) const {
     if (!v.is_int() || v.as_int() < 0) {
-      fail_tensor(name, field, " must hold non-negative integers, found ", json::dump_compact(v));
+      fail_tensor(name, field, " must hold non-negative integers, found ", excerpt(v));
     }
     return static_cast<uint64_t>(v.as_int());
   }
@@ -95,7 +103,7 @@ class HeaderReader {
 
   DType dtype(const std::string& name, const json::Value& entry) const {
     const json::Value& v = field(name, entry, "dtype");
-    if (!v.is_string()) fail_tensor(name, "\"dtype\" must be a string, found ", json::dump_compact(v));
+    if (!v.is_string()) fail_tensor(name, "\"dtype\" must be a string, found ", excerpt(v));
     DType t;
     if (parse_safetensors_dtype(v.as_string(), &t)) return t;
     if (std::find(kCodes.begin(), kCodes.end(), v.as_string()) != kCodes.end()) {
@@ -106,7 +114,7 @@ class HeaderReader {
 
   Shape shape(const std::string& name, const json::Value& entry) const {
     const json::Value& v = field(name, entry, "shape");
-    if (!v.is_array()) fail_tensor(name, "\"shape\" must be an array, found ", json::dump_compact(v));
+    if (!v.is_array()) fail_tensor(name, "\"shape\" must be an array, found ", excerpt(v));
     Shape shape;
     for (const json::Value& d : v.as_array())
       shape.push_back(static_cast<int64_t>(non_negative_int(name, "\"shape\"", d)));
@@ -116,7 +124,7 @@ class HeaderReader {
   std::pair<uint64_t, uint64_t> offsets(const std::string& name, const json::Value& entry) const {
     const json::Value& v = field(name, entry, "data_offsets");
     if (!v.is_array() || v.size() != 2) {
-      fail_tensor(name, "\"data_offsets\" must be [begin, end], found ", json::dump_compact(v));
+      fail_tensor(name, "\"data_offsets\" must be [begin, end], found ", excerpt(v));
     }
     const uint64_t begin = non_negative_int(name, "\"data_offsets\"", v[0]);
     const uint64_t end = non_negative_int(name, "\"data_offsets\"", v[1]);
@@ -142,10 +150,10 @@ class HeaderReader {
 
   json::Value metadata(const json::Value& v) const {
     if (v.is_null()) return json::Object{};
-    if (!v.is_object()) fail("\"__metadata__\" must be an object of strings, found ", json::dump_compact(v));
+    if (!v.is_object()) fail("\"__metadata__\" must be an object of strings, found ", excerpt(v));
     for (const auto& [key, value] : v.as_object()) {
       if (!value.is_string()) {
-        fail("\"__metadata__\" entry '", key, "' must be a string, found ", json::dump_compact(value));
+        fail("\"__metadata__\" entry '", key, "' must be a string, found ", excerpt(value));
       }
     }
     return v;
@@ -222,8 +230,7 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
       file.metadata_ = reader.metadata(entry);
       continue;
     }
-    if (!entry.is_object())
-      reader.fail_tensor(name, "entry must be an object, found ", json::dump_compact(entry));
+    if (!entry.is_object()) reader.fail_tensor(name, "entry must be an object, found ", excerpt(entry));
     TensorInfo info{name, reader.dtype(name, entry), reader.shape(name, entry)};
     const auto [begin, end] = reader.offsets(name, entry);
     const uint64_t expected = reader.byte_size(name, info.shape, info.dtype);
