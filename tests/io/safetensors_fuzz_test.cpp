@@ -1,17 +1,20 @@
-// Fuzzes SafetensorsFile::open with mutated valid files: every outcome must be a consistent file or a
-// tfm::Error, never a crash, another exception, or a view outside the file. Runs a fixed seed and a seed from
-// the clock (printed on failure; replay it with TFM_FUZZ_SEED=<seed>).
+// Fuzzes SafetensorsFile::open with mutated valid files (and Checkpoint::open with mutated indexes): every
+// outcome must be a consistent file or a tfm::Error, never a crash, another exception, or a view outside the
+// file. Runs a fixed seed and a seed from the clock (printed on failure; replay it with
+// TFM_FUZZ_SEED=<seed>).
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <random>
 #include <string_view>
 
 #include "safetensors_test_util.h"
 #include "tfm/core/error.h"
+#include "tfm/io/checkpoint.h"
 #include "tfm/io/safetensors.h"
 
 namespace tfm {
@@ -139,20 +142,76 @@ void fuzz(uint64_t seed, int iterations) {
       return;
     }
   }
-  // Mutations that keep a file valid (a space in the padding, a flipped data byte) must stay accepted.
+  // Some mutations keep a file valid (a space in the padding, a changed data byte); none accepted would mean
+  // the fuzzer never reaches the path that builds tensors.
   EXPECT_GT(accepted, 0) << "seed " << seed;
+}
+
+// The shards of the sharded fixture with a mutated index: Checkpoint::open gives a tfm::Error or a checkpoint
+// whose every name resolves to a tensor of its shard.
+void fuzz_index(uint64_t seed, int iterations) {
+  const ScratchDir dir = std::filesystem::is_directory("/dev/shm") ? ScratchDir("/dev/shm") : ScratchDir();
+  const std::filesystem::path fixture = testing::safetensors_fixture("sharded");
+  for (const auto& entry : std::filesystem::directory_iterator(fixture)) {
+    std::filesystem::copy_file(entry.path(), dir.path() / entry.path().filename());
+  }
+  const std::string index_path = dir / "model.safetensors.index.json";
+  const std::string original = testing::read_bytes(index_path);
+  std::mt19937_64 rng(seed);
+  const auto pick = [&](size_t n) { return std::uniform_int_distribution<size_t>(0, n - 1)(rng); };
+  int accepted = 0;
+  for (int i = 0; i < iterations; ++i) {
+    std::string text = original;
+    for (int e = 1 + static_cast<int>(pick(3)); e > 0 && !text.empty(); --e) {
+      switch (pick(3)) {
+        case 0:
+          text[pick(text.size())] = kJsonBytes[pick(kJsonBytes.size())];
+          break;
+        case 1:
+          text.erase(pick(text.size()), 1 + pick(6));
+          break;
+        case 2:
+          text.resize(pick(text.size() + 1));
+          break;
+      }
+    }
+    testing::write_bytes(index_path, text);
+    const std::string context = "seed " + std::to_string(seed) + " iteration " + std::to_string(i);
+    try {
+      const Checkpoint checkpoint = Checkpoint::open(dir.path().string());
+      ++accepted;
+      for (const std::string& name : checkpoint.names()) {
+        const SafetensorsFile file = SafetensorsFile::open(checkpoint.file_of(name));
+        ASSERT_NE(file.find(name), nullptr) << context << " " << name;
+        ASSERT_EQ(checkpoint.get(name).shape(), file.find(name)->shape) << context;
+      }
+    } catch (const Error&) {
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << context << ": threw something other than tfm::Error: " << e.what();
+      return;
+    }
+  }
+  EXPECT_GT(accepted, 0) << "seed " << seed;
+}
+
+// Runs `body(seed)` for a fixed seed and one from the clock, or only for $TFM_FUZZ_SEED when set.
+void for_each_seed(const std::function<void(uint64_t)>& body) {
+  if (const char* replay = std::getenv("TFM_FUZZ_SEED")) {
+    body(std::strtoull(replay, nullptr, 10));
+    return;
+  }
+  body(20261202);
+  body(static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count()));
 }
 
 TEST(SafetensorsFuzz, MutatedHeadersGiveAnErrorOrAConsistentFile) {
   const int iterations = static_cast<int>(env_or("TFM_FUZZ_ITERATIONS", 6000));
-  if (const char* replay = std::getenv("TFM_FUZZ_SEED")) {
-    fuzz(std::strtoull(replay, nullptr, 10), iterations);
-    return;
-  }
-  fuzz(20261202, iterations);
-  const uint64_t clock_seed =
-      static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count());
-  fuzz(clock_seed, iterations);
+  for_each_seed([&](uint64_t seed) { fuzz(seed, iterations); });
+}
+
+TEST(SafetensorsFuzz, MutatedIndexesGiveAnErrorOrAConsistentCheckpoint) {
+  const int iterations = static_cast<int>(env_or("TFM_FUZZ_ITERATIONS", 6000) / 4);
+  for_each_seed([&](uint64_t seed) { fuzz_index(seed, iterations); });
 }
 
 }  // namespace
