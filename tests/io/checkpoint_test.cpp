@@ -90,6 +90,19 @@ TEST(Checkpoint, SavesOneFileWhenItFitsAndDropsAnEarlierSave) {
   EXPECT_EQ(Checkpoint::open(dir.path().string()).names().size(), fixture_state_dict().size());
 }
 
+// As Transformers: a model.safetensors beside an index wins.
+TEST(Checkpoint, ModelFileWinsOverAnIndex) {
+  ScratchDir dir;
+  for (const auto& entry : fs::directory_iterator(safetensors_fixture("sharded"))) {
+    fs::copy_file(entry.path(), dir.path() / entry.path().filename());
+  }
+  const auto tensors = fixture_state_dict();
+  save_safetensors(dir / "model.safetensors", {tensors[0]});
+  const Checkpoint checkpoint = Checkpoint::open(dir.path().string());
+  EXPECT_EQ(checkpoint.names(), std::vector<std::string>{tensors[0].first});
+  EXPECT_EQ(checkpoint.file_of(tensors[0].first), dir / "model.safetensors");
+}
+
 TEST(Checkpoint, WithoutIndexOrModelFileOpensEverySafetensorsFile) {
   ScratchDir dir;
   const auto tensors = fixture_state_dict();

@@ -53,8 +53,10 @@ Checkpoint Checkpoint::open(const std::string& dir) {
   checkpoint.dir_ = dir;
   const fs::path root(dir);
 
+  // As Transformers: model.safetensors wins over an index; tfm then falls back to every .safetensors file.
+  const bool single = fs::exists(root / kSingleFile, error);
   const fs::path index_path = root / kIndexFile;
-  if (fs::exists(index_path, error)) {
+  if (!single && fs::exists(index_path, error)) {
     const std::string index_name = index_path.string();
     const json::Value index = json::parse_file(index_name);
     const json::Value* weight_map = index.is_object() ? index.find("weight_map") : nullptr;
@@ -89,7 +91,7 @@ Checkpoint Checkpoint::open(const std::string& dir) {
   }
 
   std::vector<std::string> paths;
-  if (fs::exists(root / kSingleFile, error)) {
+  if (single) {
     paths.push_back((root / kSingleFile).string());
   } else {
     for (const fs::path& file : files_in(root)) {
@@ -173,8 +175,8 @@ void save_sharded(const std::string& dir, const std::vector<std::pair<std::strin
     names.push_back(shards.size() == 1 ? kSingleFile : shard_name(i, shards.size()));
   }
   if (shards.size() > 1) names.push_back(kIndexFile);
-  // Drop what an earlier save left and this one will not rewrite, first, so that an index of an earlier save
-  // never shadows a newer model.safetensors.
+  // Drop what an earlier save left and this one will not rewrite, first: a model.safetensors of an earlier
+  // save would shadow a newer index, as Checkpoint::open and Transformers prefer it.
   for (const fs::path& file : files_in(root)) {
     const std::string name = file.filename().string();
     const bool weights = name == kSingleFile || name == kIndexFile || is_shard_name(name);

@@ -16,10 +16,10 @@ namespace tfm {
 
 class Checkpoint {
  public:
-  // Opens, in this order of preference: the shards of model.safetensors.index.json (every shard must exist
-  // and hold every name the index maps to it), model.safetensors, or else every *.safetensors in `dir` (a
-  // name in two files is an error). Tensors a shard holds beyond those the index lists are not exposed, as in
-  // Transformers, which loads what the index maps.
+  // Opens, in Transformers' order of preference, model.safetensors or the shards of
+  // model.safetensors.index.json (every shard must exist and hold every name the index maps to it); or else,
+  // where Transformers would fail, every *.safetensors in `dir` (a name in two files is an error). Tensors a
+  // shard holds beyond those the index lists are not exposed, as Transformers loads what the index maps.
   static Checkpoint open(const std::string& dir);
 
   const std::string& dir() const { return dir_; }
