@@ -27,8 +27,9 @@ bool is_shard_name(std::string_view name) {
   constexpr std::string_view kShape = "model-#####-of-#####.safetensors";
   if (name.size() != kShape.size()) return false;
   for (size_t i = 0; i < name.size(); ++i) {
-    if (kShape[i] == '#' ? !std::isdigit(static_cast<unsigned char>(name[i])) : name[i] != kShape[i])
-      return false;
+    const bool match =
+        kShape[i] == '#' ? std::isdigit(static_cast<unsigned char>(name[i])) != 0 : name[i] == kShape[i];
+    if (!match) return false;
   }
   return true;
 }

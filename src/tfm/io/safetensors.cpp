@@ -201,8 +201,9 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
   const char* bytes = file.mapping_->bytes();
 
   uint64_t header_size = 0;
-  for (size_t i = 0; i < kLengthBytes; ++i)
+  for (size_t i = 0; i < kLengthBytes; ++i) {
     header_size |= static_cast<uint64_t>(static_cast<uint8_t>(bytes[i])) << (8 * i);
+  }
   if (header_size > kMaxHeaderBytes) {
     reader.fail("header length ", header_size, " exceeds the limit of ", kMaxHeaderBytes, " bytes");
   }
@@ -304,8 +305,9 @@ void save_safetensors(const std::string& path, const std::vector<std::pair<std::
   for (const auto& [name, t] : tensors) {
     if (name == "__metadata__") fail("'__metadata__' cannot name a tensor");
     if (!t.defined()) fail("tensor '", name, "' is undefined");
-    if (t.device().type != DeviceType::cpu)
+    if (t.device().type != DeviceType::cpu) {
       fail("tensor '", name, "' is on ", t.device().str(), ", not the cpu");
+    }
     if (!t.is_contiguous()) fail("tensor '", name, "' is not contiguous");
     if (safetensors_dtype_name(t.dtype()).empty()) {
       fail("tensor '", name, "' has dtype ", dtype_name(t.dtype()), ", which safetensors cannot store");
@@ -316,8 +318,9 @@ void save_safetensors(const std::string& path, const std::vector<std::pair<std::
     return ra != rb ? ra > rb : tensors[a].first < tensors[b].first;
   });
   for (size_t i = 1; i < order.size(); ++i) {
-    if (tensors[order[i]].first == tensors[order[i - 1]].first)
+    if (tensors[order[i]].first == tensors[order[i - 1]].first) {
       fail("tensor '", tensors[order[i]].first, "' given twice");
+    }
   }
 
   json::Object header;
