@@ -122,8 +122,9 @@ class AppendFile {
 
 }  // namespace
 
-HubClient::HubClient(std::string endpoint, std::optional<std::string> token, bool progress)
-    : endpoint_(std::move(endpoint)), token_(std::move(token)), progress_(progress) {}
+HubClient::HubClient(std::string endpoint, std::optional<std::string> token, bool progress,
+                     std::chrono::milliseconds retry_delay)
+    : endpoint_(std::move(endpoint)), token_(std::move(token)), progress_(progress), retry_delay_(retry_delay) {}
 
 std::vector<std::string> HubClient::headers(bool with_token) const {
   std::vector<std::string> h = {"User-Agent: tfm"};
@@ -251,7 +252,7 @@ void HubClient::download(const FileMetadata& file, const fs::path& blob, const s
                       file.size ? std::to_string(*file.size) : std::string("?"), " bytes: ", e.what(),
                       ". Run again to resume from ", partial.string());
         }
-        if (received == 0) std::this_thread::sleep_for(std::chrono::seconds(1));
+        if (received == 0) std::this_thread::sleep_for(retry_delay_);
       }
     }
   }

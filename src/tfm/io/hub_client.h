@@ -3,6 +3,7 @@
 // renamed).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -36,7 +37,9 @@ struct FileMetadata {
 
 class HubClient {
  public:
-  HubClient(std::string endpoint, std::optional<std::string> token, bool progress);
+  // A download attempt that receives nothing is retried after retry_delay (huggingface_hub waits 1 s).
+  HubClient(std::string endpoint, std::optional<std::string> token, bool progress,
+            std::chrono::milliseconds retry_delay = std::chrono::seconds(1));
 
   // GET {endpoint}/api/models/{repo_id}/revision/{revision}.
   RepoInfo repo_info(const std::string& repo_id, const std::string& revision);
@@ -59,6 +62,7 @@ class HubClient {
   std::string endpoint_;
   std::optional<std::string> token_;
   bool progress_;
+  std::chrono::milliseconds retry_delay_;
   HttpClient http_;
 };
 
