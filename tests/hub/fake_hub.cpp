@@ -52,14 +52,20 @@ FakeHub::FakeHub() {
               [this](const httplib::Request& req, httplib::Response& res) { serve_cdn(req, res); });
   server_.Get(std::string("/") + repo + "/resolve/([^/]+)/(.+)",
               [this](const httplib::Request& req, httplib::Response& res) { serve_resolve(req, res); });
-  server_.set_logger([this](const httplib::Request& req, const httplib::Response&) { log_request(req); });
+  // Logged before the answer goes out, so that a client that has its answer finds the request in the log.
+  server_.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response&) {
+    log_request(req);
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
   port_ = server_.bind_to_any_port("127.0.0.1");
   if (port_ <= 0) throw std::runtime_error("fake hub: cannot bind 127.0.0.1");
   // Connections wait in the bound socket's backlog until the server thread accepts them.
   thread_ = std::thread([this] { server_.listen_after_bind(); });
 }
 
-FakeHub::~FakeHub() { stop(); }
+FakeHub::~FakeHub() {
+  stop();
+}
 
 void FakeHub::stop() {
   if (!thread_.joinable()) return;
@@ -96,11 +102,13 @@ void FakeHub::clear_log() {
 
 void FakeHub::log_request(const httplib::Request& req) {
   const std::lock_guard lock(mutex_);
-  log_.push_back({req.method, req.path, req.get_header_value("Range"), req.get_header_value("Authorization")});
+  log_.push_back(
+      {req.method, req.path, req.get_header_value("Range"), req.get_header_value("Authorization")});
 }
 
-std::string FakeHub::check_access(const httplib::Request& req, httplib::Response& res, const std::string& repo_id,
-                                  const std::string& revision, bool needs_token) const {
+std::string FakeHub::check_access(const httplib::Request& req, httplib::Response& res,
+                                  const std::string& repo_id, const std::string& revision,
+                                  bool needs_token) const {
   const bool authorized = req.get_header_value("Authorization") == std::string("Bearer ") + kToken;
   const auto repo = repos_.find(repo_id);
   if (repo == repos_.end()) {
@@ -110,8 +118,9 @@ std::string FakeHub::check_access(const httplib::Request& req, httplib::Response
   }
   if (needs_token && repo->second.gated && !authorized) {
     hub_error(res, 401, "GatedRepo",
-              "Access to model " + repo_id + " is restricted. You must have access to it and be authenticated "
-              "to access it. Please log in.");
+              "Access to model " + repo_id +
+                  " is restricted. You must have access to it and be authenticated "
+                  "to access it. Please log in.");
     return "";
   }
   if (revision == repo->second.commit) return revision;
@@ -129,10 +138,12 @@ void FakeHub::serve_api_info(const httplib::Request& req, httplib::Response& res
   const std::string commit = check_access(req, res, repo_id, revision, false);
   if (commit.empty()) return;
   json::Array siblings;
-  for (const auto& [name, content] : repos_.at(repo_id).files) siblings.push_back(json::Object{{"rfilename", name}});
-  const json::Object info = {{"_id", "0123"},        {"id", repo_id},   {"private", false},
-                             {"gated", repos_.at(repo_id).gated ? json::Value("auto") : json::Value(false)},
-                             {"sha", commit},        {"siblings", siblings}};
+  for (const auto& [name, content] : repos_.at(repo_id).files)
+    siblings.push_back(json::Object{{"rfilename", name}});
+  const json::Object info = {
+      {"_id", "0123"},    {"id", repo_id},
+      {"private", false}, {"gated", repos_.at(repo_id).gated ? json::Value("auto") : json::Value(false)},
+      {"sha", commit},    {"siblings", siblings}};
   res.set_content(json::dump(info), "application/json");
 }
 
@@ -153,7 +164,8 @@ void FakeHub::serve_resolve(const httplib::Request& req, httplib::Response& res)
     const std::string pointer = "version https://git-lfs.github.com/spec/v1\noid sha256:" + sha256 +
                                 "\nsize " + std::to_string(entry->second.size()) + "\n";
     res.status = 302;
-    res.set_header("Location", "http://localhost:" + std::to_string(port_) + "/cdn/" + sha256 + "?X-Signature=abc");
+    res.set_header("Location",
+                   "http://localhost:" + std::to_string(port_) + "/cdn/" + sha256 + "?X-Signature=abc");
     res.set_header("ETag", "\"" + git_blob_sha1(pointer) + "\"");
     res.set_header("X-Linked-Etag", "\"" + sha256 + "\"");
     res.set_header("X-Linked-Size", std::to_string(entry->second.size()));

@@ -1,11 +1,14 @@
-// A stand-in for the Hugging Face Hub on 127.0.0.1 (an ephemeral port), serving repos with the Hub's endpoints
-// and headers:
+// A stand-in for the Hugging Face Hub on 127.0.0.1 (an ephemeral port), serving repos with the Hub's
+// endpoints and headers:
 //   GET  /api/models/{repo}/revision/{rev}         {"id", "sha", "siblings": [{"rfilename"}]}
-//   HEAD/GET /{repo}/resolve/{rev}/{file}          regular file: 307 to /api/resolve-cache/models/{repo}/{sha}/{file}
-//                                                  (200 there with ETag = git sha1, X-Repo-Commit, Content-Length);
-//                                                  LFS file: 302 to http://localhost:{port}/cdn/{sha256} (another
-//                                                  host name, as the Hub's CDN) with X-Linked-Etag, X-Linked-Size
-//   GET  /cdn/{sha256}                             the bytes, with Range support; 400 if sent an Authorization
+//   HEAD/GET /{repo}/resolve/{rev}/{file}          regular file: 307 to
+//   /api/resolve-cache/models/{repo}/{sha}/{file}
+//                                                  (200 there with ETag = git sha1, X-Repo-Commit,
+//                                                  Content-Length); LFS file: 302 to
+//                                                  http://localhost:{port}/cdn/{sha256} (another host name,
+//                                                  as the Hub's CDN) with X-Linked-Etag, X-Linked-Size
+//   GET  /cdn/{sha256}                             the bytes, with Range support; 400 if sent an
+//   Authorization
 // Errors as the Hub gives them: 401 GatedRepo, 401/404 RepoNotFound, 404 RevisionNotFound / EntryNotFound.
 // Faults on demand: a connection dropped midway through CDN bodies, a corrupted LFS body.
 #pragma once
@@ -71,7 +74,7 @@ class FakeHub {
   std::thread thread_;
   std::map<std::string, FakeRepo> repos_;
   std::map<std::string, std::string> lfs_blobs_;  // sha256 -> content
-  std::vector<size_t> drops_;  // in reverse order; guarded by mutex_
+  std::vector<size_t> drops_;                     // in reverse order; guarded by mutex_
   std::atomic<bool> corrupt_lfs_{false};
   mutable std::mutex mutex_;  // guards repos_, lfs_blobs_ and log_ against the server's threads
   std::vector<LoggedRequest> log_;

@@ -66,15 +66,20 @@ FakeRepo sharded_repo() {
       {"consolidated.safetensors", pattern(1000, 3)},
       {"pytorch_model.bin", pattern(1000, 4)},
   };
-  repo.lfs = {"model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors", "consolidated.safetensors",
-              "pytorch_model.bin"};
+  repo.lfs = {"model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors",
+              "consolidated.safetensors", "pytorch_model.bin"};
   return repo;
 }
 
-const std::set<std::string> kShardedModelFiles = {
-    "config.json",         "generation_config.json",       "tokenizer.json",
-    "tokenizer_config.json", "special_tokens_map.json",    "chat_template.jinja",
-    "model.safetensors.index.json", "model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"};
+const std::set<std::string> kShardedModelFiles = {"config.json",
+                                                  "generation_config.json",
+                                                  "tokenizer.json",
+                                                  "tokenizer_config.json",
+                                                  "special_tokens_map.json",
+                                                  "chat_template.jinja",
+                                                  "model.safetensors.index.json",
+                                                  "model-00001-of-00002.safetensors",
+                                                  "model-00002-of-00002.safetensors"};
 
 class HubTest : public ::testing::Test {
  protected:
@@ -154,12 +159,13 @@ TEST(RepoId, FollowsHuggingfaceHubRules) {
 }
 
 TEST(ModelFiles, TakesConfigsTokenizerTemplatesAndSafetensorsOnly) {
-  const std::vector<std::string> repo = {"README.md", "model.safetensors", "pytorch_model.bin", "config.json",
-                                         "chat_template.json", "tokenizer.json", "added_tokens.json",
-                                         "vocab.json"};
+  const std::vector<std::string> repo = {"README.md",         "model.safetensors",  "pytorch_model.bin",
+                                         "config.json",       "chat_template.json", "tokenizer.json",
+                                         "added_tokens.json", "vocab.json"};
   EXPECT_EQ(model_files(repo), (std::vector<std::string>{"config.json", "tokenizer.json", "added_tokens.json",
                                                          "chat_template.json", "model.safetensors"}));
-  const std::vector<std::string> sharded = {"model.safetensors", "model.safetensors.index.json", "config.json"};
+  const std::vector<std::string> sharded = {"model.safetensors", "model.safetensors.index.json",
+                                            "config.json"};
   EXPECT_EQ(model_files(sharded), (std::vector<std::string>{"config.json", "model.safetensors.index.json"}));
 }
 
@@ -243,8 +249,8 @@ TEST_F(HubTest, OfflineUsesRefsAndSnapshotsOnly) {
   EXPECT_TRUE(hub_.log().empty());
 
   // A snapshot missing a shard (its blob deleted) is no model.
-  fs::remove(repo_folder("models--org--sharded") / "blobs" / sha256_hex(sharded_repo().files.at(
-                                                                "model-00002-of-00002.safetensors")));
+  fs::remove(repo_folder("models--org--sharded") / "blobs" /
+             sha256_hex(sharded_repo().files.at("model-00002-of-00002.safetensors")));
   error = error_of("org/sharded", o);
   EXPECT_NE(error.find("lacks model-00002-of-00002.safetensors"), std::string::npos) << error;
 }
@@ -378,8 +384,9 @@ TEST_F(HubTest, AnIndexNamingMissingOrEscapingShardsIsAnError) {
 }
 
 TEST(HubSettings, ReadTheEnvironmentAsHuggingfaceHub) {
-  for (const char* name : {"HF_HOME", "HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "XDG_CACHE_HOME", "HF_ENDPOINT",
-                           "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_HUB_DISABLE_PROGRESS_BARS"}) {
+  for (const char* name :
+       {"HF_HOME", "HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "XDG_CACHE_HOME", "HF_ENDPOINT", "HF_HUB_OFFLINE",
+        "TRANSFORMERS_OFFLINE", "HF_HUB_DISABLE_PROGRESS_BARS"}) {
     ::unsetenv(name);
   }
   ::setenv("HOME", "/home/someone", 1);

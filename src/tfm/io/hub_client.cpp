@@ -124,7 +124,10 @@ class AppendFile {
 
 HubClient::HubClient(std::string endpoint, std::optional<std::string> token, bool progress,
                      std::chrono::milliseconds retry_delay)
-    : endpoint_(std::move(endpoint)), token_(std::move(token)), progress_(progress), retry_delay_(retry_delay) {}
+    : endpoint_(std::move(endpoint)),
+      token_(std::move(token)),
+      progress_(progress),
+      retry_delay_(retry_delay) {}
 
 std::vector<std::string> HubClient::headers(bool with_token) const {
   std::vector<std::string> h = {"User-Agent: tfm"};
