@@ -52,7 +52,7 @@ FakeRepo sharded_repo() {
   repo.files = {
       {".gitattributes", "*.safetensors filter=lfs diff=lfs merge=lfs -text\n"},
       {"README.md", "# tiny\n"},
-      {"config.json", R"({"model_type": "llama", "hidden_size": 8})"},
+      {"config.json", R"({"model_type": "llama", "hidden_size": 8, "num_attention_heads": 2})"},
       {"generation_config.json", R"({"do_sample": false})"},
       {"tokenizer.json", R"({"version": "1.0", "model": {"type": "BPE"}})"},
       {"tokenizer_config.json", R"({"tokenizer_class": "PreTrainedTokenizerFast"})"},
@@ -381,6 +381,20 @@ TEST_F(HubTest, AnIndexNamingMissingOrEscapingShardsIsAnError) {
   hub_.add_repo("org/escaping-index", repo);
   error = error_of("org/escaping-index", options());
   EXPECT_NE(error.find("invalid file name '../../../escape.safetensors'"), std::string::npos) << error;
+}
+
+// Leaves a cache that tests/hub/check_cache_with_huggingface_hub.py reads with huggingface_hub (skipped
+// unless TFM_HUB_EXPORT_CACHE names the folder to write it to).
+TEST_F(HubTest, ExportsACacheForTheHuggingfaceHubCheck) {
+  const char* folder = std::getenv("TFM_HUB_EXPORT_CACHE");
+  if (folder == nullptr) GTEST_SKIP() << "TFM_HUB_EXPORT_CACHE is not set";
+  HubOptions o = options();
+  o.cache_dir = folder;
+  resolve_model_dir("org/sharded", o);
+  resolve_model_dir("solo", o);
+  o.revision = "v1.0";
+  EXPECT_EQ(resolve_model_dir("org/sharded", o),
+            (fs::path(folder) / "models--org--sharded/snapshots" / kCommit).string());
 }
 
 TEST(HubSettings, ReadTheEnvironmentAsHuggingfaceHub) {
