@@ -383,18 +383,41 @@ TEST_F(HubTest, AnIndexNamingMissingOrEscapingShardsIsAnError) {
   EXPECT_NE(error.find("invalid file name '../../../escape.safetensors'"), std::string::npos) << error;
 }
 
-// Leaves a cache that tests/hub/check_cache_with_huggingface_hub.py reads with huggingface_hub (skipped
-// unless TFM_HUB_EXPORT_CACHE names the folder to write it to).
-TEST_F(HubTest, ExportsACacheForTheHuggingfaceHubCheck) {
-  const char* folder = std::getenv("TFM_HUB_EXPORT_CACHE");
-  if (folder == nullptr) GTEST_SKIP() << "TFM_HUB_EXPORT_CACHE is not set";
+// For tests/hub/check_cache_with_huggingface_hub.py (skipped unless it sets TFM_HUB_EXPORT): downloads into
+// the cache folder $TFM_HUB_EXPORT/tfm-cache for huggingface_hub to read, and writes the files and commit of
+// org/sharded to $TFM_HUB_EXPORT/fixture for the script's own fake Hub to serve to huggingface_hub.
+TEST_F(HubTest, ExportsACacheForHuggingfaceHub) {
+  const char* folder = std::getenv("TFM_HUB_EXPORT");
+  if (folder == nullptr) GTEST_SKIP() << "TFM_HUB_EXPORT is not set";
   HubOptions o = options();
-  o.cache_dir = folder;
+  o.cache_dir = (fs::path(folder) / "tfm-cache").string();
   resolve_model_dir("org/sharded", o);
   resolve_model_dir("solo", o);
   o.revision = "v1.0";
-  EXPECT_EQ(resolve_model_dir("org/sharded", o),
-            (fs::path(folder) / "models--org--sharded/snapshots" / kCommit).string());
+  resolve_model_dir("org/sharded", o);
+  const FakeRepo repo = sharded_repo();
+  for (const auto& [name, content] : repo.files) {
+    fs::create_directories(fs::path(folder) / "fixture");
+    std::ofstream(fs::path(folder) / "fixture" / name, std::ios::binary) << content;
+  }
+}
+
+// The other way round (skipped unless the script sets TFM_HUB_PYTHON_CACHE): huggingface_hub's
+// snapshot_download wrote org/sharded's model files to that cache; tfm finds them there offline.
+TEST_F(HubTest, ReadsACacheWrittenByHuggingfaceHub) {
+  const char* folder = std::getenv("TFM_HUB_PYTHON_CACHE");
+  if (folder == nullptr) GTEST_SKIP() << "TFM_HUB_PYTHON_CACHE is not set";
+  HubOptions o = options();
+  o.cache_dir = folder;
+  o.offline = true;
+  const std::string dir = resolve_model_dir("org/sharded", o);
+  EXPECT_EQ(dir, (fs::path(folder) / "models--org--sharded" / "snapshots" / kCommit).string());
+  EXPECT_EQ(names_in(dir), kShardedModelFiles);
+  for (const std::string& name : kShardedModelFiles)
+    EXPECT_EQ(read_file(fs::path(dir) / name), sharded_repo().files.at(name));
+  o.revision = "v1.0";
+  const std::string error = error_of("org/sharded", o);
+  EXPECT_NE(error.find("no refs/v1.0"), std::string::npos) << error;
 }
 
 TEST(HubSettings, ReadTheEnvironmentAsHuggingfaceHub) {
