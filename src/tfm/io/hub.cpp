@@ -145,22 +145,25 @@ std::vector<std::string> missing_in_snapshot(const fs::path& snapshot) {
   return missing;
 }
 
-// The cached snapshot of the revision, for when the Hub is not asked (offline) or cannot answer (`why`).
-std::string cached_snapshot(const RepoCache& cache, const std::string& repo_id, const std::string& revision,
-                            const std::string& why) {
+// The cached snapshot of the revision, for when the Hub is not asked (offline) or cannot answer; when there
+// is none that holds the model, `problem` says what is missing.
+std::optional<std::string> find_cached_snapshot(const RepoCache& cache, const std::string& repo_id,
+                                                const std::string& revision, std::string& problem) {
   const std::optional<std::string> commit = cache.commit_for(revision);
   std::error_code ec;
   if (!commit || !fs::is_directory(cache.snapshot_dir(*commit), ec)) {
-    throw_error("cannot find ", describe(repo_id, revision), " in the Hub cache ", cache.folder().string(),
-                (commit ? " (no snapshots/" + *commit + ")" : " (no refs/" + revision + ")"), ", and ", why);
+    problem = "cannot find " + describe(repo_id, revision) + " in the Hub cache " + cache.folder().string() +
+              (commit ? " (no snapshots/" + *commit + ")" : " (no refs/" + revision + ")");
+    return std::nullopt;
   }
   const fs::path snapshot = cache.snapshot_dir(*commit);
   const std::vector<std::string> missing = missing_in_snapshot(snapshot);
   if (!missing.empty()) {
     std::string list;
     for (const std::string& name : missing) list += (list.empty() ? "" : ", ") + name;
-    throw_error("the cached snapshot ", snapshot.string(), " of ", describe(repo_id, revision), " lacks ",
-                list, ", and ", why);
+    problem =
+        "the cached snapshot " + snapshot.string() + " of " + describe(repo_id, revision) + " lacks " + list;
+    return std::nullopt;
   }
   return snapshot.string();
 }
@@ -181,20 +184,24 @@ void fetch(HubClient& hub, const RepoCache& cache, const std::string& repo_id, c
 std::string download_snapshot(const HubSettings& settings, const std::string& repo_id,
                               const std::string& revision) {
   const RepoCache cache(settings.hub_cache, repo_id);
+  std::string problem;
   if (settings.offline) {
-    return cached_snapshot(cache, repo_id, revision,
-                           "offline mode is on (HF_HUB_OFFLINE or the offline option)");
+    if (auto dir = find_cached_snapshot(cache, repo_id, revision, problem)) return *dir;
+    throw_error(problem,
+                ", and offline mode is on (HF_HUB_OFFLINE=1 or the offline option): run once online");
   }
   HubClient hub(settings.endpoint, settings.token, settings.progress);
   RepoInfo info;
   try {
     info = hub.repo_info(repo_id, revision);
   } catch (const HubStatusError& e) {
+    // A private or gated repo without a token, or a Hub failure: what the cache holds will do, as in Python.
     if (e.missing_revision_or_file) throw;
-    // A private or gated repo without a token, or a Hub error: what the cache has will do, as in Python.
-    return cached_snapshot(cache, repo_id, revision, std::string("the Hub answered: ") + e.what());
+    if (auto dir = find_cached_snapshot(cache, repo_id, revision, problem)) return *dir;
+    throw;
   } catch (const HttpTransportError& e) {
-    return cached_snapshot(cache, repo_id, revision, std::string("the Hub cannot be reached: ") + e.what());
+    if (auto dir = find_cached_snapshot(cache, repo_id, revision, problem)) return *dir;
+    throw_error(problem, ", and the Hub cannot be reached: ", e.what());
   }
   cache.write_ref(revision, info.commit);
   for (const std::string& file : model_files(info.files)) fetch(hub, cache, repo_id, info.commit, file);
