@@ -53,6 +53,8 @@ class FakeHub {
   // The next CDN bodies stop after these many bytes each, closing the connection.
   void drop_connections(std::vector<size_t> after_bytes);
   void corrupt_lfs(bool on) { corrupt_lfs_ = on; }
+  // The CDN answers a Range request with the whole body (200, chunked), as some proxies do.
+  void ignore_ranges(bool on) { ignore_ranges_ = on; }
 
   std::vector<LoggedRequest> log() const;
   void clear_log();
@@ -76,6 +78,7 @@ class FakeHub {
   std::map<std::string, std::string> lfs_blobs_;  // sha256 -> content
   std::vector<size_t> drops_;                     // in reverse order; guarded by mutex_
   std::atomic<bool> corrupt_lfs_{false};
+  std::atomic<bool> ignore_ranges_{false};
   mutable std::mutex mutex_;  // guards repos_, lfs_blobs_ and log_ against the server's threads
   std::vector<LoggedRequest> log_;
 };

@@ -336,6 +336,16 @@ TEST_F(HubTest, APartialFileOfAnEarlierRunIsResumed) {
   EXPECT_EQ(ranged, 1u);
 }
 
+TEST_F(HubTest, AServerIgnoringTheRangeGivesTheWholeFileAgain) {
+  const std::string content = pattern(5000, 5);
+  const fs::path blobs = repo_folder("models--solo") / "blobs";
+  fs::create_directories(blobs);
+  std::ofstream(blobs / (sha256_hex(content) + ".incomplete"), std::ios::binary) << content.substr(0, 3000);
+  hub_.ignore_ranges(true);
+  EXPECT_EQ(read_file(resolve_model_dir("solo", options()) + "/model.safetensors"), content);
+  EXPECT_EQ(hub_.log().back().range, "bytes=3000-");
+}
+
 TEST_F(HubTest, AnInterruptedDownloadKeepsThePartialFileForTheNextRun) {
   // One attempt that gets 1000 bytes, then four that get nothing: the download gives up.
   hub_.drop_connections({1000, 0, 0, 0, 0});

@@ -7,7 +7,9 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <sstream>
+#include <thread>
 
 #include "tfm/core/error.h"
 
@@ -97,7 +99,8 @@ void RepoCache::write_ref(const std::string& revision, const std::string& commit
   if (commit_for(revision) == commit) return;  // unchanged: a read-only cache stays usable
   fs::create_directories(ref.parent_path());
   // Written to a temporary file and renamed, so that a concurrent reader never sees half a hash.
-  const fs::path tmp = ref.string() + "." + std::to_string(::getpid()) + ".tmp";
+  const fs::path tmp = ref.string() + "." + std::to_string(::getpid()) + "-" +
+                       std::to_string(std::hash<std::thread::id>()(std::this_thread::get_id())) + ".tmp";
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     out << commit;
