@@ -436,6 +436,7 @@ TEST(HubSettings, ReadTheEnvironmentAsHuggingfaceHub) {
         "TRANSFORMERS_OFFLINE", "HF_HUB_DISABLE_PROGRESS_BARS"}) {
     ::unsetenv(name);
   }
+  const std::string home = std::getenv("HOME") ? std::getenv("HOME") : "";
   ::setenv("HOME", "/home/someone", 1);
   HubSettings s = hub_settings({});
   EXPECT_EQ(s.hub_cache, "/home/someone/.cache/huggingface/hub");
@@ -457,6 +458,7 @@ TEST(HubSettings, ReadTheEnvironmentAsHuggingfaceHub) {
   for (const char* name : {"HF_HOME", "HF_HUB_CACHE", "XDG_CACHE_HOME", "HF_ENDPOINT", "HF_HUB_OFFLINE"}) {
     ::unsetenv(name);
   }
+  ::setenv("HOME", home.c_str(), 1);
 }
 
 }  // namespace
