@@ -9,6 +9,7 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "fake_hub.h"
 #include "tfm/core/error.h"
@@ -231,6 +232,21 @@ TEST_F(HubTest, TagsCommitHashesAndNamesWithoutOrg) {
   const std::string solo = resolve_model_dir("solo", options());
   EXPECT_EQ(solo, (repo_folder("models--solo") / "snapshots" / kOldCommit).string());
   EXPECT_EQ(names_in(solo), (std::set<std::string>{"config.json", "model.safetensors", "tokenizer.json"}));
+}
+
+TEST_F(HubTest, ConcurrentCallsShareTheDownloads) {
+  std::vector<std::string> dirs(3);
+  std::vector<std::thread> threads;
+  for (std::string& dir : dirs) {
+    threads.emplace_back([&] { dir = resolve_model_dir("org/sharded", options()); });
+  }
+  for (std::thread& t : threads) t.join();
+  const std::string expected = (repo_folder("models--org--sharded") / "snapshots" / kCommit).string();
+  for (const std::string& dir : dirs) EXPECT_EQ(dir, expected);
+  const FakeRepo fixture = sharded_repo();
+  for (const std::string& name : kShardedModelFiles)
+    EXPECT_EQ(read_file(fs::path(expected) / name), fixture.files.at(name));
+  EXPECT_EQ(names_in(repo_folder("models--org--sharded") / "blobs").size(), kShardedModelFiles.size());
 }
 
 TEST_F(HubTest, OfflineUsesRefsAndSnapshotsOnly) {

@@ -171,14 +171,16 @@ std::optional<std::string> find_cached_snapshot(const RepoCache& cache, const st
 // Makes snapshots/{commit}/{filename} of the cache, downloading its blob unless the cache has it.
 void fetch(HubClient& hub, const RepoCache& cache, const std::string& repo_id, const std::string& commit,
            const std::string& filename) {
+  const fs::path pointer = cache.pointer_path(commit, filename);
   std::error_code ec;
-  if (fs::exists(cache.pointer_path(commit, filename), ec)) return;
+  if (fs::exists(pointer, ec)) return;
   const FileMetadata meta = hub.file_metadata(repo_id, commit, filename);
   const fs::path blob = cache.blob_path(meta.etag);
   fs::create_directories(blob.parent_path());
+  // Another process or thread may have fetched the file meanwhile: look again under the lock.
   const FileLock lock(cache.lock_path(meta.etag));
   if (!fs::exists(blob, ec)) hub.download(meta, blob, filename);
-  cache.link_snapshot(commit, filename, meta.etag);
+  if (!fs::exists(pointer, ec)) cache.link_snapshot(commit, filename, meta.etag);
 }
 
 std::string download_snapshot(const HubSettings& settings, const std::string& repo_id,
