@@ -365,7 +365,10 @@ TEST_F(HubTest, AServerIgnoringTheRangeGivesTheWholeFileAgain) {
 TEST_F(HubTest, AnInterruptedDownloadKeepsThePartialFileForTheNextRun) {
   // One attempt that gets 1000 bytes, then four that get nothing: the download gives up.
   hub_.drop_connections({1000, 0, 0, 0, 0});
-  HubClient client(hub_.endpoint(), std::nullopt, false, std::chrono::milliseconds(0));
+  HubSettings settings;
+  settings.endpoint = hub_.endpoint();
+  settings.progress = false;
+  HubClient client(settings, std::chrono::milliseconds(0));
   const FileMetadata meta = client.file_metadata("solo", "main", "model.safetensors");
   const fs::path blob = cache_ / "blob";
   fs::create_directories(cache_);
@@ -471,6 +474,15 @@ TEST(HubSettings, ReadTheEnvironmentAsHuggingfaceHub) {
   EXPECT_TRUE(s.offline);
   ::setenv("HF_HUB_OFFLINE", "0", 1);
   EXPECT_FALSE(hub_settings({}).offline);
+  EXPECT_EQ(hub_settings({}).etag_timeout_s, 10);
+  ::setenv("HF_HUB_ETAG_TIMEOUT", "3", 1);
+  ::setenv("HF_HUB_DOWNLOAD_TIMEOUT", "0", 1);
+  EXPECT_EQ(hub_settings({}).etag_timeout_s, 3);
+  EXPECT_EQ(hub_settings({}).download_timeout_s, 10);
+  ::setenv("HF_HUB_ETAG_TIMEOUT", "soon", 1);
+  EXPECT_THROW(hub_settings({}), Error);
+  ::unsetenv("HF_HUB_ETAG_TIMEOUT");
+  ::unsetenv("HF_HUB_DOWNLOAD_TIMEOUT");
   for (const char* name : {"HF_HOME", "HF_HUB_CACHE", "XDG_CACHE_HOME", "HF_ENDPOINT", "HF_HUB_OFFLINE"}) {
     ::unsetenv(name);
   }

@@ -87,7 +87,7 @@ struct HttpClient::Handle {
   ~Handle() { curl_easy_cleanup(curl); }
 };
 
-HttpClient::HttpClient(long timeout_s) : handle_(std::make_unique<Handle>()), timeout_s_(timeout_s) {
+HttpClient::HttpClient() : handle_(std::make_unique<Handle>()) {
   global_init();
   handle_->curl = curl_easy_init();
   check(handle_->curl != nullptr, "HTTP: libcurl could not start");
@@ -117,10 +117,10 @@ HttpResponse HttpClient::send(const HttpRequest& request) {
   curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, request.follow_redirects ? 1L : 0L);
   curl_easy_setopt(curl, CURLOPT_MAXREDIRS, 20L);
   curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, timeout_s_);
+  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, request.timeout_s);
   // A transfer that receives less than one byte per second for timeout_s seconds has stalled.
   curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
-  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, timeout_s_);
+  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, request.timeout_s);
   curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
   curl_easy_setopt(curl, CURLOPT_HEADERDATA, &transfer);
   curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_data);

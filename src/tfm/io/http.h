@@ -45,6 +45,8 @@ struct HttpRequest {
   std::string url;
   std::vector<std::string> headers;  // "Name: value"
   bool follow_redirects = false;
+  // Connecting gives up after timeout_s seconds, and so does a transfer that receives nothing for as long.
+  long timeout_s = 10;
   // When set, the body of a 2xx response goes here piece by piece instead of into HttpResponse::body; the
   // status and headers are complete at the first call. Returning false aborts the transfer (a transport
   // error).
@@ -53,8 +55,7 @@ struct HttpRequest {
 
 class HttpClient {
  public:
-  // Connecting gives up after timeout_s seconds, and so does a transfer that receives nothing for as long.
-  explicit HttpClient(long timeout_s = 10);
+  HttpClient();
   ~HttpClient();
   HttpClient(const HttpClient&) = delete;
   HttpClient& operator=(const HttpClient&) = delete;
@@ -65,7 +66,6 @@ class HttpClient {
  private:
   struct Handle;
   std::unique_ptr<Handle> handle_;
-  long timeout_s_;
 };
 
 // The absolute URL that `location` (absolute or relative, as in a Location header) names from `base`.

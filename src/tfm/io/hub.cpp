@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -41,6 +42,16 @@ bool env_is_true(const char* name) {
   std::transform(value.begin(), value.end(), value.begin(),
                  [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
   return value == "1" || value == "ON" || value == "YES" || value == "TRUE";
+}
+
+// A time-out in whole seconds; unset, empty or 0 means the default, 10 (as huggingface_hub's `int(v) or 10`).
+long env_seconds(const char* name) {
+  const std::string value = env(name).value_or("");
+  long seconds = 0;
+  const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), seconds);
+  check(value.empty() || (error == std::errc() && end == value.data() + value.size() && seconds >= 0), name,
+        "='", value, "' is not a number of seconds");
+  return seconds > 0 ? seconds : 10;
 }
 
 std::string home_dir(const std::string& user) {
@@ -192,7 +203,7 @@ std::string download_snapshot(const HubSettings& settings, const std::string& re
     throw_error(problem,
                 ", and offline mode is on (HF_HUB_OFFLINE=1 or the offline option): run once online");
   }
-  HubClient hub(settings.endpoint, settings.token, settings.progress);
+  HubClient hub(settings);
   RepoInfo info;
   try {
     info = hub.repo_info(repo_id, revision);
@@ -235,6 +246,8 @@ HubSettings hub_settings(const HubOptions& options) {
   }
   settings.offline = options.offline || env_is_true("HF_HUB_OFFLINE") || env_is_true("TRANSFORMERS_OFFLINE");
   settings.progress = options.progress && !env_is_true("HF_HUB_DISABLE_PROGRESS_BARS");
+  settings.etag_timeout_s = env_seconds("HF_HUB_ETAG_TIMEOUT");
+  settings.download_timeout_s = env_seconds("HF_HUB_DOWNLOAD_TIMEOUT");
   return settings;
 }
 

@@ -27,12 +27,17 @@ struct HubOptions {
 //                 none when HF_HUB_DISABLE_IMPLICIT_TOKEN is true
 //   offline       HF_HUB_OFFLINE or TRANSFORMERS_OFFLINE is 1/ON/YES/TRUE
 //   progress      off when HF_HUB_DISABLE_PROGRESS_BARS is true
+//   time-outs     $HF_HUB_ETAG_TIMEOUT (file metadata), $HF_HUB_DOWNLOAD_TIMEOUT (the rest), in seconds, 10
+//   by
+//                 default: for connecting, and for a transfer that receives nothing
 struct HubSettings {
   std::string hub_cache;
   std::string endpoint;
   std::optional<std::string> token;
   bool offline = false;
   bool progress = true;
+  long etag_timeout_s = 10;
+  long download_timeout_s = 10;
 };
 HubSettings hub_settings(const HubOptions& options);
 

@@ -122,22 +122,18 @@ class AppendFile {
 
 }  // namespace
 
-HubClient::HubClient(std::string endpoint, std::optional<std::string> token, bool progress,
-                     std::chrono::milliseconds retry_delay)
-    : endpoint_(std::move(endpoint)),
-      token_(std::move(token)),
-      progress_(progress),
-      retry_delay_(retry_delay) {}
+HubClient::HubClient(const HubSettings& settings, std::chrono::milliseconds retry_delay)
+    : settings_(settings), retry_delay_(retry_delay) {}
 
 std::vector<std::string> HubClient::headers(bool with_token) const {
   std::vector<std::string> h = {"User-Agent: tfm"};
-  if (with_token && token_) h.push_back("Authorization: Bearer " + *token_);
+  if (with_token && settings_.token) h.push_back("Authorization: Bearer " + *settings_.token);
   return h;
 }
 
 bool HubClient::is_hub_host_of(const std::string& url, const std::string& target) const {
   const std::string host = url_host(target);
-  if (host == url_host(url) || host == url_host(endpoint_)) return true;
+  if (host == url_host(url) || host == url_host(settings_.endpoint)) return true;
   for (const char* hub : kHubHosts) {
     if (host == hub) return true;
   }
@@ -146,11 +142,13 @@ bool HubClient::is_hub_host_of(const std::string& url, const std::string& target
 
 RepoInfo HubClient::repo_info(const std::string& repo_id, const std::string& revision) {
   HttpRequest request;
-  request.url = endpoint_ + "/api/models/" + repo_id + "/revision/" + url_escape(revision, false);
+  request.url = settings_.endpoint + "/api/models/" + repo_id + "/revision/" + url_escape(revision, false);
   request.headers = headers(true);
   request.follow_redirects = true;  // a renamed repo redirects to its new name
+  request.timeout_s = settings_.download_timeout_s;
   const HttpResponse r = http_.send(request);
-  if (r.status >= 300) throw_status_error(r, endpoint_, repo_id, revision, "", token_.has_value());
+  if (r.status >= 300)
+    throw_status_error(r, settings_.endpoint, repo_id, revision, "", settings_.token.has_value());
   RepoInfo info;
   try {
     const json::Value body = json::parse(r.body);
@@ -169,15 +167,17 @@ FileMetadata HubClient::file_metadata(const std::string& repo_id, const std::str
                                       const std::string& filename) {
   HttpRequest request;
   request.method = "HEAD";
-  request.url = endpoint_ + "/" + repo_id + "/resolve/" + url_escape(revision, false) + "/" +
+  request.url = settings_.endpoint + "/" + repo_id + "/resolve/" + url_escape(revision, false) + "/" +
                 url_escape(filename, true);
   request.headers = headers(true);
   request.headers.push_back("Accept-Encoding: identity");  // the size of the file, not of a compressed body
+  request.timeout_s = settings_.etag_timeout_s;
   const std::string resolve_url = request.url;
   for (int redirects = 0;; ++redirects) {
     check(redirects < 20, "too many redirects resolving ", resolve_url);
     const HttpResponse r = http_.send(request);
-    if (r.status >= 400) throw_status_error(r, endpoint_, repo_id, revision, filename, token_.has_value());
+    if (r.status >= 400)
+      throw_status_error(r, settings_.endpoint, repo_id, revision, filename, settings_.token.has_value());
     std::string target;
     if (is_redirect(r)) {
       target = url_join(request.url, r.headers.get("Location"));
@@ -215,12 +215,13 @@ void HubClient::download(const FileMetadata& file, const fs::path& blob, const s
   if (lfs && have > 0) hash.update_from_file(partial.string());
   {
     AppendFile out(partial);
-    ProgressBar bar(display_name, file.size, have, progress_);
+    ProgressBar bar(display_name, file.size, have, settings_.progress);
     HttpRequest request;
     request.url = file.location;
     // The token goes to Hub hosts only, never to the CDN a large file is served from.
-    request.headers = headers(is_hub_host_of(endpoint_, file.location));
+    request.headers = headers(is_hub_host_of(settings_.endpoint, file.location));
     request.follow_redirects = true;
+    request.timeout_s = settings_.download_timeout_s;
     for (int failures = 0; !(file.size && have == *file.size);) {
       HttpRequest attempt = request;
       if (have > 0) attempt.headers.push_back("Range: bytes=" + std::to_string(have) + "-");

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "tfm/io/http.h"
+#include "tfm/io/hub.h"
 
 namespace tfm::io {
 
@@ -37,9 +38,10 @@ struct FileMetadata {
 
 class HubClient {
  public:
-  // A download attempt that receives nothing is retried after retry_delay (huggingface_hub waits 1 s).
-  HubClient(std::string endpoint, std::optional<std::string> token, bool progress,
-            std::chrono::milliseconds retry_delay = std::chrono::seconds(1));
+  // Uses the settings' endpoint, token, progress and time-outs. A download attempt that receives nothing is
+  // retried after retry_delay (huggingface_hub waits 1 s).
+  explicit HubClient(const HubSettings& settings,
+                     std::chrono::milliseconds retry_delay = std::chrono::seconds(1));
 
   // GET {endpoint}/api/models/{repo_id}/revision/{revision}.
   RepoInfo repo_info(const std::string& repo_id, const std::string& revision);
@@ -53,15 +55,11 @@ class HubClient {
   // keeps it for the next attempt. The caller holds the blob's lock.
   void download(const FileMetadata& file, const std::filesystem::path& blob, const std::string& display_name);
 
-  const std::string& endpoint() const { return endpoint_; }
-
  private:
   std::vector<std::string> headers(bool with_token) const;
   bool is_hub_host_of(const std::string& url, const std::string& target) const;
 
-  std::string endpoint_;
-  std::optional<std::string> token_;
-  bool progress_;
+  HubSettings settings_;
   std::chrono::milliseconds retry_delay_;
   HttpClient http_;
 };
