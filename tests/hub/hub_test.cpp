@@ -311,6 +311,9 @@ TEST_F(HubTest, TokenComesFromTheEnvironmentOrTheTokenFile) {
   fs::create_directories(cache_ / "home");
   std::ofstream(cache_ / "home" / "token") << "  hf_from_file\n";
   EXPECT_EQ(hub_settings(o).token, "hf_from_file");
+  ::setenv("HF_TOKEN", " \n", 1);  // blank after cleaning: the file still counts, as in huggingface_hub
+  EXPECT_EQ(hub_settings(o).token, "hf_from_file");
+  ::unsetenv("HF_TOKEN");
   ::unsetenv("HF_HOME");
 }
 

@@ -96,14 +96,19 @@ std::string expand_path(const std::string& path) {
 std::optional<std::string> clean_token(std::string token) {
   std::erase(token, '\r');
   std::erase(token, '\n');
-  const size_t first = token.find_first_not_of(" \t"), last = token.find_last_not_of(" \t");
+  const char* space = " \t\f\v";
+  const size_t first = token.find_first_not_of(space), last = token.find_last_not_of(space);
   if (first == std::string::npos) return std::nullopt;
   return token.substr(first, last - first + 1);
 }
 
+// huggingface_hub's get_token: HF_TOKEN, else HUGGING_FACE_HUB_TOKEN, else the token file, each cleaned.
 std::optional<std::string> token_from_environment(const std::string& hf_home) {
-  if (auto token = env("HF_TOKEN"); token && !token->empty()) return clean_token(*token);
-  if (auto token = env("HUGGING_FACE_HUB_TOKEN"); token && !token->empty()) return clean_token(*token);
+  std::optional<std::string> from_env = env("HF_TOKEN");
+  if (!from_env || from_env->empty()) from_env = env("HUGGING_FACE_HUB_TOKEN");
+  if (from_env) {
+    if (auto token = clean_token(*from_env)) return token;
+  }
   std::ifstream file(expand_path(env("HF_TOKEN_PATH").value_or(hf_home + "/token")), std::ios::binary);
   if (!file) return std::nullopt;
   std::ostringstream text;
