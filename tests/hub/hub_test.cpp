@@ -330,6 +330,9 @@ TEST_F(HubTest, MissingRepoAndRevisionAreNamed) {
   error = error_of("org/sharded", o);
   EXPECT_NE(error.find("revision 'no-such-branch' not found in repository 'org/sharded'"), std::string::npos)
       << error;
+  o.revision = "";
+  error = error_of("org/sharded", o);
+  EXPECT_NE(error.find("no revision given for 'org/sharded'"), std::string::npos) << error;
 }
 
 TEST_F(HubTest, ADroppedConnectionIsResumedWithARange) {

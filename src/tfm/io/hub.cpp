@@ -201,6 +201,7 @@ void fetch(HubClient& hub, const RepoCache& cache, const std::string& repo_id, c
 
 std::string download_snapshot(const HubSettings& settings, const std::string& repo_id,
                               const std::string& revision) {
+  check(!revision.empty(), "no revision given for '", repo_id, "' (the default is 'main')");
   const RepoCache cache(settings.hub_cache, repo_id);
   std::string problem;
   if (settings.offline) {
