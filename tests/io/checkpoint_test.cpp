@@ -70,12 +70,13 @@ TEST(Checkpoint, OpensAShardedCheckpointThroughItsIndex) {
 // byte.
 TEST(Checkpoint, SavesShardsAsTransformersDoes) {
   ScratchDir dir;
-  save_sharded(dir / "out", fixture_state_dict(), 64, {{"format", "pt"}});
+  const std::string out = testing::export_dir(dir) + "/sharded";
+  save_sharded(out, fixture_state_dict(), 64, {{"format", "pt"}});
   const fs::path reference = safetensors_fixture("sharded");
-  ASSERT_EQ(file_names(dir.path() / "out"), file_names(reference));
+  ASSERT_EQ(file_names(out), file_names(reference));
   for (const std::string& name : file_names(reference)) {
     SCOPED_TRACE(name);
-    EXPECT_EQ(read_bytes(dir / ("out/" + name)), read_bytes((reference / name).string()));
+    EXPECT_EQ(read_bytes(out + "/" + name), read_bytes((reference / name).string()));
   }
 }
 
@@ -87,6 +88,19 @@ TEST(Checkpoint, SavesOneFileWhenItFitsAndDropsAnEarlierSave) {
   EXPECT_EQ(file_names(dir.path()), (std::vector<std::string>{"model.safetensors", "notes.txt"}));
   EXPECT_EQ(read_bytes(dir / "model.safetensors"), read_bytes(safetensors_fixture("mixed.safetensors")));
   EXPECT_EQ(Checkpoint::open(dir.path().string()).names().size(), fixture_state_dict().size());
+}
+
+// As Transformers: a model.safetensors beside an index wins.
+TEST(Checkpoint, ModelFileWinsOverAnIndex) {
+  ScratchDir dir;
+  for (const auto& entry : fs::directory_iterator(safetensors_fixture("sharded"))) {
+    fs::copy_file(entry.path(), dir.path() / entry.path().filename());
+  }
+  const auto tensors = fixture_state_dict();
+  save_safetensors(dir / "model.safetensors", {tensors[0]});
+  const Checkpoint checkpoint = Checkpoint::open(dir.path().string());
+  EXPECT_EQ(checkpoint.names(), std::vector<std::string>{tensors[0].first});
+  EXPECT_EQ(checkpoint.file_of(tensors[0].first), dir / "model.safetensors");
 }
 
 TEST(Checkpoint, WithoutIndexOrModelFileOpensEverySafetensorsFile) {

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -16,23 +17,34 @@ inline std::string safetensors_fixture(const std::string& name) {
   return std::string(TFM_SOURCE_DIR) + "/tests/fixtures/safetensors/" + name;
 }
 
-// A fresh directory for one test, removed with it.
+// A fresh directory for one test, removed with it; under `base` when given (the fuzz test uses memory).
 class ScratchDir {
  public:
-  ScratchDir() {
+  explicit ScratchDir(std::filesystem::path base = std::filesystem::temp_directory_path()) {
     const auto* test = ::testing::UnitTest::GetInstance()->current_test_info();
-    path_ = std::filesystem::temp_directory_path() / ("tfm_" + std::string(test->test_suite_name()) + "_" +
-                                                      test->name() + "_" + std::to_string(::getpid()));
+    path_ = base / ("tfm_" + std::string(test->test_suite_name()) + "_" + test->name() + "_" +
+                    std::to_string(::getpid()));
     std::filesystem::remove_all(path_);
     std::filesystem::create_directories(path_);
   }
   ~ScratchDir() { std::filesystem::remove_all(path_); }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
   std::string operator/(const std::string& name) const { return (path_ / name).string(); }
   const std::filesystem::path& path() const { return path_; }
 
  private:
   std::filesystem::path path_;
 };
+
+// Where the interop tests leave the files tfm wrote: $TFM_SAFETENSORS_EXPORT when set, for
+// `make_safetensors.py check DIR` to load them in Python; else the test's scratch directory.
+inline std::string export_dir(const ScratchDir& scratch) {
+  const char* dir = std::getenv("TFM_SAFETENSORS_EXPORT");
+  if (!dir) return scratch.path().string();
+  std::filesystem::create_directories(dir);
+  return dir;
+}
 
 inline std::string read_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

@@ -1,10 +1,10 @@
 #include "tfm/io/checkpoint.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <regex>
 
 #include "tfm/core/error.h"
 
@@ -23,21 +23,41 @@ std::string shard_name(size_t index, size_t count) {
   return name;
 }
 
-bool is_shard_name(const std::string& name) {
-  static const std::regex pattern(R"(model-\d{5}-of-\d{5}\.safetensors)");
-  return std::regex_match(name, pattern);
+bool is_shard_name(std::string_view name) {
+  constexpr std::string_view kShape = "model-#####-of-#####.safetensors";
+  if (name.size() != kShape.size()) return false;
+  for (size_t i = 0; i < name.size(); ++i) {
+    const bool match =
+        kShape[i] == '#' ? std::isdigit(static_cast<unsigned char>(name[i])) != 0 : name[i] == kShape[i];
+    if (!match) return false;
+  }
+  return true;
+}
+
+// The regular files directly in `dir`; an unreadable folder is a tfm::Error naming it.
+std::vector<fs::path> files_in(const fs::path& dir) {
+  std::vector<fs::path> files;
+  std::error_code error;
+  for (fs::directory_iterator it(dir, error), end; !error && it != end; it.increment(error)) {
+    if (it->is_regular_file(error)) files.push_back(it->path());
+  }
+  check(!error, "cannot list folder '", dir.string(), "': ", error.message());
+  return files;
 }
 
 }  // namespace
 
 Checkpoint Checkpoint::open(const std::string& dir) {
-  check(fs::is_directory(dir), "checkpoint folder '", dir, "' does not exist or is not a folder");
+  std::error_code error;  // the filesystem queries below report through it rather than throw
+  check(fs::is_directory(dir, error), "checkpoint folder '", dir, "' does not exist or is not a folder");
   Checkpoint checkpoint;
   checkpoint.dir_ = dir;
   const fs::path root(dir);
 
+  // As Transformers: model.safetensors wins over an index; tfm then falls back to every .safetensors file.
+  const bool single = fs::exists(root / kSingleFile, error);
   const fs::path index_path = root / kIndexFile;
-  if (fs::exists(index_path)) {
+  if (!single && fs::exists(index_path, error)) {
     const std::string index_name = index_path.string();
     const json::Value index = json::parse_file(index_name);
     const json::Value* weight_map = index.is_object() ? index.find("weight_map") : nullptr;
@@ -56,7 +76,7 @@ Checkpoint Checkpoint::open(const std::string& dir) {
       auto it = shards.find(shard);
       if (it == shards.end()) {
         const fs::path shard_path = root / relative;
-        check(fs::is_regular_file(shard_path), "index '", index_name, "': tensor '", name,
+        check(fs::is_regular_file(shard_path, error), "index '", index_name, "': tensor '", name,
               "' maps to shard '", shard_path.string(), "', which does not exist");
         it = shards.emplace(shard, checkpoint.files_.size()).first;
         checkpoint.files_.push_back(SafetensorsFile::open(shard_path.string()));
@@ -72,12 +92,11 @@ Checkpoint Checkpoint::open(const std::string& dir) {
   }
 
   std::vector<std::string> paths;
-  if (fs::exists(root / kSingleFile)) {
+  if (single) {
     paths.push_back((root / kSingleFile).string());
   } else {
-    for (const fs::directory_entry& entry : fs::directory_iterator(root)) {
-      if (entry.is_regular_file() && entry.path().extension() == ".safetensors")
-        paths.push_back(entry.path().string());
+    for (const fs::path& file : files_in(root)) {
+      if (file.extension() == ".safetensors") paths.push_back(file.string());
     }
     std::sort(paths.begin(), paths.end());
   }
@@ -150,41 +169,42 @@ void save_sharded(const std::string& dir, const std::vector<std::pair<std::strin
   const fs::path root(dir);
   std::error_code error;
   fs::create_directories(root, error);
-  check(fs::is_directory(root), "cannot create checkpoint folder '", dir, "': ", error.message());
+  check(!error, "cannot create checkpoint folder '", dir, "': ", error.message());
 
-  std::vector<std::string> written;
-  if (shards.size() == 1) {
-    save_safetensors((root / kSingleFile).string(), shards[0], metadata);
-    written.push_back(kSingleFile);
-  } else {
-    json::Object weight_map;
-    for (size_t i = 0; i < shards.size(); ++i) {
-      written.push_back(shard_name(i, shards.size()));
-      save_safetensors((root / written.back()).string(), shards[i], metadata);
-      for (const auto& named : shards[i]) weight_map.emplace_back(named.first, written.back());
+  std::vector<std::string> names;  // the files this save writes
+  for (size_t i = 0; i < shards.size(); ++i) {
+    names.push_back(shards.size() == 1 ? kSingleFile : shard_name(i, shards.size()));
+  }
+  if (shards.size() > 1) names.push_back(kIndexFile);
+  // Drop what an earlier save left and this one will not rewrite, first: a model.safetensors of an earlier
+  // save would shadow a newer index, as Checkpoint::open and Transformers prefer it.
+  for (const fs::path& file : files_in(root)) {
+    const std::string name = file.filename().string();
+    const bool weights = name == kSingleFile || name == kIndexFile || is_shard_name(name);
+    if (weights && std::find(names.begin(), names.end(), name) == names.end()) {
+      check(fs::remove(file, error), "cannot remove '", file.string(),
+            "' of an earlier save: ", error.message());
     }
-    const json::Value index = json::Object{
-        {"metadata",
-         json::Object{{"total_parameters", total_parameters}, {"total_size", json::Value(total_bytes)}}},
-        {"weight_map", std::move(weight_map)}};
-    json::DumpOptions options;
-    options.indent = 2;
-    options.sort_keys = true;
-    options.item_separator = ",";
-    const std::string index_path = (root / kIndexFile).string();
-    std::ofstream out(index_path, std::ios::binary | std::ios::trunc);
-    out << json::dump(index, options) << '\n';
-    out.close();
-    check(out.good(), "cannot write '", index_path, "'");
-    written.push_back(kIndexFile);
   }
 
-  // Drop what an earlier save left and this one did not rewrite, so the folder describes one save only.
-  for (const fs::directory_entry& entry : fs::directory_iterator(root)) {
-    const std::string name = entry.path().filename().string();
-    const bool ours = name == kSingleFile || name == kIndexFile || is_shard_name(name);
-    if (ours && std::find(written.begin(), written.end(), name) == written.end()) fs::remove(entry.path());
+  json::Object weight_map;
+  for (size_t i = 0; i < shards.size(); ++i) {
+    save_safetensors((root / names[i]).string(), shards[i], metadata);
+    for (const auto& named : shards[i]) weight_map.emplace_back(named.first, names[i]);
   }
+  if (shards.size() == 1) return;
+  const json::Value index = json::Object{{"metadata", json::Object{{"total_parameters", total_parameters},
+                                                                   {"total_size", json::Value(total_bytes)}}},
+                                         {"weight_map", std::move(weight_map)}};
+  json::DumpOptions options;
+  options.indent = 2;
+  options.sort_keys = true;
+  options.item_separator = ",";
+  const std::string index_path = (root / kIndexFile).string();
+  std::ofstream out(index_path, std::ios::binary | std::ios::trunc);
+  out << json::dump(index, options) << '\n';
+  out.close();
+  check(out.good(), "cannot write '", index_path, "'");
 }
 
 }  // namespace tfm

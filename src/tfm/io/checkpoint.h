@@ -16,10 +16,10 @@ namespace tfm {
 
 class Checkpoint {
  public:
-  // Opens, in this order of preference: the shards of model.safetensors.index.json (every shard must exist
-  // and hold every name the index maps to it), model.safetensors, or else every *.safetensors in `dir` (a
-  // name in two files is an error). Tensors a shard holds beyond those the index lists are not exposed, as in
-  // Transformers, which loads what the index maps.
+  // Opens, in Transformers' order of preference, model.safetensors or the shards of
+  // model.safetensors.index.json (every shard must exist and hold every name the index maps to it); or else,
+  // where Transformers would fail, every *.safetensors in `dir` (a name in two files is an error). Tensors a
+  // shard holds beyond those the index lists are not exposed, as Transformers loads what the index maps.
   static Checkpoint open(const std::string& dir);
 
   const std::string& dir() const { return dir_; }
@@ -48,7 +48,8 @@ class Checkpoint {
 // `max_shard_bytes` (a larger tensor gets a shard of its own), written as model-0000N-of-0000M.safetensors
 // with model.safetensors.index.json ({"metadata": {"total_parameters", "total_size"}, "weight_map"}), or as
 // one model.safetensors when a single shard holds everything. Weight files of an earlier save in `dir` that
-// this save does not rewrite are removed, so the folder cannot mix two saves. Each file gets `metadata`.
+// this save does not rewrite are removed, so the folder cannot mix two saves. Each file gets `metadata`
+// (Transformers passes {"format": "pt"}).
 void save_sharded(const std::string& dir, const std::vector<std::pair<std::string, Tensor>>& tensors,
                   size_t max_shard_bytes, const json::Object& metadata = {});
 

@@ -66,6 +66,14 @@ size_t valid_utf8_prefix(std::string_view s) {
   return n;
 }
 
+// A JSON value as it appears in an error message, cut short: a hostile header can make it huge.
+std::string excerpt(const json::Value& v) {
+  constexpr size_t kMax = 60;
+  std::string text = json::dump_compact(v);
+  if (text.size() > kMax) text = text.substr(0, kMax) + "...";
+  return text;
+}
+
 // Reads header fields, prefixing every error with the file and, once known, the tensor.
 class HeaderReader {
  public:
@@ -82,7 +90,7 @@ class HeaderReader {
 
   uint64_t non_negative_int(const std::string& name, std::string_view field, const json::Value& v) const {
     if (!v.is_int() || v.as_int() < 0) {
-      fail_tensor(name, field, " must hold non-negative integers, found ", json::dump_compact(v));
+      fail_tensor(name, field, " must hold non-negative integers, found ", excerpt(v));
     }
     return static_cast<uint64_t>(v.as_int());
   }
@@ -95,7 +103,7 @@ class HeaderReader {
 
   DType dtype(const std::string& name, const json::Value& entry) const {
     const json::Value& v = field(name, entry, "dtype");
-    if (!v.is_string()) fail_tensor(name, "\"dtype\" must be a string, found ", json::dump_compact(v));
+    if (!v.is_string()) fail_tensor(name, "\"dtype\" must be a string, found ", excerpt(v));
     DType t;
     if (parse_safetensors_dtype(v.as_string(), &t)) return t;
     if (std::find(kCodes.begin(), kCodes.end(), v.as_string()) != kCodes.end()) {
@@ -106,7 +114,7 @@ class HeaderReader {
 
   Shape shape(const std::string& name, const json::Value& entry) const {
     const json::Value& v = field(name, entry, "shape");
-    if (!v.is_array()) fail_tensor(name, "\"shape\" must be an array, found ", json::dump_compact(v));
+    if (!v.is_array()) fail_tensor(name, "\"shape\" must be an array, found ", excerpt(v));
     Shape shape;
     for (const json::Value& d : v.as_array())
       shape.push_back(static_cast<int64_t>(non_negative_int(name, "\"shape\"", d)));
@@ -116,7 +124,7 @@ class HeaderReader {
   std::pair<uint64_t, uint64_t> offsets(const std::string& name, const json::Value& entry) const {
     const json::Value& v = field(name, entry, "data_offsets");
     if (!v.is_array() || v.size() != 2) {
-      fail_tensor(name, "\"data_offsets\" must be [begin, end], found ", json::dump_compact(v));
+      fail_tensor(name, "\"data_offsets\" must be [begin, end], found ", excerpt(v));
     }
     const uint64_t begin = non_negative_int(name, "\"data_offsets\"", v[0]);
     const uint64_t end = non_negative_int(name, "\"data_offsets\"", v[1]);
@@ -124,23 +132,28 @@ class HeaderReader {
     return {begin, end};
   }
 
-  // Bytes the tensor needs, or an error when numel * size overflows.
+  // Bytes the tensor needs. Every stride a tensor of this shape has must fit in int64 too, so the product of
+  // the non-zero dimensions is bounded even when a zero dimension makes the tensor empty (the reference
+  // library accepts such shapes; tfm refuses them as absurd rather than overflow computing strides).
   uint64_t byte_size(const std::string& name, const Shape& shape, DType t) const {
     uint64_t n = dtype_size(t);
+    bool empty = false;
     for (int64_t d : shape) {
-      if (__builtin_mul_overflow(n, static_cast<uint64_t>(d), &n)) {
+      if (d == 0) {
+        empty = true;
+      } else if (__builtin_mul_overflow(n, static_cast<uint64_t>(d), &n) || n > uint64_t{INT64_MAX}) {
         fail_tensor(name, "shape ", shape_str(shape), " overflows the size of a buffer");
       }
     }
-    return n;
+    return empty ? 0 : n;
   }
 
   json::Value metadata(const json::Value& v) const {
     if (v.is_null()) return json::Object{};
-    if (!v.is_object()) fail("\"__metadata__\" must be an object of strings, found ", json::dump_compact(v));
+    if (!v.is_object()) fail("\"__metadata__\" must be an object of strings, found ", excerpt(v));
     for (const auto& [key, value] : v.as_object()) {
       if (!value.is_string()) {
-        fail("\"__metadata__\" entry '", key, "' must be a string, found ", json::dump_compact(value));
+        fail("\"__metadata__\" entry '", key, "' must be a string, found ", excerpt(value));
       }
     }
     return v;
@@ -164,7 +177,8 @@ struct SafetensorsFile::Mapping {
 
 SafetensorsFile SafetensorsFile::open(const std::string& path) {
   HeaderReader reader(path);
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO given as the path must not block open(); it is then refused as not a regular file.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) reader.fail("cannot open: ", std::strerror(errno));
   struct stat st;
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
@@ -187,8 +201,9 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
   const char* bytes = file.mapping_->bytes();
 
   uint64_t header_size = 0;
-  for (size_t i = 0; i < kLengthBytes; ++i)
+  for (size_t i = 0; i < kLengthBytes; ++i) {
     header_size |= static_cast<uint64_t>(static_cast<uint8_t>(bytes[i])) << (8 * i);
+  }
   if (header_size > kMaxHeaderBytes) {
     reader.fail("header length ", header_size, " exceeds the limit of ", kMaxHeaderBytes, " bytes");
   }
@@ -216,8 +231,7 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
       file.metadata_ = reader.metadata(entry);
       continue;
     }
-    if (!entry.is_object())
-      reader.fail_tensor(name, "entry must be an object, found ", json::dump_compact(entry));
+    if (!entry.is_object()) reader.fail_tensor(name, "entry must be an object, found ", excerpt(entry));
     TensorInfo info{name, reader.dtype(name, entry), reader.shape(name, entry)};
     const auto [begin, end] = reader.offsets(name, entry);
     const uint64_t expected = reader.byte_size(name, info.shape, info.dtype);
@@ -270,7 +284,15 @@ const TensorInfo* SafetensorsFile::find(std::string_view name) const {
 Tensor SafetensorsFile::get(std::string_view name) const {
   const TensorInfo* info = find(name);
   if (!info) throw_error("safetensors file '", path_, "' has no tensor '", name, "'");
-  void* data = const_cast<char*>(mapping_->bytes() + info->offset);
+  const char* bytes = mapping_->bytes() + info->offset;
+  // The mapping is page-aligned, so this is the file offset's alignment. Python's writer keeps every tensor
+  // aligned; another writer may not, and kernels must not see misaligned elements: those get an aligned copy.
+  if (info->offset % dtype_size(info->dtype) != 0) {
+    Tensor copy = Tensor::cpu(info->shape, info->dtype);
+    std::memcpy(copy.raw(), bytes, info->nbytes);
+    return copy;
+  }
+  void* data = const_cast<char*>(bytes);
   auto storage = std::make_shared<Storage>(data, info->nbytes, Device{}, [mapping = mapping_](void*) {});
   return Tensor(std::move(storage), info->shape, info->dtype);
 }
@@ -283,8 +305,9 @@ void save_safetensors(const std::string& path, const std::vector<std::pair<std::
   for (const auto& [name, t] : tensors) {
     if (name == "__metadata__") fail("'__metadata__' cannot name a tensor");
     if (!t.defined()) fail("tensor '", name, "' is undefined");
-    if (t.device().type != DeviceType::cpu)
+    if (t.device().type != DeviceType::cpu) {
       fail("tensor '", name, "' is on ", t.device().str(), ", not the cpu");
+    }
     if (!t.is_contiguous()) fail("tensor '", name, "' is not contiguous");
     if (safetensors_dtype_name(t.dtype()).empty()) {
       fail("tensor '", name, "' has dtype ", dtype_name(t.dtype()), ", which safetensors cannot store");
@@ -295,8 +318,9 @@ void save_safetensors(const std::string& path, const std::vector<std::pair<std::
     return ra != rb ? ra > rb : tensors[a].first < tensors[b].first;
   });
   for (size_t i = 1; i < order.size(); ++i) {
-    if (tensors[order[i]].first == tensors[order[i - 1]].first)
+    if (tensors[order[i]].first == tensors[order[i - 1]].first) {
       fail("tensor '", tensors[order[i]].first, "' given twice");
+    }
   }
 
   json::Object header;

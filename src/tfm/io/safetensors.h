@@ -41,7 +41,9 @@ class SafetensorsFile {
   const std::vector<TensorInfo>& tensors() const { return tensors_; }
   const TensorInfo* find(std::string_view name) const;  // nullptr when absent
   // A CPU tensor viewing the mapped bytes (no copy, read-only memory: writing to it faults). It keeps the
-  // mapping alive after this object is gone. An absent name throws, naming the file.
+  // mapping alive after this object is gone. A tensor whose offset is not a multiple of its element size
+  // (never so in files the Python library wrote) is copied to aligned memory instead. An absent name throws,
+  // naming the file.
   Tensor get(std::string_view name) const;
   // The "__metadata__" object (string values only); empty when the file has none.
   const json::Value& metadata() const { return metadata_; }
@@ -57,8 +59,9 @@ class SafetensorsFile {
 
 // Writes `tensors` (CPU, contiguous, unique names) as one safetensors file, laid out as the Python library
 // does: sorted by dtype (widest alignment first) then by name, "__metadata__" first, header padded with
-// spaces to a multiple of 8. Metadata values must be strings. Written to a temporary name then renamed, so a
-// reader that still maps an older file at `path` is unaffected.
+// spaces to a multiple of 8. Metadata values must be strings; empty metadata writes no "__metadata__" (as
+// Python's metadata=None). Written to a temporary name then renamed, so a reader that still maps an older
+// file at `path` is unaffected.
 void save_safetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
                       const json::Object& metadata = {});
 
