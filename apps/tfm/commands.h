@@ -6,5 +6,7 @@
 namespace tfm::cli {
 
 extern const Command kDevicesCommand;
+extern const Command kTokenizeCommand;
+extern const Command kDetokenizeCommand;
 
 }  // namespace tfm::cli

@@ -10,6 +10,8 @@ namespace {
 
 const tfm::cli::Command* const kCommands[] = {
     &tfm::cli::kDevicesCommand,
+    &tfm::cli::kTokenizeCommand,
+    &tfm::cli::kDetokenizeCommand,
 };
 
 void print_usage(std::ostream& out) {

@@ -1,0 +1,58 @@
+// Whitespace (runs of word characters or of other non-space characters) and WhitespaceSplit (cut at spaces).
+#include "tfm/tokenizer/pre_tokenizers/pre_tokenizer.h"
+#include "tfm/tokenizer/regex.h"
+#include "tfm/tokenizer/unicode.h"
+
+namespace tfm::tokenizer {
+namespace {
+
+class Whitespace : public PreTokenizer {
+ public:
+  void pre_tokenize(std::vector<Piece>& pieces) const override {
+    static const Regex words(R"(\w+|[^\w\s]+)");
+    // The pattern finds the words; cutting out everything else is Split's inverted "Removed".
+    split_pieces(
+        pieces,
+        [](std::string_view t) {
+          std::vector<std::pair<size_t, size_t>> gaps;
+          size_t last = 0;
+          for (const auto& [s, e] : words.find_all(t)) {
+            if (s > last) gaps.emplace_back(last, s);
+            last = e;
+          }
+          if (last < t.size()) gaps.emplace_back(last, t.size());
+          return gaps;
+        },
+        SplitBehavior::removed);
+  }
+};
+
+class WhitespaceSplit : public PreTokenizer {
+ public:
+  void pre_tokenize(std::vector<Piece>& pieces) const override {
+    split_pieces(pieces, whitespace_runs, SplitBehavior::removed);
+  }
+
+  static std::vector<std::pair<size_t, size_t>> whitespace_runs(std::string_view t) {
+    std::vector<std::pair<size_t, size_t>> out;
+    size_t pos = 0;
+    while (pos < t.size()) {
+      const size_t start = pos;
+      if (!is_whitespace(next_code_point(t, pos))) continue;
+      if (!out.empty() && out.back().second == start)
+        out.back().second = pos;
+      else
+        out.emplace_back(start, pos);
+    }
+    return out;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<PreTokenizer> make_whitespace(const json::Value&) { return std::make_unique<Whitespace>(); }
+std::unique_ptr<PreTokenizer> make_whitespace_split(const json::Value&) {
+  return std::make_unique<WhitespaceSplit>();
+}
+
+}  // namespace tfm::tokenizer
