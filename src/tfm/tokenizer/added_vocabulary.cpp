@@ -43,7 +43,9 @@ const AddedToken* AddedVocabulary::find(int32_t id) const {
 
 namespace {
 
-bool is_word_char(char32_t c) { return c == '_' || is_alphabetic(c) || is_numeric(c); }
+bool is_word_char(char32_t c) {
+  return c == '_' || is_alphabetic(c) || is_numeric(c);
+}
 
 char32_t last_char(std::string_view text) {
   size_t b = text.size() - 1;
@@ -53,7 +55,8 @@ char32_t last_char(std::string_view text) {
 
 }  // namespace
 
-std::vector<Segment> AddedVocabulary::split(std::string_view text, bool normalized, bool match_special) const {
+std::vector<Segment> AddedVocabulary::split(std::string_view text, bool normalized,
+                                            bool match_special) const {
   std::vector<Segment> out;
   if (tokens_.empty()) {
     if (!text.empty()) out.push_back({text});
@@ -69,7 +72,8 @@ std::vector<Segment> AddedVocabulary::split(std::string_view text, bool normaliz
     const AddedToken* best = nullptr;  // the longest token that matches here
     for (const AddedToken& t : tokens_) {
       if (t.normalized != normalized || (t.special && !match_special)) continue;
-      if ((!best || t.content.size() > best->content.size()) && text.compare(pos, t.content.size(), t.content) == 0)
+      if ((!best || t.content.size() > best->content.size()) &&
+          text.compare(pos, t.content.size(), t.content) == 0)
         best = &t;
     }
     if (!best) {

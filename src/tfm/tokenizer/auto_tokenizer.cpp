@@ -9,7 +9,6 @@
 
 #include "tfm/tokenizer/added_vocabulary.h"
 #include "tfm/tokenizer/json_fields.h"
-#include "tfm/tokenizer/processors/post_processor.h"
 #include "tfm/tokenizer/tokenizer.h"
 #include "tfm/tokenizer/transformers_classes.h"
 
@@ -36,9 +35,11 @@ json::Value read_config(const fs::path& dir) {
     }
   }
   // Transformers 5 renamed additional_special_tokens.
-  if (const json::Value* old = config.find("additional_special_tokens"); old && !config.contains("extra_special_tokens"))
+  if (const json::Value* old = config.find("additional_special_tokens");
+      old && !config.contains("extra_special_tokens"))
     config.set("extra_special_tokens", *old);
-  if (const fs::path jinja = dir / "chat_template.jinja"; fs::exists(jinja) && !config.contains("chat_template")) {
+  // A chat_template.jinja file wins over the config's entry.
+  if (const fs::path jinja = dir / "chat_template.jinja"; fs::exists(jinja)) {
     std::ifstream in(jinja, std::ios::binary);
     std::ostringstream text;
     text << in.rdbuf();
@@ -51,7 +52,7 @@ json::Value read_config(const fs::path& dir) {
 SpecialTokens read_special_tokens(const json::Value& config, const SpecialTokens& defaults) {
   SpecialTokens s = defaults;
   const std::pair<const char*, std::optional<std::string>*> named[] = {
-      {"bos_token", &s.bos}, {"eos_token", &s.eos}, {"unk_token", &s.unk},   {"sep_token", &s.sep},
+      {"bos_token", &s.bos}, {"eos_token", &s.eos}, {"unk_token", &s.unk},  {"sep_token", &s.sep},
       {"pad_token", &s.pad}, {"cls_token", &s.cls}, {"mask_token", &s.mask}};
   for (const auto& [key, slot] : named) {
     if (const json::Value* v = config.find(key)) {
@@ -136,37 +137,8 @@ Tokenizer AutoTokenizer::from_pretrained(const std::string& dir) {
     t.add_token(a);
   }
 
-  // Transformers writes its own template when the config sets add_bos_token / add_eos_token (or the file has
-  // no post-processor): "<bos>:0 $A:0 <eos>:0" with each part as the flags say.
-  const bool explicit_flags = config.contains("add_bos_token") || config.contains("add_eos_token");
-  if (explicit_flags || !t.post_processor_) {
-    json::Array single;
-    json::Value specials = json::Object{};
-    auto add_special = [&](const std::string& token) {
-      json::Value ref;
-      ref.set("id", token);
-      ref.set("type_id", 0);
-      json::Value item;
-      item.set("SpecialToken", std::move(ref));
-      single.push_back(std::move(item));
-      json::Array ids;
-      if (auto id = t.special_id(token)) ids.push_back(*id);
-      json::Value entry;
-      entry.set("id", token);
-      entry.set("ids", std::move(ids));
-      entry.set("tokens", json::Array{json::Value(token)});
-      specials.set(token, std::move(entry));
-    };
-    if (bool_or(config, "add_bos_token", false) && t.special_.bos) add_special(*t.special_.bos);
-    single.push_back(json::parse(R"({"Sequence": {"id": "A", "type_id": 0}})"));
-    if (bool_or(config, "add_eos_token", false) && t.special_.eos) add_special(*t.special_.eos);
-    json::Value processor;
-    processor.set("type", "TemplateProcessing");
-    processor.set("single", std::move(single));
-    processor.set("special_tokens", std::move(specials));
-    t.post_processor_ = make_post_processor(processor);
-  }
-
+  // add_bos_token / add_eos_token are not read: Transformers 5 drops them whenever tokenizer.json exists, and
+  // without a post-processor in the file its own template adds nothing either.
   t.split_special_tokens_ = bool_or(config, "split_special_tokens", false);
   t.clean_up_tokenization_spaces_ = bool_or(config, "clean_up_tokenization_spaces", false);
   t.model_max_length_ = read_model_max_length(config);

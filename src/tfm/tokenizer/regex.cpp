@@ -12,7 +12,46 @@ struct Regex::Impl {
   ~Impl() { pcre2_code_free(code); }
 };
 
-Regex::Regex(const std::string& pattern) {
+namespace {
+
+// Oniguruma, which the Rust library uses, counts marks and joiners as word characters; PCRE2 (before 10.43)
+// does not. \w and \W are spelt out so that both agree.
+constexpr std::string_view kWordClass = R"(\p{Alphabetic}\p{M}\p{Nd}\p{Pc}\x{200C}\x{200D})";
+
+std::string with_onig_word_class(const std::string& pattern) {
+  std::string out;
+  bool in_class = false;
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    const char c = pattern[i];
+    if (c == '\\' && i + 1 < pattern.size()) {
+      const char next = pattern[++i];
+      if (next == 'w') {
+        out += in_class ? std::string(kWordClass) : "[" + std::string(kWordClass) + "]";
+      } else if (next == 'W' && !in_class) {
+        out += "[^" + std::string(kWordClass) + "]";
+      } else {
+        out += c;
+        out += next;
+      }
+      continue;
+    }
+    if (c == '[' && !in_class) {
+      in_class = true;
+      out += c;
+      if (i + 1 < pattern.size() && pattern[i + 1] == '^') out += pattern[++i];
+      if (i + 1 < pattern.size() && pattern[i + 1] == ']') out += pattern[++i];  // a literal ] first
+      continue;
+    }
+    if (c == ']' && in_class) in_class = false;
+    out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
+Regex::Regex(const std::string& source) {
+  const std::string pattern = with_onig_word_class(source);
   int error = 0;
   PCRE2_SIZE offset = 0;
   pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
@@ -20,7 +59,8 @@ Regex::Regex(const std::string& pattern) {
   if (!code) {
     PCRE2_UCHAR message[256];
     pcre2_get_error_message(error, message, sizeof(message));
-    throw_error("invalid regex '", pattern, "' at offset ", offset, ": ", reinterpret_cast<const char*>(message));
+    throw_error("invalid regex '", source, "' at offset ", offset, ": ",
+                reinterpret_cast<const char*>(message));
   }
   auto impl = std::make_shared<Impl>();
   impl->code = code;
@@ -36,7 +76,8 @@ std::vector<std::pair<size_t, size_t>> Regex::find_all(std::string_view text) co
   const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
   size_t start = 0;
   while (start <= text.size()) {
-    const int rc = pcre2_match(impl_->code, subject, text.size(), start, PCRE2_NO_UTF_CHECK, data.get(), nullptr);
+    const int rc =
+        pcre2_match(impl_->code, subject, text.size(), start, PCRE2_NO_UTF_CHECK, data.get(), nullptr);
     if (rc == PCRE2_ERROR_NOMATCH) break;
     check(rc >= 0, "regex match failed with PCRE2 error ", rc);
     const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(data.get());
@@ -69,7 +110,8 @@ std::vector<std::pair<size_t, size_t>> Pattern::find_all(std::string_view text) 
   if (regex_) return regex_->find_all(text);
   std::vector<std::pair<size_t, size_t>> out;
   if (literal_.empty()) return out;
-  for (size_t at = text.find(literal_); at != std::string_view::npos; at = text.find(literal_, at + literal_.size()))
+  for (size_t at = text.find(literal_); at != std::string_view::npos;
+       at = text.find(literal_, at + literal_.size()))
     out.emplace_back(at, at + literal_.size());
   return out;
 }

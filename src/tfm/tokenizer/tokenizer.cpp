@@ -79,7 +79,8 @@ void Tokenizer::add_token(AddedToken token) {
 void Tokenizer::encode_text(std::string_view text, bool at_start, std::vector<int32_t>& ids) const {
   std::string normalized(text);
   if (normalizer_) normalizer_->normalize(normalized);
-  const std::vector<Segment> segments = added_->split(normalized, /*normalized=*/true, !split_special_tokens_);
+  const std::vector<Segment> segments =
+      added_->split(normalized, /*normalized=*/true, !split_special_tokens_);
   std::vector<Piece> pieces;
   for (const Segment& s : segments) {
     if (s.id >= 0) {
@@ -135,7 +136,7 @@ std::string Tokenizer::decode(const std::vector<int64_t>& ids, bool skip_special
   // Transformers skips its cleanup for BPE models, where it would remove real spaces.
   if (clean_up_tokenization_spaces_ && !model_is_bpe_) {
     static const std::pair<std::string_view, std::string_view> kRules[] = {
-        {" .", "."}, {" ?", "?"}, {" !", "!"}, {" ,", ","}, {" ' ", "'"},
+        {" .", "."},     {" ?", "?"},   {" !", "!"},   {" ,", ","},     {" ' ", "'"},
         {" n't", "n't"}, {" 'm", "'m"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}};
     for (const auto& [from, to] : kRules) {
       std::string out;
@@ -165,13 +166,15 @@ std::optional<std::string> Tokenizer::id_to_token(int64_t id) const {
   return std::nullopt;
 }
 
-std::vector<std::optional<std::string>> Tokenizer::convert_ids_to_tokens(const std::vector<int64_t>& ids) const {
+std::vector<std::optional<std::string>> Tokenizer::convert_ids_to_tokens(
+    const std::vector<int64_t>& ids) const {
   std::vector<std::optional<std::string>> out;
   for (int64_t id : ids) out.push_back(id_to_token(id));
   return out;
 }
 
-std::vector<std::optional<int64_t>> Tokenizer::convert_tokens_to_ids(const std::vector<std::string>& tokens) const {
+std::vector<std::optional<int64_t>> Tokenizer::convert_tokens_to_ids(
+    const std::vector<std::string>& tokens) const {
   std::vector<std::optional<int64_t>> out;
   for (const std::string& t : tokens) {
     auto id = token_to_id(t);
@@ -190,8 +193,8 @@ std::vector<std::string> Tokenizer::all_special_tokens() const {
   auto push = [&](const std::string& t) {
     if (std::find(out.begin(), out.end(), t) == out.end()) out.push_back(t);
   };
-  for (const auto* t : {&special_.bos, &special_.eos, &special_.unk, &special_.sep, &special_.pad, &special_.cls,
-                        &special_.mask})
+  for (const auto* t : {&special_.bos, &special_.eos, &special_.unk, &special_.sep, &special_.pad,
+                        &special_.cls, &special_.mask})
     if (*t) push(**t);
   for (const std::string& t : special_.extra) push(t);
   return out;
@@ -204,7 +207,9 @@ std::vector<int64_t> Tokenizer::all_special_ids() const {
   return out;
 }
 
-size_t Tokenizer::vocab_size() const { return model_->vocab().size(); }
+size_t Tokenizer::vocab_size() const {
+  return model_->vocab().size();
+}
 
 size_t Tokenizer::size() const {
   size_t n = model_->vocab().size();

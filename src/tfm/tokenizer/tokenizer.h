@@ -50,7 +50,7 @@ class Tokenizer {
   // nullopt for an id with no token / a token with no id (and no unk token).
   std::vector<std::optional<std::string>> convert_ids_to_tokens(const std::vector<int64_t>& ids) const;
   std::vector<std::optional<int64_t>> convert_tokens_to_ids(const std::vector<std::string>& tokens) const;
-  std::optional<int64_t> token_to_id(std::string_view token) const;    // no unk fallback
+  std::optional<int64_t> token_to_id(std::string_view token) const;  // no unk fallback
   std::optional<std::string> id_to_token(int64_t id) const;
 
   const SpecialTokens& special_tokens() const { return special_; }
@@ -69,7 +69,8 @@ class Tokenizer {
   size_t vocab_size() const;  // the model's vocabulary, without added tokens (Transformers' vocab_size)
   size_t size() const;        // with added tokens (len(tokenizer))
   int64_t model_max_length() const { return model_max_length_; }
-  // tokenizer_config.json (an empty object when the folder has none); the chat layer reads chat_template here.
+  // tokenizer_config.json (an empty object when the folder has none); the chat layer reads chat_template
+  // here.
   const json::Value& config() const { return config_; }
 
  private:

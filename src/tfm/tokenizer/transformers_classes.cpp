@@ -25,24 +25,31 @@ void rebuild_llama(json::Value& tj, const json::Value& config) {
   const bool legacy = bool_or(config, "legacy", false);
   const char* scheme = !add_prefix_space ? "never" : legacy ? "always" : "first";
   tj.set("normalizer", nullptr);
-  tj.set("pre_tokenizer", json::parse(std::string(R"({"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": ")") +
-                                      scheme + R"(", "split": false})"));
+  tj.set("pre_tokenizer",
+         json::parse(std::string(R"({"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": ")") +
+                     scheme + R"(", "split": false})"));
   json::Value decoder = json::parse(R"({"type": "Sequence", "decoders": [
       {"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "},
       {"type": "ByteFallback"}, {"type": "Fuse"}]})");
   if (add_prefix_space)
-    decoder.find("decoders")->as_array().push_back(json::parse(R"({"type": "Strip", "content": " ", "start": 1, "stop": 0})"));
+    decoder.find("decoders")
+        ->as_array()
+        .push_back(json::parse(R"({"type": "Strip", "content": " ", "start": 1, "stop": 0})"));
   tj.set("decoder", std::move(decoder));
 }
 
 void rebuild_qwen2(json::Value& tj, const json::Value& config) {
-  rebuild_bpe(tj, R"({"unk_token": null, "continuing_subword_prefix": "", "end_of_word_suffix": "", "fuse_unk": false, "byte_fallback": false})");
+  rebuild_bpe(
+      tj,
+      R"({"unk_token": null, "continuing_subword_prefix": "", "end_of_word_suffix": "", "fuse_unk": false, "byte_fallback": false})");
   tj.set("normalizer", json::parse(R"({"type": "NFC"})"));
   json::Value pre = json::parse(R"({"type": "Sequence", "pretokenizers": [
       {"type": "Split", "pattern": {"Regex": "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},
        "behavior": "Isolated", "invert": false},
       {"type": "ByteLevel", "use_regex": false}]})");
-  pre.find("pretokenizers")->as_array()[1].set("add_prefix_space", bool_or(config, "add_prefix_space", false));
+  pre.find("pretokenizers")
+      ->as_array()[1]
+      .set("add_prefix_space", bool_or(config, "add_prefix_space", false));
   tj.set("pre_tokenizer", std::move(pre));
   tj.set("decoder", json::parse(R"({"type": "ByteLevel"})"));
 }
@@ -58,17 +65,24 @@ void rebuild_gpt2(json::Value& tj, const json::Value& config) {
 void rebuild_gemma(json::Value& tj, const json::Value& config) {
   json::Value options = json::parse(R"({"fuse_unk": true, "byte_fallback": true})");
   const json::Value* unk = config.find("unk_token");
-  options.set("unk_token", unk ? json::Value(special_token_string(*unk).value_or("<unk>")) : json::Value("<unk>"));
+  options.set("unk_token",
+              unk ? json::Value(special_token_string(*unk).value_or("<unk>")) : json::Value("<unk>"));
   rebuild_bpe(tj, json::dump(options));
-  tj.set("normalizer", json::parse(R"({"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"})"));
-  tj.set("pre_tokenizer", json::parse(R"({"type": "Split", "pattern": {"String": " "}, "behavior": "MergedWithPrevious", "invert": false})"));
+  tj.set("normalizer",
+         json::parse(R"({"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"})"));
+  tj.set(
+      "pre_tokenizer",
+      json::parse(
+          R"({"type": "Split", "pattern": {"String": " "}, "behavior": "MergedWithPrevious", "invert": false})"));
   tj.set("decoder", json::parse(R"({"type": "Sequence", "decoders": [
       {"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "}, {"type": "ByteFallback"}, {"type": "Fuse"}]})"));
 }
 
 const TokenizerClass kClasses[] = {
     {"LlamaTokenizer", {"<s>", "</s>", "<unk>", {}, {}, {}, {}, {}}, rebuild_llama},
-    {"Qwen2Tokenizer", {{}, "<|endoftext|>", "<|endoftext|>", {}, "<|endoftext|>", {}, {}, {}}, rebuild_qwen2},
+    {"Qwen2Tokenizer",
+     {{}, "<|endoftext|>", "<|endoftext|>", {}, "<|endoftext|>", {}, {}, {}},
+     rebuild_qwen2},
     {"GPT2Tokenizer", {"<|endoftext|>", "<|endoftext|>", "<|endoftext|>", {}, {}, {}, {}, {}}, rebuild_gpt2},
     {"GemmaTokenizer", {"<bos>", "<eos>", "<unk>", {}, "<pad>", {}, "<mask>", {}}, rebuild_gemma},
 };

@@ -105,7 +105,14 @@ bool is_whitespace(char32_t c) {
   if (c == ' ' || (c >= 0x09 && c <= 0x0D)) return true;
   if (c < 0x85) return false;
   switch (c) {
-    case 0x85: case 0xA0: case 0x1680: case 0x2028: case 0x2029: case 0x202F: case 0x205F: case 0x3000:
+    case 0x85:
+    case 0xA0:
+    case 0x1680:
+    case 0x2028:
+    case 0x2029:
+    case 0x202F:
+    case 0x205F:
+    case 0x3000:
       return true;
     default:
       return c >= 0x2000 && c <= 0x200A;
@@ -113,7 +120,9 @@ bool is_whitespace(char32_t c) {
 }
 
 namespace {
-utf8proc_category_t category(char32_t c) { return utf8proc_category(static_cast<utf8proc_int32_t>(c)); }
+utf8proc_category_t category(char32_t c) {
+  return utf8proc_category(static_cast<utf8proc_int32_t>(c));
+}
 }  // namespace
 
 bool is_alphabetic(char32_t c) {
@@ -132,7 +141,8 @@ bool is_punctuation(char32_t c) {
 }
 
 bool is_bert_punctuation(char32_t c) {
-  if ((c >= 33 && c <= 47) || (c >= 58 && c <= 64) || (c >= 91 && c <= 96) || (c >= 123 && c <= 126)) return true;
+  if ((c >= 33 && c <= 47) || (c >= 58 && c <= 64) || (c >= 91 && c <= 96) || (c >= 123 && c <= 126))
+    return true;
   return is_punctuation(c);
 }
 
@@ -147,7 +157,9 @@ bool is_mark(char32_t c) {
   return k == UTF8PROC_CATEGORY_MN || k == UTF8PROC_CATEGORY_MC || k == UTF8PROC_CATEGORY_ME;
 }
 
-bool is_nonspacing_mark(char32_t c) { return category(c) == UTF8PROC_CATEGORY_MN; }
+bool is_nonspacing_mark(char32_t c) {
+  return category(c) == UTF8PROC_CATEGORY_MN;
+}
 
 bool is_chinese_char(char32_t c) {
   return (c >= 0x4E00 && c <= 0x9FFF) || (c >= 0x3400 && c <= 0x4DBF) || (c >= 0x20000 && c <= 0x2A6DF) ||
@@ -161,15 +173,23 @@ std::string normalize_unicode(std::string_view text, NormalForm form) {
   if (ascii) return std::string(text);  // every form leaves ASCII unchanged
   int options = UTF8PROC_STABLE;
   switch (form) {
-    case NormalForm::nfc: options |= UTF8PROC_COMPOSE; break;
-    case NormalForm::nfd: options |= UTF8PROC_DECOMPOSE; break;
-    case NormalForm::nfkc: options |= UTF8PROC_COMPOSE | UTF8PROC_COMPAT; break;
-    case NormalForm::nfkd: options |= UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT; break;
+    case NormalForm::nfc:
+      options |= UTF8PROC_COMPOSE;
+      break;
+    case NormalForm::nfd:
+      options |= UTF8PROC_DECOMPOSE;
+      break;
+    case NormalForm::nfkc:
+      options |= UTF8PROC_COMPOSE | UTF8PROC_COMPAT;
+      break;
+    case NormalForm::nfkd:
+      options |= UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT;
+      break;
   }
   utf8proc_uint8_t* out = nullptr;
-  const auto n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(text.data()),
-                              static_cast<utf8proc_ssize_t>(text.size()), &out,
-                              static_cast<utf8proc_option_t>(options));
+  const auto n =
+      utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(text.data()),
+                   static_cast<utf8proc_ssize_t>(text.size()), &out, static_cast<utf8proc_option_t>(options));
   check(n >= 0, "unicode normalization failed: ", utf8proc_errmsg(n));
   std::unique_ptr<utf8proc_uint8_t, decltype(&std::free)> owner(out, &std::free);
   return std::string(reinterpret_cast<const char*>(out), static_cast<size_t>(n));

@@ -49,6 +49,8 @@ class ByteFallback : public Decoder {
 
 }  // namespace
 
-std::unique_ptr<Decoder> make_byte_fallback(const json::Value&) { return std::make_unique<ByteFallback>(); }
+std::unique_ptr<Decoder> make_byte_fallback(const json::Value&) {
+  return std::make_unique<ByteFallback>();
+}
 
 }  // namespace tfm::tokenizer

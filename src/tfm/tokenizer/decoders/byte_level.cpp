@@ -30,6 +30,8 @@ class ByteLevelDecoder : public Decoder {
 
 }  // namespace
 
-std::unique_ptr<Decoder> make_byte_level_decoder(const json::Value&) { return std::make_unique<ByteLevelDecoder>(); }
+std::unique_ptr<Decoder> make_byte_level_decoder(const json::Value&) {
+  return std::make_unique<ByteLevelDecoder>();
+}
 
 }  // namespace tfm::tokenizer

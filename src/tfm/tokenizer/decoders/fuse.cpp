@@ -15,6 +15,8 @@ class Fuse : public Decoder {
 
 }  // namespace
 
-std::unique_ptr<Decoder> make_fuse(const json::Value&) { return std::make_unique<Fuse>(); }
+std::unique_ptr<Decoder> make_fuse(const json::Value&) {
+  return std::make_unique<Fuse>();
+}
 
 }  // namespace tfm::tokenizer

@@ -9,7 +9,8 @@ namespace {
 
 class MetaspaceDecoder : public Decoder {
  public:
-  MetaspaceDecoder(std::string replacement, bool drop_first) : replacement_(std::move(replacement)), drop_first_(drop_first) {}
+  MetaspaceDecoder(std::string replacement, bool drop_first)
+      : replacement_(std::move(replacement)), drop_first_(drop_first) {}
 
   void decode_chain(std::vector<std::string>& tokens) const override {
     for (size_t i = 0; i < tokens.size(); ++i) {

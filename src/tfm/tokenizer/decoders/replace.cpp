@@ -8,7 +8,8 @@ namespace {
 
 class ReplaceDecoder : public Decoder {
  public:
-  ReplaceDecoder(Pattern pattern, std::string content) : pattern_(std::move(pattern)), content_(std::move(content)) {}
+  ReplaceDecoder(Pattern pattern, std::string content)
+      : pattern_(std::move(pattern)), content_(std::move(content)) {}
   void decode_chain(std::vector<std::string>& tokens) const override {
     for (std::string& t : tokens) t = pattern_.replace_all(t, content_);
   }

@@ -16,7 +16,9 @@ struct MergeResult {
   int32_t id;
 };
 
-uint64_t pair_key(int32_t a, int32_t b) { return (static_cast<uint64_t>(a) << 32) | static_cast<uint32_t>(b); }
+uint64_t pair_key(int32_t a, int32_t b) {
+  return (static_cast<uint64_t>(a) << 32) | static_cast<uint32_t>(b);
+}
 
 struct PairHash {
   size_t operator()(uint64_t k) const { return static_cast<size_t>((k ^ (k >> 29)) * 0x9E3779B97F4A7C15ull); }
@@ -43,7 +45,8 @@ class Bpe : public Model {
       : vocab_(std::move(vocab)), merges_(std::move(merges)), o_(std::move(options)) {
     if (o_.unk_token) unk_id_ = vocab_.find(*o_.unk_token);
     if (o_.byte_fallback)
-      for (int b = 0; b < 256; ++b) byte_ids_[b] = vocab_.find(byte_fallback_token(static_cast<unsigned char>(b)));
+      for (int b = 0; b < 256; ++b)
+        byte_ids_[b] = vocab_.find(byte_fallback_token(static_cast<unsigned char>(b)));
   }
 
   const Vocab& vocab() const override { return vocab_; }
@@ -81,7 +84,9 @@ class Bpe : public Model {
   std::vector<Symbol> initial_symbols(std::string_view piece) const {
     std::vector<Symbol> symbols;
     symbols.reserve(piece.size());
-    auto push = [&](int32_t id) { symbols.push_back({id, static_cast<int32_t>(symbols.size()) - 1, 0, true}); };
+    auto push = [&](int32_t id) {
+      symbols.push_back({id, static_cast<int32_t>(symbols.size()) - 1, 0, true});
+    };
     int32_t pending_unk = -1;  // an unk waiting in case the next character is unknown too
     std::string s;
     size_t pos = 0;
@@ -157,9 +162,11 @@ class Bpe : public Model {
       left.next = right.next;
       if (right.next >= 0) sym[right.next].prev = top.pos;
       if (left.prev >= 0)
-        if (const MergeResult* p = find_merge(sym[left.prev].id, left.id)) queue.push({p->rank, left.prev, p->id});
+        if (const MergeResult* p = find_merge(sym[left.prev].id, left.id))
+          queue.push({p->rank, left.prev, p->id});
       if (left.next >= 0)
-        if (const MergeResult* n = find_merge(left.id, sym[left.next].id)) queue.push({n->rank, top.pos, n->id});
+        if (const MergeResult* n = find_merge(left.id, sym[left.next].id))
+          queue.push({n->rank, top.pos, n->id});
     }
     std::vector<int32_t> out;
     for (const Symbol& s : sym)
@@ -223,7 +230,8 @@ std::unique_ptr<Model> make_bpe(const json::Value& v) {
     merged.assign(a);
     merged.append(b.substr(std::min(prefix, b.size())));
     const int32_t id = merge_token_id(vocab, merged, rank);
-    merges.insert_or_assign(pair_key(a_id, b_id), MergeResult{static_cast<int32_t>(rank), id});  // as Rust: last wins
+    merges.insert_or_assign(pair_key(a_id, b_id),
+                            MergeResult{static_cast<int32_t>(rank), id});  // as Rust: last wins
   }
   return std::make_unique<Bpe>(std::move(vocab), std::move(merges), std::move(o));
 }

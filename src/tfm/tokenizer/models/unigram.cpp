@@ -31,7 +31,8 @@ class Unigram : public Model {
         continue;
       }
       if (byte_fallback_ && append_bytes(token, ids)) continue;
-      check(unk_id_.has_value(), "Unigram model has no unk_id but the text has a character outside its vocabulary");
+      check(unk_id_.has_value(),
+            "Unigram model has no unk_id but the text has a character outside its vocabulary");
       ids.push_back(*unk_id_);
     }
   }
@@ -77,7 +78,8 @@ class Unigram : public Model {
         }
         if (!single_char_piece) {
           const double score = best[pos].score + unk_score;
-          if (!best[char_end].reached || score > best[char_end].score) best[char_end] = {score, pos, -1, true};
+          if (!best[char_end].reached || score > best[char_end].score)
+            best[char_end] = {score, pos, -1, true};
         }
       }
       pos = char_end;
@@ -89,7 +91,8 @@ class Unigram : public Model {
       std::string_view token = piece.substr(node.start, end - node.start);
       const bool unknown = node.id < 0;
       if (unknown && previous_unknown)  // fuse with the unknown piece after it
-        tokens.back() = piece.substr(node.start, tokens.back().data() + tokens.back().size() - piece.data() - node.start);
+        tokens.back() =
+            piece.substr(node.start, tokens.back().data() + tokens.back().size() - piece.data() - node.start);
       else
         tokens.push_back(token);
       previous_unknown = unknown;

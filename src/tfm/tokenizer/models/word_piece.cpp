@@ -58,7 +58,8 @@ std::unique_ptr<Model> make_word_piece(const json::Value& v) {
   const std::string unk = string_or(v, "unk_token", "[UNK]");
   auto unk_id = vocab.find(unk);
   check(unk_id.has_value(), "unk_token '", unk, "' is not in the vocabulary");
-  return std::make_unique<WordPiece>(std::move(vocab), *unk_id, string_or(v, "continuing_subword_prefix", "##"),
+  return std::make_unique<WordPiece>(std::move(vocab), *unk_id,
+                                     string_or(v, "continuing_subword_prefix", "##"),
                                      static_cast<size_t>(int_or(v, "max_input_chars_per_word", 100)));
 }
 

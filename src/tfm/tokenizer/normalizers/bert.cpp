@@ -6,7 +6,7 @@
 
 namespace tfm::tokenizer {
 
-std::string without_nonspacing_marks(std::string_view text);  // strip_accents.cpp
+std::string without_marks(std::string_view text, bool (*is_dropped)(char32_t));  // strip_accents.cpp
 
 namespace {
 
@@ -37,7 +37,9 @@ class BertNormalizer : public Normalizer {
       }
       out.append(text, start, pos - start);
     }
-    if (strip_accents_) out = without_nonspacing_marks(normalize_unicode(out, NormalForm::nfd));
+    if (strip_accents_)
+      out = without_marks(normalize_unicode(out, NormalForm::nfd),
+                          is_nonspacing_mark);  // Mn only, unlike StripAccents
     if (lowercase_) out = to_lowercase(out);
     text = std::move(out);
   }
@@ -51,7 +53,8 @@ class BertNormalizer : public Normalizer {
 std::unique_ptr<Normalizer> make_bert_normalizer(const json::Value& v) {
   const bool lowercase = bool_or(v, "lowercase", true);
   // strip_accents null means "follow lowercase", as in the original BERT.
-  return std::make_unique<BertNormalizer>(bool_or(v, "clean_text", true), bool_or(v, "handle_chinese_chars", true),
+  return std::make_unique<BertNormalizer>(bool_or(v, "clean_text", true),
+                                          bool_or(v, "handle_chinese_chars", true),
                                           bool_or(v, "strip_accents", lowercase), lowercase);
 }
 

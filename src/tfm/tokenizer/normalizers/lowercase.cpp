@@ -11,6 +11,8 @@ class Lowercase : public Normalizer {
 
 }  // namespace
 
-std::unique_ptr<Normalizer> make_lowercase(const json::Value&) { return std::make_unique<Lowercase>(); }
+std::unique_ptr<Normalizer> make_lowercase(const json::Value&) {
+  return std::make_unique<Lowercase>();
+}
 
 }  // namespace tfm::tokenizer

@@ -8,7 +8,8 @@ namespace {
 
 class Replace : public Normalizer {
  public:
-  Replace(Pattern pattern, std::string content) : pattern_(std::move(pattern)), content_(std::move(content)) {}
+  Replace(Pattern pattern, std::string content)
+      : pattern_(std::move(pattern)), content_(std::move(content)) {}
   void normalize(std::string& text) const override { text = pattern_.replace_all(text, content_); }
 
  private:
@@ -19,7 +20,8 @@ class Replace : public Normalizer {
 }  // namespace
 
 std::unique_ptr<Normalizer> make_replace(const json::Value& v) {
-  return std::make_unique<Replace>(Pattern::from_json(required(v, "pattern")), required(v, "content").as_string());
+  return std::make_unique<Replace>(Pattern::from_json(required(v, "pattern")),
+                                   required(v, "content").as_string());
 }
 
 }  // namespace tfm::tokenizer

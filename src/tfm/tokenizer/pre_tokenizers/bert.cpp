@@ -11,7 +11,8 @@ class BertPreTokenizer : public PreTokenizer {
     split_pieces(
         pieces, [](std::string_view t) { return char_matches(t, is_whitespace); }, SplitBehavior::removed);
     split_pieces(
-        pieces, [](std::string_view t) { return char_matches(t, is_bert_punctuation); }, SplitBehavior::isolated);
+        pieces, [](std::string_view t) { return char_matches(t, is_bert_punctuation); },
+        SplitBehavior::isolated);
   }
 };
 

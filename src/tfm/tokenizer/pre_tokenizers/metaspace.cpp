@@ -36,7 +36,8 @@ class Metaspace : public PreTokenizer {
         else
           text += c;
       }
-      const bool prepend = scheme_ == PrependScheme::always || (scheme_ == PrependScheme::first && p.at_start);
+      const bool prepend =
+          scheme_ == PrependScheme::always || (scheme_ == PrependScheme::first && p.at_start);
       if (prepend && !text.empty() && text.compare(0, replacement_.size(), replacement_) != 0)
         text.insert(0, replacement_);
       p.text = std::move(text);

@@ -35,8 +35,8 @@ SplitBehavior parse_split_behavior(const std::string& name) {
 namespace {
 
 // Cuts one piece. Each part is (start, end, is_match); the behaviour decides what is kept and joined.
-void split_one(const Piece& piece, const std::vector<std::pair<size_t, size_t>>& matches, SplitBehavior behavior,
-               std::vector<Piece>& out) {
+void split_one(const Piece& piece, const std::vector<std::pair<size_t, size_t>>& matches,
+               SplitBehavior behavior, bool invert, std::vector<Piece>& out) {
   struct Part {
     size_t start, end;
     bool match;
@@ -44,11 +44,11 @@ void split_one(const Piece& piece, const std::vector<std::pair<size_t, size_t>>&
   std::vector<Part> parts;
   size_t last = 0;
   for (const auto& [s, e] : matches) {
-    if (s > last) parts.push_back({last, s, false});
-    parts.push_back({s, e, true});
+    if (s > last) parts.push_back({last, s, invert});
+    parts.push_back({s, e, !invert});
     last = e;
   }
-  if (last < piece.text.size()) parts.push_back({last, piece.text.size(), false});
+  if (last < piece.text.size()) parts.push_back({last, piece.text.size(), invert});
 
   std::vector<std::pair<size_t, size_t>> kept;
   switch (behavior) {
@@ -89,16 +89,16 @@ void split_one(const Piece& piece, const std::vector<std::pair<size_t, size_t>>&
       break;
     }
   }
-  for (const auto& [s, e] : kept)
-    out.push_back({piece.text.substr(s, e - s), piece.at_start && s == 0});
+  for (const auto& [s, e] : kept) out.push_back({piece.text.substr(s, e - s), piece.at_start && s == 0});
 }
 
 }  // namespace
 
-void split_pieces(std::vector<Piece>& pieces, const MatchFinder& matches, SplitBehavior behavior) {
+void split_pieces(std::vector<Piece>& pieces, const MatchFinder& matches, SplitBehavior behavior,
+                  bool invert) {
   std::vector<Piece> out;
   out.reserve(pieces.size() * 2);
-  for (const Piece& p : pieces) split_one(p, matches(p.text), behavior, out);
+  for (const Piece& p : pieces) split_one(p, matches(p.text), behavior, invert, out);
   pieces = std::move(out);
 }
 

@@ -30,9 +30,11 @@ std::unique_ptr<PreTokenizer> make_pre_tokenizer(const json::Value& v);  // null
 enum class SplitBehavior { removed, isolated, merged_with_previous, merged_with_next, contiguous };
 SplitBehavior parse_split_behavior(const std::string& name);
 
-// Replaces each piece by its parts, cut at the [start, end) byte ranges `matches` returns for it.
+// Replaces each piece by its parts, cut at the [start, end) byte ranges `matches` returns for it: these are
+// the delimiters, or with invert the text to keep (each match one part) while the rest is the delimiter.
 using MatchFinder = std::function<std::vector<std::pair<size_t, size_t>>(std::string_view)>;
-void split_pieces(std::vector<Piece>& pieces, const MatchFinder& matches, SplitBehavior behavior);
+void split_pieces(std::vector<Piece>& pieces, const MatchFinder& matches, SplitBehavior behavior,
+                  bool invert = false);
 
 // The components, one per file.
 std::unique_ptr<PreTokenizer> make_byte_level_pre_tokenizer(const json::Value& v);

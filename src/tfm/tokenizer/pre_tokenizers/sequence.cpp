@@ -6,7 +6,8 @@ namespace {
 
 class PreTokenizerSequence : public PreTokenizer {
  public:
-  explicit PreTokenizerSequence(std::vector<std::unique_ptr<PreTokenizer>> steps) : steps_(std::move(steps)) {}
+  explicit PreTokenizerSequence(std::vector<std::unique_ptr<PreTokenizer>> steps)
+      : steps_(std::move(steps)) {}
   void pre_tokenize(std::vector<Piece>& pieces) const override {
     for (const auto& s : steps_) s->pre_tokenize(pieces);
   }

@@ -1,4 +1,4 @@
-// Split: cuts at the matches of a literal or regex pattern (or, inverted, keeps only the matches' gaps cut).
+// Split: cuts at the matches of a literal or regex pattern; inverted, the matches are the parts kept.
 #include "tfm/tokenizer/json_fields.h"
 #include "tfm/tokenizer/pre_tokenizers/pre_tokenizer.h"
 #include "tfm/tokenizer/regex.h"
@@ -12,22 +12,11 @@ class Split : public PreTokenizer {
       : pattern_(std::move(pattern)), behavior_(behavior), invert_(invert) {}
 
   void pre_tokenize(std::vector<Piece>& pieces) const override {
-    split_pieces(pieces, [&](std::string_view t) { return invert_ ? gaps(t) : pattern_.find_all(t); }, behavior_);
+    split_pieces(
+        pieces, [&](std::string_view t) { return pattern_.find_all(t); }, behavior_, invert_);
   }
 
  private:
-  // With invert, the text between matches is what counts as "the delimiter".
-  std::vector<std::pair<size_t, size_t>> gaps(std::string_view text) const {
-    std::vector<std::pair<size_t, size_t>> out;
-    size_t last = 0;
-    for (const auto& [s, e] : pattern_.find_all(text)) {
-      if (s > last) out.emplace_back(last, s);
-      last = e;
-    }
-    if (last < text.size()) out.emplace_back(last, text.size());
-    return out;
-  }
-
   Pattern pattern_;
   SplitBehavior behavior_;
   bool invert_;

@@ -10,20 +10,9 @@ class Whitespace : public PreTokenizer {
  public:
   void pre_tokenize(std::vector<Piece>& pieces) const override {
     static const Regex words(R"(\w+|[^\w\s]+)");
-    // The pattern finds the words; cutting out everything else is Split's inverted "Removed".
     split_pieces(
-        pieces,
-        [](std::string_view t) {
-          std::vector<std::pair<size_t, size_t>> gaps;
-          size_t last = 0;
-          for (const auto& [s, e] : words.find_all(t)) {
-            if (s > last) gaps.emplace_back(last, s);
-            last = e;
-          }
-          if (last < t.size()) gaps.emplace_back(last, t.size());
-          return gaps;
-        },
-        SplitBehavior::removed);
+        pieces, [](std::string_view t) { return words.find_all(t); }, SplitBehavior::removed,
+        /*invert=*/true);
   }
 };
 
@@ -50,7 +39,9 @@ class WhitespaceSplit : public PreTokenizer {
 
 }  // namespace
 
-std::unique_ptr<PreTokenizer> make_whitespace(const json::Value&) { return std::make_unique<Whitespace>(); }
+std::unique_ptr<PreTokenizer> make_whitespace(const json::Value&) {
+  return std::make_unique<Whitespace>();
+}
 std::unique_ptr<PreTokenizer> make_whitespace_split(const json::Value&) {
   return std::make_unique<WhitespaceSplit>();
 }

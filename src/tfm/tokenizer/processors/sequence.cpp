@@ -6,7 +6,8 @@ namespace {
 
 class PostProcessorSequence : public PostProcessor {
  public:
-  explicit PostProcessorSequence(std::vector<std::unique_ptr<PostProcessor>> steps) : steps_(std::move(steps)) {}
+  explicit PostProcessorSequence(std::vector<std::unique_ptr<PostProcessor>> steps)
+      : steps_(std::move(steps)) {}
   void process(std::vector<int32_t>& ids) const override {
     for (const auto& s : steps_) s->process(ids);
   }

@@ -11,7 +11,8 @@ namespace {
 class TemplateProcessing : public PostProcessor {
  public:
   // Each item is either the sequence (nullopt) or the ids of a special token.
-  explicit TemplateProcessing(std::vector<std::optional<std::vector<int32_t>>> items) : items_(std::move(items)) {}
+  explicit TemplateProcessing(std::vector<std::optional<std::vector<int32_t>>> items)
+      : items_(std::move(items)) {}
 
   void process(std::vector<int32_t>& ids) const override {
     std::vector<int32_t> out;
@@ -63,7 +64,8 @@ std::unique_ptr<PostProcessor> make_template_processing(const json::Value& v) {
     const json::Value* entry = specials.find(name);
     check(entry != nullptr, "template names special token '", name, "', missing from special_tokens");
     std::vector<int32_t> ids;
-    for (const json::Value& id : required(*entry, "ids").as_array()) ids.push_back(static_cast<int32_t>(id.as_int()));
+    for (const json::Value& id : required(*entry, "ids").as_array())
+      ids.push_back(static_cast<int32_t>(id.as_int()));
     items.emplace_back(std::move(ids));
   }
   return std::make_unique<TemplateProcessing>(std::move(items));
