@@ -62,17 +62,19 @@ int detokenize(Args& args) {
 
 }  // namespace
 
-const Command kTokenizeCommand{"tokenize", "text to token ids with a model's tokenizer",
-                               "usage: tfm tokenize --model DIR [--no-special-tokens]\n\n"
-                               "Reads a JSON array of strings on stdin and prints a JSON array with the ids of\n"
-                               "each, as tokenizer(s)[\"input_ids\"] in Transformers. DIR needs tokenizer.json\n"
-                               "(and tokenizer_config.json when the model has one).\n",
-                               tokenize};
+const Command kTokenizeCommand{
+    "tokenize", "text to token ids with a model's tokenizer",
+    "usage: tfm tokenize --model DIR [--no-special-tokens]\n\n"
+    "Reads a JSON array of strings on stdin and prints a JSON array with the ids of\n"
+    "each, as tokenizer(s)[\"input_ids\"] in Transformers. DIR needs tokenizer.json\n"
+    "(and tokenizer_config.json when the model has one).\n",
+    tokenize};
 
-const Command kDetokenizeCommand{"detokenize", "token ids to text with a model's tokenizer",
-                                 "usage: tfm detokenize --model DIR [--skip-special-tokens]\n\n"
-                                 "Reads a JSON array of id lists on stdin and prints a JSON array of strings, as\n"
-                                 "tokenizer.decode(ids) in Transformers.\n",
-                                 detokenize};
+const Command kDetokenizeCommand{
+    "detokenize", "token ids to text with a model's tokenizer",
+    "usage: tfm detokenize --model DIR [--skip-special-tokens]\n\n"
+    "Reads a JSON array of id lists on stdin and prints a JSON array of strings, as\n"
+    "tokenizer.decode(ids) in Transformers.\n",
+    detokenize};
 
 }  // namespace tfm::cli

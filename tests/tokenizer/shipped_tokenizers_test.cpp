@@ -53,7 +53,8 @@ TEST_P(ShippedTokenizer, InvalidUtf8IsReadWithReplacementCharacters) {
   for (size_t i = 0; i < rec.at("invalid_utf8_hex").size(); ++i) {
     const std::string& hex = rec.at("invalid_utf8_hex")[i].as_string();
     std::string bytes;
-    for (size_t k = 0; k + 1 < hex.size(); k += 2) bytes += static_cast<char>(std::stoi(hex.substr(k, 2), nullptr, 16));
+    for (size_t k = 0; k + 1 < hex.size(); k += 2)
+      bytes += static_cast<char>(std::stoi(hex.substr(k, 2), nullptr, 16));
     EXPECT_EQ(tok.encode(bytes), ids_of(rec.at("invalid_utf8_ids")[i])) << hex;
   }
 }
@@ -63,7 +64,8 @@ TEST_P(ShippedTokenizer, DecodesArbitraryIds) {
   const json::Value rec = testing::reference(GetParam()).at("transformers");
   for (size_t i = 0; i < rec.at("decode_ids").size(); ++i) {
     const auto ids = ids_of(rec.at("decode_ids")[i]);
-    EXPECT_EQ(tok.decode(ids), rec.at("decode_ids_text")[i].as_string()) << json::dump(rec.at("decode_ids")[i]);
+    EXPECT_EQ(tok.decode(ids), rec.at("decode_ids_text")[i].as_string())
+        << json::dump(rec.at("decode_ids")[i]);
     EXPECT_EQ(tok.decode(ids, true), rec.at("decode_ids_text_skip")[i].as_string());
   }
 }
@@ -95,14 +97,17 @@ TEST_P(ShippedTokenizer, SpecialTokensAndVocabulary) {
   std::vector<std::string> tokens;
   for (const json::Value& t : rec.at("convert_tokens").as_array()) tokens.push_back(t.as_string());
   const auto ids = tok.convert_tokens_to_ids(tokens);
-  for (size_t i = 0; i < tokens.size(); ++i) EXPECT_EQ(ids[i], optional_id(rec.at("convert_tokens_to_ids")[i])) << tokens[i];
+  for (size_t i = 0; i < tokens.size(); ++i)
+    EXPECT_EQ(ids[i], optional_id(rec.at("convert_tokens_to_ids")[i])) << tokens[i];
   const auto back = tok.convert_ids_to_tokens(ids_of(rec.at("convert_ids")));
-  for (size_t i = 0; i < back.size(); ++i) EXPECT_EQ(back[i], optional_string(rec.at("convert_ids_to_tokens")[i]));
+  for (size_t i = 0; i < back.size(); ++i)
+    EXPECT_EQ(back[i], optional_string(rec.at("convert_ids_to_tokens")[i]));
 }
 
 TEST_P(ShippedTokenizer, ExposesTheConfig) {
   const auto tok = AutoTokenizer::from_pretrained(testing::shipped_tokenizer(GetParam()));
-  const json::Value file = json::parse_file(testing::shipped_tokenizer(GetParam()) + "/tokenizer_config.json");
+  const json::Value file =
+      json::parse_file(testing::shipped_tokenizer(GetParam()) + "/tokenizer_config.json");
   EXPECT_EQ(tok.config().at("tokenizer_class"), file.at("tokenizer_class"));
   EXPECT_EQ(tok.config().contains("chat_template"), file.contains("chat_template"));
 }

@@ -13,8 +13,12 @@ inline std::string shared_dir() {
   if (const char* env = std::getenv("TFM_SHARED_DIR")) return env;
   return TFM_SOURCE_DIR "/../shared";
 }
-inline std::string shipped_tokenizer(const std::string& name) { return shared_dir() + "/assets/tokenizers/" + name; }
-inline std::string tests_dir() { return TFM_SOURCE_DIR "/tests/tokenizer"; }
+inline std::string shipped_tokenizer(const std::string& name) {
+  return shared_dir() + "/assets/tokenizers/" + name;
+}
+inline std::string tests_dir() {
+  return TFM_SOURCE_DIR "/tests/tokenizer";
+}
 inline json::Value reference(const std::string& name) {
   return json::parse_file(tests_dir() + "/references/" + name + ".json");
 }

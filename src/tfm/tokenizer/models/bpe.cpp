@@ -3,6 +3,7 @@
 #include <mutex>
 #include <queue>
 #include <shared_mutex>
+#include <unordered_map>
 
 #include "tfm/tokenizer/json_fields.h"
 #include "tfm/tokenizer/models/model.h"
@@ -14,14 +15,6 @@ namespace {
 struct MergeResult {
   int32_t rank;
   int32_t id;
-};
-
-uint64_t pair_key(int32_t a, int32_t b) {
-  return (static_cast<uint64_t>(a) << 32) | static_cast<uint32_t>(b);
-}
-
-struct PairHash {
-  size_t operator()(uint64_t k) const { return static_cast<size_t>((k ^ (k >> 29)) * 0x9E3779B97F4A7C15ull); }
 };
 
 // Lets the cache be searched with a string_view.
@@ -41,7 +34,7 @@ struct Options {
 
 class Bpe : public Model {
  public:
-  Bpe(Vocab vocab, std::unordered_map<uint64_t, MergeResult, PairHash> merges, Options options)
+  Bpe(Vocab vocab, PairTable<MergeResult> merges, Options options)
       : vocab_(std::move(vocab)), merges_(std::move(merges)), o_(std::move(options)) {
     if (o_.unk_token) unk_id_ = vocab_.find(*o_.unk_token);
     if (o_.byte_fallback)
@@ -134,10 +127,7 @@ class Bpe : public Model {
     return true;
   }
 
-  const MergeResult* find_merge(int32_t a, int32_t b) const {
-    auto it = merges_.find(pair_key(a, b));
-    return it == merges_.end() ? nullptr : &it->second;
-  }
+  const MergeResult* find_merge(int32_t a, int32_t b) const { return merges_.find(a, b); }
 
   std::vector<int32_t> merge_word(std::string_view piece) const {
     std::vector<Symbol> sym = initial_symbols(piece);
@@ -175,7 +165,7 @@ class Bpe : public Model {
   }
 
   Vocab vocab_;
-  std::unordered_map<uint64_t, MergeResult, PairHash> merges_;
+  PairTable<MergeResult> merges_;
   Options o_;
   std::optional<int32_t> unk_id_;
   std::optional<int32_t> byte_ids_[256];
@@ -188,6 +178,32 @@ int32_t merge_token_id(const Vocab& vocab, std::string_view token, size_t rank) 
   auto id = vocab.find(token);
   check(id.has_value(), "merge ", rank, " names token '", token, "', which is not in the vocabulary");
   return *id;
+}
+
+struct ResolvedMerge {
+  int32_t a = -1, b = -1, id = -1;
+};
+
+// The ids of a merge's two tokens and of the token they make; "a b" or ["a", "b"].
+ResolvedMerge resolve_merge(const Vocab& vocab, const json::Value& m, size_t rank, size_t prefix) {
+  std::string_view a, b;
+  if (m.is_string()) {
+    const std::string& s = m.as_string();
+    const size_t space = s.find(' ');
+    if (space == std::string::npos || s.find(' ', space + 1) != std::string::npos)
+      throw_error("merge ", rank, " must be two tokens separated by one space, found '", s, "'");
+    a = std::string_view(s).substr(0, space);
+    b = std::string_view(s).substr(space + 1);
+  } else {
+    if (!m.is_array() || m.size() != 2 || !m[0].is_string() || !m[1].is_string())
+      throw_error("merge ", rank, " must be \"a b\" or [\"a\", \"b\"], found ", json::dump(m));
+    a = m[0].as_string();
+    b = m[1].as_string();
+  }
+  std::string merged(a);
+  merged.append(b.substr(std::min(prefix, b.size())));  // b's continuing-subword prefix is not repeated
+  return ResolvedMerge{merge_token_id(vocab, a, rank), merge_token_id(vocab, b, rank),
+                       merge_token_id(vocab, merged, rank)};
 }
 
 }  // namespace
@@ -205,33 +221,25 @@ std::unique_ptr<Model> make_bpe(const json::Value& v) {
 
   Vocab vocab = vocab_from_object(required(v, "vocab"));
   const json::Array& list = required(v, "merges").as_array();
-  std::unordered_map<uint64_t, MergeResult, PairHash> merges;
-  merges.reserve(list.size());
-  std::string merged;
+  // Resolving 150k merges to ids is most of the load time; the lookups are independent, so they run in
+  // parallel and only the table is filled in order. The first bad merge is reported.
+  std::vector<ResolvedMerge> resolved(list.size());
+  std::vector<std::string> errors(list.size());
+  const size_t prefix = o.continuing_subword_prefix.size();
+#pragma omp parallel for schedule(static) if (list.size() > 4096)
   for (size_t rank = 0; rank < list.size(); ++rank) {
-    const json::Value& m = list[rank];
-    std::string_view a, b;
-    if (m.is_string()) {  // "a b"
-      const std::string& s = m.as_string();
-      const size_t space = s.find(' ');
-      check(space != std::string::npos && s.find(' ', space + 1) == std::string::npos, "merge ", rank,
-            " must be two tokens separated by one space, found '", s, "'");
-      a = std::string_view(s).substr(0, space);
-      b = std::string_view(s).substr(space + 1);
-    } else {  // ["a", "b"]
-      check(m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string(), "merge ", rank,
-            " must be \"a b\" or [\"a\", \"b\"], found ", json::dump(m));
-      a = m[0].as_string();
-      b = m[1].as_string();
+    try {
+      resolved[rank] = resolve_merge(vocab, list[rank], rank, prefix);
+    } catch (const Error& e) {
+      errors[rank] = e.what();
     }
-    const int32_t a_id = merge_token_id(vocab, a, rank);
-    const int32_t b_id = merge_token_id(vocab, b, rank);
-    const size_t prefix = o.continuing_subword_prefix.size();
-    merged.assign(a);
-    merged.append(b.substr(std::min(prefix, b.size())));
-    const int32_t id = merge_token_id(vocab, merged, rank);
-    merges.insert_or_assign(pair_key(a_id, b_id),
-                            MergeResult{static_cast<int32_t>(rank), id});  // as Rust: last wins
+  }
+  PairTable<MergeResult> merges;
+  merges.reset(list.size());
+  for (size_t rank = 0; rank < list.size(); ++rank) {
+    if (!errors[rank].empty()) throw Error(errors[rank]);
+    const ResolvedMerge& r = resolved[rank];
+    merges.insert_or_assign(r.a, r.b, MergeResult{static_cast<int32_t>(rank), r.id});  // as Rust: last wins
   }
   return std::make_unique<Bpe>(std::move(vocab), std::move(merges), std::move(o));
 }

@@ -18,10 +18,14 @@ Vocab::Vocab(std::vector<std::pair<std::string, int32_t>> entries) {
     tokens_[id] = std::move(token);
     present_[id] = true;
   }
-  ids_.reserve(entries.size());
-  // A later duplicate id or token wins, as when serde fills a map.
-  for (size_t id = 0; id < tokens_.size(); ++id)
-    if (present_[id]) ids_[tokens_[id]] = static_cast<int32_t>(id);
+  ids_.reset(entries.size());
+  for (size_t id = 0; id < tokens_.size(); ++id) {
+    if (!present_[id]) continue;
+    const int32_t before = ids_.find(tokens_[id], key_of());
+    if (before >= 0) present_[before] = false;  // a token listed twice keeps its last id
+    ids_.insert(tokens_[id], static_cast<int32_t>(id), key_of());
+    if (before < 0) ++size_;
+  }
 }
 
 std::unique_ptr<Model> make_model(const json::Value& v) {

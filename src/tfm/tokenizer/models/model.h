@@ -7,38 +7,45 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "tfm/io/json.h"
+#include "tfm/tokenizer/flat_hash.h"
 
 namespace tfm::tokenizer {
 
 // Token strings by id and ids by token string.
 class Vocab {
+  // The string of an id, for the id table.
+  struct KeyOf {
+    const std::vector<std::string>* tokens;
+    std::string_view operator()(int32_t id) const { return (*tokens)[id]; }
+  };
+  KeyOf key_of() const { return KeyOf{&tokens_}; }
+
  public:
   Vocab() = default;
   // From (token, id) pairs; ids may come in any order and leave gaps. Throws on a negative id.
   explicit Vocab(std::vector<std::pair<std::string, int32_t>> entries);
   Vocab(Vocab&&) = default;
   Vocab& operator=(Vocab&&) = default;
-  Vocab(const Vocab&) = delete;  // the map's keys view the strings of tokens_
 
   std::optional<int32_t> find(std::string_view token) const {
-    auto it = ids_.find(token);
-    return it == ids_.end() ? std::nullopt : std::optional<int32_t>(it->second);
+    const int32_t id = ids_.find(token, key_of());
+    return id < 0 ? std::nullopt : std::optional<int32_t>(id);
   }
   // nullptr for an id with no token.
   const std::string* token(int32_t id) const {
     return id >= 0 && static_cast<size_t>(id) < tokens_.size() && present_[id] ? &tokens_[id] : nullptr;
   }
-  size_t size() const { return ids_.size(); }
+  size_t size() const { return size_; }
 
  private:
   std::vector<std::string> tokens_;
   std::vector<bool> present_;
-  std::unordered_map<std::string_view, int32_t> ids_;
+  StringIdTable ids_;
+  size_t size_ = 0;
 };
 
 class Model {

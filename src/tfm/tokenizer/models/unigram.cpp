@@ -119,8 +119,8 @@ std::unique_ptr<Model> make_unigram(const json::Value& v) {
   scores.reserve(list.size());
   for (size_t i = 0; i < list.size(); ++i) {
     const json::Value& e = list[i];
-    check(e.is_array() && e.size() == 2 && e[0].is_string() && e[1].is_number(), "vocab entry ", i,
-          " must be [\"piece\", score], found ", json::dump(e));
+    if (!e.is_array() || e.size() != 2 || !e[0].is_string() || !e[1].is_number())
+      throw_error("vocab entry ", i, " must be [\"piece\", score], found ", json::dump(e));
     entries.emplace_back(e[0].as_string(), static_cast<int32_t>(i));
     scores.push_back(e[1].as_double());
   }

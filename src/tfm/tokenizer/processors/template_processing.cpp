@@ -59,7 +59,7 @@ std::unique_ptr<PostProcessor> make_template_processing(const json::Value& v) {
       continue;
     }
     const json::Value* special = item.find("SpecialToken");
-    check(special != nullptr, "template item must be a SpecialToken or a Sequence, found ", json::dump(item));
+    if (!special) throw_error("template item must be a SpecialToken or a Sequence, found ", json::dump(item));
     const std::string& name = required(*special, "id").as_string();
     const json::Value* entry = specials.find(name);
     check(entry != nullptr, "template names special token '", name, "', missing from special_tokens");
