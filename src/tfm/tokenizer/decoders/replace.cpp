@@ -22,8 +22,8 @@ class ReplaceDecoder : public Decoder {
 }  // namespace
 
 std::unique_ptr<Decoder> make_replace_decoder(const json::Value& v) {
-  return std::make_unique<ReplaceDecoder>(Pattern::from_json(required(v, "pattern")),
-                                          required(v, "content").as_string());
+  Pattern pattern = Pattern::from_json(required(v, "pattern"));  // fields in file order, for the errors
+  return std::make_unique<ReplaceDecoder>(std::move(pattern), required(v, "content").as_string());
 }
 
 }  // namespace tfm::tokenizer

@@ -1,5 +1,6 @@
 #include "tfm/tokenizer/models/model.h"
 
+#include <climits>
 #include <cstdio>
 
 #include "tfm/tokenizer/json_fields.h"
@@ -10,6 +11,9 @@ Vocab::Vocab(std::vector<std::pair<std::string, int32_t>> entries) {
   int32_t max_id = -1;
   for (const auto& [token, id] : entries) {
     check(id >= 0, "vocabulary token '", token, "' has negative id ", id);
+    // Ids may leave gaps, but not so many that the table would dwarf the vocabulary.
+    check(static_cast<size_t>(id) < entries.size() + 65536, "vocabulary token '", token, "' has id ", id,
+          ", far beyond the vocabulary's ", entries.size(), " entries");
     max_id = std::max(max_id, id);
   }
   tokens_.resize(static_cast<size_t>(max_id + 1));
@@ -56,7 +60,8 @@ Vocab vocab_from_object(const json::Value& v) {
   std::vector<std::pair<std::string, int32_t>> entries;
   entries.reserve(members.size());
   for (const auto& [token, id] : members) {
-    check(id.is_int(), "vocab entry '", token, "' must have an integer id");
+    check(id.is_int() && id.as_int() >= 0 && id.as_int() <= INT32_MAX, "vocab entry '", token,
+          "' must have an integer id from 0 to 2^31-1");
     entries.emplace_back(token, static_cast<int32_t>(id.as_int()));
   }
   return Vocab(std::move(entries));

@@ -20,8 +20,8 @@ class Replace : public Normalizer {
 }  // namespace
 
 std::unique_ptr<Normalizer> make_replace(const json::Value& v) {
-  return std::make_unique<Replace>(Pattern::from_json(required(v, "pattern")),
-                                   required(v, "content").as_string());
+  Pattern pattern = Pattern::from_json(required(v, "pattern"));  // fields in file order, for the errors
+  return std::make_unique<Replace>(std::move(pattern), required(v, "content").as_string());
 }
 
 }  // namespace tfm::tokenizer
