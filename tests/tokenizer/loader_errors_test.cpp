@@ -39,7 +39,9 @@ std::string with(std::string text, const std::string& from, const std::string& t
   return text.replace(at, from.size(), to);
 }
 
-TEST(LoaderErrors, ValidBaseLoads) { EXPECT_EQ(load_error(kValid), ""); }
+TEST(LoaderErrors, ValidBaseLoads) {
+  EXPECT_EQ(load_error(kValid), "");
+}
 
 TEST(LoaderErrors, BadJsonNamesLineAndColumn) {
   try {
@@ -51,25 +53,31 @@ TEST(LoaderErrors, BadJsonNamesLineAndColumn) {
 }
 
 TEST(LoaderErrors, UnknownComponentTypeIsNamed) {
-  EXPECT_NE(load_error(with(kValid, "\"Lowercase\"", "\"Uppercase\"")).find("unknown normalizer type 'Uppercase'"),
-            std::string::npos);
-  EXPECT_NE(load_error(with(kValid, "\"Whitespace\"", "\"Spaces\"")).find("unknown pre_tokenizer type 'Spaces'"),
-            std::string::npos);
+  EXPECT_NE(
+      load_error(with(kValid, "\"Lowercase\"", "\"Uppercase\"")).find("unknown normalizer type 'Uppercase'"),
+      std::string::npos);
+  EXPECT_NE(
+      load_error(with(kValid, "\"Whitespace\"", "\"Spaces\"")).find("unknown pre_tokenizer type 'Spaces'"),
+      std::string::npos);
   EXPECT_NE(load_error(with(kValid, "\"BPEDecoder\"", "\"Nope\"")).find("unknown decoder type 'Nope'"),
             std::string::npos);
-  EXPECT_NE(load_error(with(kValid, "\"type\": \"BPE\"", "\"type\": \"GPT\"")).find("unknown model type 'GPT'"),
-            std::string::npos);
+  EXPECT_NE(
+      load_error(with(kValid, "\"type\": \"BPE\"", "\"type\": \"GPT\"")).find("unknown model type 'GPT'"),
+      std::string::npos);
 }
 
 TEST(LoaderErrors, MissingFieldsAreNamed) {
-  EXPECT_NE(load_error(with(kValid, "\"merges\": [\"a b\"]", "\"x\": 1")).find("model BPE: missing field 'merges'"),
-            std::string::npos);
+  EXPECT_NE(
+      load_error(with(kValid, "\"merges\": [\"a b\"]", "\"x\": 1")).find("model BPE: missing field 'merges'"),
+      std::string::npos);
   EXPECT_NE(load_error(R"({"model": null})").find("missing field 'model'"), std::string::npos);
-  EXPECT_NE(load_error(with(kValid, "{\"type\": \"BPEDecoder\", \"suffix\": \"</w>\"}", "{\"type\": \"Replace\"}"))
-                .find("decoder Replace: missing field 'pattern'"),
-            std::string::npos);
-  EXPECT_NE(load_error(with(kValid, "\"content\": \"<s>\", ", "")).find("added_tokens[0]: missing field 'content'"),
-            std::string::npos);
+  EXPECT_NE(
+      load_error(with(kValid, "{\"type\": \"BPEDecoder\", \"suffix\": \"</w>\"}", "{\"type\": \"Replace\"}"))
+          .find("decoder Replace: missing field 'pattern'"),
+      std::string::npos);
+  EXPECT_NE(
+      load_error(with(kValid, "\"content\": \"<s>\", ", "")).find("added_tokens[0]: missing field 'content'"),
+      std::string::npos);
 }
 
 TEST(LoaderErrors, MergeWithUnknownTokenIsNamed) {
@@ -82,16 +90,19 @@ TEST(LoaderErrors, MergeWithUnknownTokenIsNamed) {
 }
 
 TEST(LoaderErrors, WrongTypesAreNamed) {
-  EXPECT_NE(load_error(with(kValid, "\"a\": 1,", "\"a\": \"one\",")).find("vocab entry 'a'"), std::string::npos);
+  EXPECT_NE(load_error(with(kValid, "\"a\": 1,", "\"a\": \"one\",")).find("vocab entry 'a'"),
+            std::string::npos);
   EXPECT_NE(load_error(with(kValid, "\"a\": 1,", "\"a\": 99999999,")).find("far beyond"), std::string::npos);
   EXPECT_NE(load_error(R"({"model": {"type": "WordPiece", "vocab": {"a": 0}}})").find("unk_token '[UNK]'"),
             std::string::npos);
-  EXPECT_NE(load_error(R"({"model": {"type": "Unigram", "vocab": [["a", 0.0]], "unk_id": 5}})").find("unk_id 5"),
-            std::string::npos);
-  EXPECT_NE(load_error(R"({"pre_tokenizer": {"type": "Split", "pattern": {"Regex": "(["}, "behavior": "Isolated"},
+  EXPECT_NE(
+      load_error(R"({"model": {"type": "Unigram", "vocab": [["a", 0.0]], "unk_id": 5}})").find("unk_id 5"),
+      std::string::npos);
+  EXPECT_NE(
+      load_error(R"({"pre_tokenizer": {"type": "Split", "pattern": {"Regex": "(["}, "behavior": "Isolated"},
                           "model": {"type": "WordLevel", "vocab": {}}})")
-                .find("invalid regex '(['"),
-            std::string::npos);
+          .find("invalid regex '(['"),
+      std::string::npos);
 }
 
 TEST(LoaderErrors, MissingFolderAndFileAreNamed) {
@@ -134,10 +145,18 @@ TEST(LoaderFuzz, RandomByteDamageNeverCrashes) {
     for (int e = 0; e < edits; ++e) {
       const size_t at = rng() % text.size();
       switch (rng() % 4) {
-        case 0: text[at] = static_cast<char>(rng() % 256); break;
-        case 1: text.erase(at, 1 + rng() % 8); break;
-        case 2: text.insert(at, std::string(1, "{}[]\",:0-"[rng() % 9])); break;
-        case 3: text.resize(at); break;
+        case 0:
+          text[at] = static_cast<char>(rng() % 256);
+          break;
+        case 1:
+          text.erase(at, 1 + rng() % 8);
+          break;
+        case 2:
+          text.insert(at, std::string(1, "{}[]\",:0-"[rng() % 9]));
+          break;
+        case 3:
+          text.resize(at);
+          break;
       }
     }
     load_and_use(text);
@@ -146,8 +165,13 @@ TEST(LoaderFuzz, RandomByteDamageNeverCrashes) {
 
 // Every value of a small but complete file replaced, one at a time, by values of other types.
 void replace_each(json::Value& root, json::Value& node, std::mt19937& rng) {
-  const json::Value replacements[] = {json::Value(), json::Value(-1), json::Value("x"), json::Value(json::Array{}),
-                                      json::Value(json::Object{}), json::Value(3.5), json::Value(true)};
+  const json::Value replacements[] = {json::Value(),
+                                      json::Value(-1),
+                                      json::Value("x"),
+                                      json::Value(json::Array{}),
+                                      json::Value(json::Object{}),
+                                      json::Value(3.5),
+                                      json::Value(true)};
   auto try_all = [&](json::Value& slot) {
     const json::Value saved = slot;
     for (const json::Value& r : replacements) {

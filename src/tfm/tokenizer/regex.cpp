@@ -14,9 +14,10 @@ struct Regex::Impl {
 
 namespace {
 
-// Oniguruma, which the Rust library uses, counts marks and joiners as word characters; PCRE2 (before 10.43)
-// does not. \w and \W are spelt out so that both agree.
-constexpr std::string_view kWordClass = R"(\p{Alphabetic}\p{M}\p{Nd}\p{Pc}\x{200C}\x{200D})";
+// Oniguruma, which the Rust library uses, takes \w as Alphabetic, marks, decimal digits and connector
+// punctuation, plus the Latin-1 superscripts and fractions; PCRE2 (before 10.43) as letters, digits and "_".
+// \w and \W are spelt out so that both agree.
+constexpr std::string_view kWordClass = R"(\p{Alphabetic}\p{M}\p{Nd}\p{Pc}\x{B2}\x{B3}\x{B9}\x{BC}-\x{BE})";
 
 std::string with_onig_word_class(const std::string& pattern) {
   std::string out;

@@ -59,9 +59,9 @@ void split_one(const Piece& piece, const std::vector<std::pair<size_t, size_t>>&
     case SplitBehavior::isolated:
       for (const Part& p : parts) kept.emplace_back(p.start, p.end);
       break;
-    case SplitBehavior::contiguous:
+    case SplitBehavior::contiguous:  // neighbours of the same kind join (two gaps can meet when inverted)
       for (size_t i = 0; i < parts.size(); ++i) {
-        if (i > 0 && parts[i].match && parts[i - 1].match)
+        if (i > 0 && parts[i].match == parts[i - 1].match)
           kept.back().second = parts[i].end;
         else
           kept.emplace_back(parts[i].start, parts[i].end);

@@ -9,7 +9,9 @@ namespace {
 class Whitespace : public PreTokenizer {
  public:
   void pre_tokenize(std::vector<Piece>& pieces) const override {
-    static const Regex words(R"(\w+|[^\w\s]+)");
+    // \w+|[^\w\s]+ in Rust's regex crate, whose \w (Unicode TR18) differs from Oniguruma's.
+    static const Regex words(R"([\p{Alphabetic}\p{M}\p{Nd}\p{Pc}\x{200C}\x{200D}]+|)"
+                             R"([^\p{Alphabetic}\p{M}\p{Nd}\p{Pc}\x{200C}\x{200D}\s]+)");
     split_pieces(
         pieces, [](std::string_view t) { return words.find_all(t); }, SplitBehavior::removed,
         /*invert=*/true);
