@@ -48,7 +48,7 @@ TEST_P(Family, MatchesTransformers) {
 INSTANTIATE_TEST_SUITE_P(Families, Family,
                          ::testing::Values("unigram_metaspace", "unigram_bytes", "wordpiece_bert",
                                            "bpe_byte_fallback", "byte_level_bpe", "bpe_suffix",
-                                           "word_level_splits", "metaspace_always"));
+                                           "word_level_splits", "metaspace_always", "unigram_precompiled"));
 
 }  // namespace
 }  // namespace tfm::tokenizer
