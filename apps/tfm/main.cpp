@@ -12,6 +12,8 @@ const tfm::cli::Command* const kCommands[] = {
     &tfm::cli::kGenerateCommand,
     &tfm::cli::kForwardCommand,
     &tfm::cli::kDevicesCommand,
+    &tfm::cli::kTokenizeCommand,
+    &tfm::cli::kDetokenizeCommand,
 };
 
 void print_usage(std::ostream& out) {

@@ -1,0 +1,78 @@
+// Tokenizer speed: load time of a model folder's tokenizer and single-thread encode throughput over the
+// lines of a text file (MB/s and tokens/s). bench/tokenizer_bench_peer.py measures the Rust library on the
+// same lines; docs/perf.md has the commands and numbers.
+//   tokenizer_bench --model DIR --text FILE [--repeat N]
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tfm/tokenizer/tokenizer.h"
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+std::string arg(int argc, char** argv, const std::string& name, const std::string& fallback) {
+  for (int i = 1; i + 1 < argc; ++i)
+    if (argv[i] == "--" + name) return argv[i + 1];
+  return fallback;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string model = arg(argc, argv, "model", "");
+  const std::string text_path = arg(argc, argv, "text", "");
+  const int repeat = std::stoi(arg(argc, argv, "repeat", "3"));
+  if (model.empty() || text_path.empty()) {
+    std::cerr << "usage: tokenizer_bench --model DIR --text FILE [--repeat N]\n";
+    return 2;
+  }
+  try {
+    std::vector<std::string> lines;
+    size_t bytes = 0;
+    {
+      std::ifstream in(text_path, std::ios::binary);
+      if (!in) throw std::runtime_error("cannot read " + text_path);
+      for (std::string line; std::getline(in, line);)
+        if (!line.empty()) {
+          bytes += line.size();
+          lines.push_back(std::move(line));
+        }
+    }
+    // Wall and CPU time: on a shared machine the CPU time is the steadier of the two.
+    double best_load = 1e9, best_load_cpu = 1e9;
+    for (int i = 0; i < 3; ++i) {
+      const auto start = std::chrono::steady_clock::now();
+      const std::clock_t cpu_start = std::clock();
+      const auto tok = tfm::tokenizer::AutoTokenizer::from_pretrained(model);
+      best_load_cpu = std::min(best_load_cpu, static_cast<double>(std::clock() - cpu_start) / CLOCKS_PER_SEC);
+      best_load = std::min(best_load, seconds_since(start));
+    }
+    const auto tok = tfm::tokenizer::AutoTokenizer::from_pretrained(model);
+    double best = 1e9;
+    size_t tokens = 0;
+    for (int r = 0; r < repeat; ++r) {
+      tokens = 0;
+      const auto start = std::chrono::steady_clock::now();
+      for (const std::string& line : lines) tokens += tok.encode(line, false).size();
+      best = std::min(best, seconds_since(start));
+    }
+    std::printf(
+        "tfm %s: load %.1f ms (cpu %.1f ms), %zu lines, %.2f MB, %zu tokens, encode %.3f s = %.2f MB/s, %.0f "
+        "tokens/s\n",
+        model.c_str(), best_load * 1e3, best_load_cpu * 1e3, lines.size(), bytes / 1e6, tokens, best,
+        bytes / 1e6 / best, tokens / best);
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,117 @@
+#include "tfm/tokenizer/added_vocabulary.h"
+
+#include "tfm/tokenizer/json_fields.h"
+#include "tfm/tokenizer/unicode.h"
+
+namespace tfm::tokenizer {
+
+AddedToken AddedToken::from_json(const json::Value& v) {
+  AddedToken t;
+  t.content = required(v, "content").as_string();
+  check(!t.content.empty(), "added token with an empty content");
+  if (const json::Value* id = v.find("id")) t.id = static_cast<int32_t>(id->as_int());
+  t.special = bool_or(v, "special", false);
+  t.lstrip = bool_or(v, "lstrip", false);
+  t.rstrip = bool_or(v, "rstrip", false);
+  t.normalized = bool_or(v, "normalized", !t.special);
+  t.single_word = bool_or(v, "single_word", false);
+  return t;
+}
+
+void AddedVocabulary::add(const AddedToken& token) {
+  if (auto it = by_content_.find(token.content); it != by_content_.end()) {
+    by_id_.erase(tokens_[it->second].id);
+    tokens_[it->second] = token;
+    by_id_[token.id] = it->second;
+    return;
+  }
+  by_content_[token.content] = tokens_.size();
+  by_id_[token.id] = tokens_.size();
+  tokens_.push_back(token);
+  first_bytes_.set(static_cast<unsigned char>(token.content[0]));
+}
+
+const AddedToken* AddedVocabulary::find(std::string_view content) const {
+  auto it = by_content_.find(std::string(content));
+  return it == by_content_.end() ? nullptr : &tokens_[it->second];
+}
+
+const AddedToken* AddedVocabulary::find(int32_t id) const {
+  auto it = by_id_.find(id);
+  return it == by_id_.end() ? nullptr : &tokens_[it->second];
+}
+
+namespace {
+
+bool is_word_char(char32_t c) {
+  return c == '_' || is_alphabetic(c) || is_numeric(c);
+}
+
+char32_t last_char(std::string_view text) {
+  size_t b = text.size() - 1;
+  while (b > 0 && (static_cast<unsigned char>(text[b]) & 0xC0) == 0x80) --b;
+  return next_code_point(text, b);
+}
+
+}  // namespace
+
+std::vector<Segment> AddedVocabulary::split(std::string_view text, bool normalized,
+                                            bool match_special) const {
+  std::vector<Segment> out;
+  if (tokens_.empty()) {
+    if (!text.empty()) out.push_back({text});
+    return out;
+  }
+  size_t copied = 0;  // text before this offset is already in out
+  size_t pos = 0;
+  while (pos < text.size()) {
+    if (!first_bytes_.test(static_cast<unsigned char>(text[pos]))) {
+      ++pos;
+      continue;
+    }
+    const AddedToken* best = nullptr;  // the longest token that matches here
+    for (const AddedToken& t : tokens_) {
+      if (t.normalized != normalized || (t.special && !match_special)) continue;
+      if ((!best || t.content.size() > best->content.size()) &&
+          text.compare(pos, t.content.size(), t.content) == 0)
+        best = &t;
+    }
+    if (!best) {
+      ++pos;
+      continue;
+    }
+    size_t start = pos, stop = pos + best->content.size();
+    if (best->single_word) {
+      const bool starts_word = start == 0 || !is_word_char(last_char(text.substr(0, start)));
+      size_t p = stop;
+      const bool ends_word = stop == text.size() || !is_word_char(next_code_point(text, p));
+      if (!starts_word || !ends_word) {  // not a word of its own: leave it to the model
+        pos = stop;
+        continue;
+      }
+    }
+    if (best->lstrip) {
+      while (start > copied) {
+        size_t b = start - 1;
+        while (b > copied && (static_cast<unsigned char>(text[b]) & 0xC0) == 0x80) --b;
+        size_t p = b;
+        if (!is_whitespace(next_code_point(text, p))) break;
+        start = b;
+      }
+    }
+    if (best->rstrip) {
+      while (stop < text.size()) {
+        size_t p = stop;
+        if (!is_whitespace(next_code_point(text, p))) break;
+        stop = p;
+      }
+    }
+    if (start > copied) out.push_back({text.substr(copied, start - copied)});
+    out.push_back({text.substr(start, stop - start), best->id});
+    copied = pos = stop;
+  }
+  if (copied < text.size()) out.push_back({text.substr(copied)});
+  return out;
+}
+
+}  // namespace tfm::tokenizer

@@ -1,0 +1,149 @@
+// AutoTokenizer::from_pretrained: tokenizer.json with tokenizer_config.json applied as Transformers
+// (TokenizersBackend and the class named by tokenizer_class) applies it.
+#include <algorithm>
+#include <climits>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "tfm/tokenizer/added_vocabulary.h"
+#include "tfm/tokenizer/json_fields.h"
+#include "tfm/tokenizer/tokenizer.h"
+#include "tfm/tokenizer/transformers_classes.h"
+
+namespace tfm::tokenizer {
+namespace {
+
+namespace fs = std::filesystem;
+
+json::Value read_config(const fs::path& dir) {
+  const fs::path path = dir / "tokenizer_config.json";
+  if (!fs::exists(path)) return json::Object{};
+  json::Value config = json::parse_file(path.string());
+  check(config.is_object(), path.string(), ": must hold an object");
+  // Folders written before added_tokens_decoder existed keep their special tokens in special_tokens_map.json.
+  const fs::path map_path = dir / "special_tokens_map.json";
+  if (!config.contains("added_tokens_decoder") && fs::exists(map_path)) {
+    const json::Value map = json::parse_file(map_path.string());
+    check(map.is_object(), map_path.string(), ": must hold an object");
+    for (const auto& [key, value] : map.as_object()) {
+      const json::Value* own = config.find(key);
+      const bool set = own && !own->is_null() && !(own->is_string() && own->as_string().empty()) &&
+                       !(own->is_array() && own->size() == 0);
+      if (!set) config.set(key, value);
+    }
+  }
+  // Transformers 5 renamed additional_special_tokens.
+  if (const json::Value* old = config.find("additional_special_tokens");
+      old && !config.contains("extra_special_tokens"))
+    config.set("extra_special_tokens", *old);
+  // A chat_template.jinja file wins over the config's entry.
+  if (const fs::path jinja = dir / "chat_template.jinja"; fs::exists(jinja)) {
+    std::ifstream in(jinja, std::ios::binary);
+    std::ostringstream text;
+    text << in.rdbuf();
+    config.set("chat_template", text.str());
+  }
+  return config;
+}
+
+// The named special tokens: the config's value where it names one (null included), else the class default.
+SpecialTokens read_special_tokens(const json::Value& config, const SpecialTokens& defaults) {
+  SpecialTokens s = defaults;
+  const std::pair<const char*, std::optional<std::string>*> named[] = {
+      {"bos_token", &s.bos}, {"eos_token", &s.eos}, {"unk_token", &s.unk},  {"sep_token", &s.sep},
+      {"pad_token", &s.pad}, {"cls_token", &s.cls}, {"mask_token", &s.mask}};
+  for (const auto& [key, slot] : named) {
+    if (const json::Value* v = config.find(key)) {
+      try {
+        *slot = special_token_string(*v);
+      } catch (const Error& e) {
+        throw_error("tokenizer_config.json: ", key, ": ", e.what());
+      }
+    }
+  }
+  if (const json::Value* extra = config.find("extra_special_tokens"); extra && extra->is_array())
+    for (const json::Value& t : extra->as_array())
+      if (auto name = special_token_string(t)) s.extra.push_back(*name);
+  return s;
+}
+
+// added_tokens_decoder of the config, with tokenizer.json's added_tokens over it, in id order.
+std::vector<AddedToken> declared_added_tokens(const json::Value& config, const json::Value& tokenizer_json) {
+  std::map<int64_t, AddedToken> by_id;
+  const json::Value* decoder = config.find("added_tokens_decoder");
+  if (!decoder || !decoder->is_object()) return {};
+  for (const auto& [index, entry] : decoder->as_object()) {
+    try {
+      AddedToken t = AddedToken::from_json(entry);
+      by_id[std::stoll(index)] = t;
+    } catch (const std::exception& e) {
+      throw_error("tokenizer_config.json: added_tokens_decoder[\"", index, "\"]: ", e.what());
+    }
+  }
+  if (const json::Value* added = tokenizer_json.find("added_tokens"); added && added->is_array())
+    for (const json::Value& entry : added->as_array()) {
+      AddedToken t = AddedToken::from_json(entry);
+      by_id[t.id] = t;
+    }
+  std::vector<AddedToken> out;
+  for (auto& [id, t] : by_id) out.push_back(std::move(t));
+  return out;
+}
+
+int64_t read_model_max_length(const json::Value& config) {
+  const json::Value* v = config.find("model_max_length");
+  if (!v || v->is_null()) return INT64_MAX;  // Transformers' VERY_LARGE_INTEGER (1e30), clipped
+  if (v->is_int()) return v->as_int();
+  const double d = v->as_double();
+  return d >= 9.2e18 ? INT64_MAX : static_cast<int64_t>(d);
+}
+
+}  // namespace
+
+Tokenizer AutoTokenizer::from_pretrained(const std::string& dir) {
+  const fs::path root(dir);
+  check(fs::is_directory(root), "tokenizer folder '", dir, "' does not exist");
+  const fs::path json_path = root / "tokenizer.json";
+  check(fs::exists(json_path), dir, ": no tokenizer.json (tfm reads the tokenizers-library format only)");
+  json::Value config = read_config(root);
+  json::Value tj = json::parse_file(json_path.string());
+  check(tj.is_object(), json_path.string(), ": must hold an object");
+
+  const std::string class_name = string_or(config, "tokenizer_class", "");
+  const TokenizerClass* cls = find_tokenizer_class(class_name);
+  const std::vector<AddedToken> declared = declared_added_tokens(config, tj);
+  Tokenizer t = [&] {
+    try {
+      if (cls) {  // the class builds its own pipeline around the file's vocabulary; added tokens come later
+        cls->rebuild(tj, config);
+        tj.set("added_tokens", json::Array{});
+      }
+      return Tokenizer::from_json(tj);
+    } catch (const Error& e) {
+      throw_error(json_path.string(), ": ", e.what());
+    }
+  }();
+  tj = json::Value();  // the vocabulary copy is no longer needed
+
+  t.special_ = read_special_tokens(config, cls ? cls->defaults : SpecialTokens{});
+  for (const AddedToken& a : declared) t.add_token(a);
+  for (const std::string& name : t.all_special_tokens()) {
+    AddedToken a;
+    a.content = name;
+    a.special = true;
+    a.normalized = false;
+    t.add_token(a);
+  }
+
+  // add_bos_token / add_eos_token are not read: Transformers 5 drops them whenever tokenizer.json exists, and
+  // without a post-processor in the file its own template adds nothing either.
+  t.split_special_tokens_ = bool_or(config, "split_special_tokens", false);
+  t.clean_up_tokenization_spaces_ = bool_or(config, "clean_up_tokenization_spaces", false);
+  t.model_max_length_ = read_model_max_length(config);
+  t.config_ = std::move(config);
+  return t;
+}
+
+}  // namespace tfm::tokenizer

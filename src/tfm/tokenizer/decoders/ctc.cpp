@@ -1,0 +1,49 @@
+// CTC: repeated tokens collapse, pad tokens vanish and the word delimiter becomes a space.
+#include "tfm/tokenizer/decoders/decoder.h"
+#include "tfm/tokenizer/json_fields.h"
+
+namespace tfm::tokenizer {
+namespace {
+
+std::string replace_all(const std::string& text, const std::string& from, std::string_view to) {
+  if (from.empty()) return text;
+  std::string out;
+  size_t last = 0;
+  for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, last)) {
+    out.append(text, last, at - last);
+    out.append(to);
+    last = at + from.size();
+  }
+  out.append(text, last, std::string::npos);
+  return out;
+}
+
+class Ctc : public Decoder {
+ public:
+  Ctc(std::string pad, std::string delimiter, bool cleanup)
+      : pad_(std::move(pad)), delimiter_(std::move(delimiter)), cleanup_(cleanup) {}
+
+  void decode_chain(std::vector<std::string>& tokens) const override {
+    std::vector<std::string> out;
+    for (size_t i = 0; i < tokens.size(); ++i) {
+      if (i > 0 && tokens[i] == tokens[i - 1]) continue;
+      std::string t = replace_all(tokens[i], pad_, "");
+      if (cleanup_) t = replace_all(cleanup_wordpiece_spaces(std::move(t)), delimiter_, " ");
+      if (!t.empty()) out.push_back(std::move(t));
+    }
+    tokens = std::move(out);
+  }
+
+ private:
+  std::string pad_, delimiter_;
+  bool cleanup_;
+};
+
+}  // namespace
+
+std::unique_ptr<Decoder> make_ctc(const json::Value& v) {
+  return std::make_unique<Ctc>(string_or(v, "pad_token", "<pad>"), string_or(v, "word_delimiter_token", "|"),
+                               bool_or(v, "cleanup", true));
+}
+
+}  // namespace tfm::tokenizer

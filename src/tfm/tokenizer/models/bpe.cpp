@@ -1,0 +1,247 @@
+// BPE: a piece starts as characters (or byte tokens, or unk) and the ranked merges are applied lowest rank
+// first. Results per piece are cached, as most pieces repeat.
+#include <mutex>
+#include <queue>
+#include <shared_mutex>
+#include <unordered_map>
+
+#include "tfm/tokenizer/json_fields.h"
+#include "tfm/tokenizer/models/model.h"
+#include "tfm/tokenizer/unicode.h"
+
+namespace tfm::tokenizer {
+namespace {
+
+struct MergeResult {
+  int32_t rank;
+  int32_t id;
+};
+
+// Lets the cache be searched with a string_view.
+struct StringHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>()(s); }
+};
+
+struct Options {
+  std::optional<std::string> unk_token;
+  std::string continuing_subword_prefix;
+  std::string end_of_word_suffix;
+  bool fuse_unk = false;
+  bool byte_fallback = false;
+  bool ignore_merges = false;
+};
+
+class Bpe : public Model {
+ public:
+  Bpe(Vocab vocab, PairTable<MergeResult> merges, Options options)
+      : vocab_(std::move(vocab)), merges_(std::move(merges)), o_(std::move(options)) {
+    if (o_.unk_token) unk_id_ = vocab_.find(*o_.unk_token);
+    if (o_.byte_fallback)
+      for (int b = 0; b < 256; ++b)
+        byte_ids_[b] = vocab_.find(byte_fallback_token(static_cast<unsigned char>(b)));
+  }
+
+  const Vocab& vocab() const override { return vocab_; }
+
+  void tokenize(std::string_view piece, std::vector<int32_t>& ids) const override {
+    if (piece.empty()) return;
+    if (o_.ignore_merges)
+      if (auto id = vocab_.find(piece)) {
+        ids.push_back(*id);
+        return;
+      }
+    {
+      std::shared_lock lock(cache_mutex_);
+      if (auto it = cache_.find(piece); it != cache_.end()) {
+        ids.insert(ids.end(), it->second.begin(), it->second.end());
+        return;
+      }
+    }
+    std::vector<int32_t> result = merge_word(piece);
+    ids.insert(ids.end(), result.begin(), result.end());
+    std::unique_lock lock(cache_mutex_);
+    if (cache_.size() < kCacheCapacity) cache_.emplace(std::string(piece), std::move(result));
+  }
+
+ private:
+  static constexpr size_t kCacheCapacity = 10000;
+
+  struct Symbol {
+    int32_t id;
+    int32_t prev, next;
+    bool alive;
+  };
+
+  // The starting symbols: one per character, falling back to byte tokens or (fused) unk.
+  std::vector<Symbol> initial_symbols(std::string_view piece) const {
+    std::vector<Symbol> symbols;
+    symbols.reserve(piece.size());
+    auto push = [&](int32_t id) {
+      symbols.push_back({id, static_cast<int32_t>(symbols.size()) - 1, 0, true});
+    };
+    int32_t pending_unk = -1;  // an unk waiting in case the next character is unknown too
+    std::string s;
+    size_t pos = 0;
+    while (pos < piece.size()) {
+      const size_t start = pos;
+      pos += utf8_length(static_cast<unsigned char>(piece[pos]));
+      std::string_view ch = piece.substr(start, pos - start);
+      std::optional<int32_t> id;
+      if (start > 0 && !o_.continuing_subword_prefix.empty()) {
+        s = o_.continuing_subword_prefix;
+        s += ch;
+        if (pos == piece.size()) s += o_.end_of_word_suffix;
+        id = vocab_.find(s);
+      } else if (pos == piece.size() && !o_.end_of_word_suffix.empty()) {
+        s = ch;
+        s += o_.end_of_word_suffix;
+        id = vocab_.find(s);
+      } else {
+        s = ch;
+        id = vocab_.find(ch);
+      }
+      if (id) {
+        if (pending_unk >= 0) push(pending_unk);
+        pending_unk = -1;
+        push(*id);
+        continue;
+      }
+      if (o_.byte_fallback && all_bytes_known(s)) {
+        for (unsigned char b : s) push(*byte_ids_[b]);
+        continue;
+      }
+      if (unk_id_) {
+        if (pending_unk >= 0 && !o_.fuse_unk) push(pending_unk);
+        pending_unk = *unk_id_;
+      }
+    }
+    if (pending_unk >= 0) push(pending_unk);
+    for (size_t i = 0; i < symbols.size(); ++i) symbols[i].next = i + 1 < symbols.size() ? i + 1 : -1;
+    return symbols;
+  }
+
+  bool all_bytes_known(std::string_view s) const {
+    for (unsigned char b : s)
+      if (!byte_ids_[b]) return false;
+    return true;
+  }
+
+  const MergeResult* find_merge(int32_t a, int32_t b) const { return merges_.find(a, b); }
+
+  std::vector<int32_t> merge_word(std::string_view piece) const {
+    std::vector<Symbol> sym = initial_symbols(piece);
+    struct Candidate {
+      int32_t rank, pos, id;
+      bool operator>(const Candidate& o) const { return rank != o.rank ? rank > o.rank : pos > o.pos; }
+    };
+    std::priority_queue<Candidate, std::vector<Candidate>, std::greater<Candidate>> queue;
+    for (size_t i = 0; i + 1 < sym.size(); ++i)
+      if (const MergeResult* m = find_merge(sym[i].id, sym[i + 1].id))
+        queue.push({m->rank, static_cast<int32_t>(i), m->id});
+    while (!queue.empty()) {
+      const Candidate top = queue.top();
+      queue.pop();
+      Symbol& left = sym[top.pos];
+      if (!left.alive || left.next < 0) continue;
+      Symbol& right = sym[left.next];
+      const MergeResult* m = find_merge(left.id, right.id);
+      if (!m || m->id != top.id) continue;  // the pair changed since this candidate was queued
+      left.id = top.id;
+      right.alive = false;
+      left.next = right.next;
+      if (right.next >= 0) sym[right.next].prev = top.pos;
+      if (left.prev >= 0)
+        if (const MergeResult* p = find_merge(sym[left.prev].id, left.id))
+          queue.push({p->rank, left.prev, p->id});
+      if (left.next >= 0)
+        if (const MergeResult* n = find_merge(left.id, sym[left.next].id))
+          queue.push({n->rank, top.pos, n->id});
+    }
+    std::vector<int32_t> out;
+    for (const Symbol& s : sym)
+      if (s.alive) out.push_back(s.id);
+    return out;
+  }
+
+  Vocab vocab_;
+  PairTable<MergeResult> merges_;
+  Options o_;
+  std::optional<int32_t> unk_id_;
+  std::optional<int32_t> byte_ids_[256];
+  mutable std::shared_mutex cache_mutex_;
+  mutable std::unordered_map<std::string, std::vector<int32_t>, StringHash, std::equal_to<>> cache_;
+};
+
+// Finds a token of a merge; the error names the merge.
+int32_t merge_token_id(const Vocab& vocab, std::string_view token, size_t rank) {
+  auto id = vocab.find(token);
+  check(id.has_value(), "merge ", rank, " names token '", token, "', which is not in the vocabulary");
+  return *id;
+}
+
+struct ResolvedMerge {
+  int32_t a = -1, b = -1, id = -1;
+};
+
+// The ids of a merge's two tokens and of the token they make; "a b" or ["a", "b"].
+ResolvedMerge resolve_merge(const Vocab& vocab, const json::Value& m, size_t rank, size_t prefix) {
+  std::string_view a, b;
+  if (m.is_string()) {
+    const std::string& s = m.as_string();
+    const size_t space = s.find(' ');
+    if (space == std::string::npos || s.find(' ', space + 1) != std::string::npos)
+      throw_error("merge ", rank, " must be two tokens separated by one space, found '", s, "'");
+    a = std::string_view(s).substr(0, space);
+    b = std::string_view(s).substr(space + 1);
+  } else {
+    if (!m.is_array() || m.size() != 2 || !m[0].is_string() || !m[1].is_string())
+      throw_error("merge ", rank, " must be \"a b\" or [\"a\", \"b\"], found ", json::dump(m));
+    a = m[0].as_string();
+    b = m[1].as_string();
+  }
+  std::string merged(a);
+  merged.append(b.substr(std::min(prefix, b.size())));  // b's continuing-subword prefix is not repeated
+  return ResolvedMerge{merge_token_id(vocab, a, rank), merge_token_id(vocab, b, rank),
+                       merge_token_id(vocab, merged, rank)};
+}
+
+}  // namespace
+
+std::unique_ptr<Model> make_bpe(const json::Value& v) {
+  Options o;
+  if (const json::Value* u = v.find("unk_token"); u && !u->is_null()) o.unk_token = u->as_string();
+  o.continuing_subword_prefix = string_or(v, "continuing_subword_prefix", "");
+  o.end_of_word_suffix = string_or(v, "end_of_word_suffix", "");
+  o.fuse_unk = bool_or(v, "fuse_unk", false);
+  o.byte_fallback = bool_or(v, "byte_fallback", false);
+  o.ignore_merges = bool_or(v, "ignore_merges", false);
+  if (const json::Value* d = v.find("dropout"); d && !d->is_null() && d->as_double() > 0)
+    throw_error("BPE dropout is random and not supported (dropout ", d->as_double(), ")");
+
+  Vocab vocab = vocab_from_object(required(v, "vocab"));
+  const json::Array& list = required(v, "merges").as_array();
+  // Resolving 150k merges to ids is most of the load time; the lookups are independent, so they run in
+  // parallel and only the table is filled in order. The first bad merge is reported.
+  std::vector<ResolvedMerge> resolved(list.size());
+  std::vector<std::string> errors(list.size());
+  const size_t prefix = o.continuing_subword_prefix.size();
+#pragma omp parallel for schedule(static) if (list.size() > 4096)
+  for (size_t rank = 0; rank < list.size(); ++rank) {
+    try {
+      resolved[rank] = resolve_merge(vocab, list[rank], rank, prefix);
+    } catch (const Error& e) {
+      errors[rank] = e.what();
+    }
+  }
+  PairTable<MergeResult> merges;
+  merges.reset(list.size());
+  for (size_t rank = 0; rank < list.size(); ++rank) {
+    if (!errors[rank].empty()) throw Error(errors[rank]);
+    const ResolvedMerge& r = resolved[rank];
+    merges.insert_or_assign(r.a, r.b, MergeResult{static_cast<int32_t>(rank), r.id});  // as Rust: last wins
+  }
+  return std::make_unique<Bpe>(std::move(vocab), std::move(merges), std::move(o));
+}
+
+}  // namespace tfm::tokenizer

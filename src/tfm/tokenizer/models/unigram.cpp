@@ -1,0 +1,137 @@
+// Unigram: the segmentation of highest total log-probability (Viterbi over every vocabulary piece that
+// matches), unknown characters as unk, which fuses with a neighbouring unk.
+#include <algorithm>
+#include <limits>
+
+#include "tfm/tokenizer/json_fields.h"
+#include "tfm/tokenizer/models/model.h"
+#include "tfm/tokenizer/unicode.h"
+
+namespace tfm::tokenizer {
+namespace {
+
+constexpr double kUnkPenalty = 10.0;
+
+class Unigram : public Model {
+ public:
+  Unigram(Vocab vocab, std::vector<double> scores, std::optional<int32_t> unk_id, bool byte_fallback)
+      : vocab_(std::move(vocab)), scores_(std::move(scores)), unk_id_(unk_id), byte_fallback_(byte_fallback) {
+    min_score_ = std::numeric_limits<double>::max();
+    for (double s : scores_) min_score_ = std::min(min_score_, s);
+    for (int32_t id = 0; id < static_cast<int32_t>(scores_.size()); ++id)
+      if (const std::string* t = vocab_.token(id)) max_piece_bytes_ = std::max(max_piece_bytes_, t->size());
+  }
+
+  const Vocab& vocab() const override { return vocab_; }
+
+  void tokenize(std::string_view piece, std::vector<int32_t>& ids) const override {
+    for (std::string_view token : viterbi(piece)) {
+      if (auto id = vocab_.find(token)) {
+        ids.push_back(*id);
+        continue;
+      }
+      if (byte_fallback_ && append_bytes(token, ids)) continue;
+      check(unk_id_.has_value(),
+            "Unigram model has no unk_id but the text has a character outside its vocabulary");
+      ids.push_back(*unk_id_);
+    }
+  }
+
+ private:
+  bool append_bytes(std::string_view token, std::vector<int32_t>& ids) const {
+    std::vector<int32_t> bytes;
+    for (unsigned char b : token) {
+      auto id = vocab_.find(byte_fallback_token(b));
+      if (!id) return false;
+      bytes.push_back(*id);
+    }
+    ids.insert(ids.end(), bytes.begin(), bytes.end());
+    return true;
+  }
+
+  // The best segmentation as substrings of piece; consecutive unknown pieces are joined.
+  std::vector<std::string_view> viterbi(std::string_view piece) const {
+    const size_t n = piece.size();
+    struct Node {
+      double score = 0;
+      size_t start = 0;
+      int32_t id = -1;  // -1: unknown character
+      bool reached = false;
+    };
+    std::vector<Node> best(n + 1);
+    best[0].reached = true;
+    const double unk_score = min_score_ - kUnkPenalty;
+    size_t pos = 0;
+    while (pos < n) {
+      const size_t char_end = pos + utf8_length(static_cast<unsigned char>(piece[pos]));
+      if (best[pos].reached) {
+        bool single_char_piece = false;
+        // Candidate ends at character boundaries, shortest first (the order of a trie's prefix search).
+        for (size_t end = char_end; end <= n && end - pos <= max_piece_bytes_;
+             end += end < n ? utf8_length(static_cast<unsigned char>(piece[end])) : 1) {
+          if (auto id = vocab_.find(piece.substr(pos, end - pos))) {
+            const double score = best[pos].score + scores_[*id];
+            if (!best[end].reached || score > best[end].score) best[end] = {score, pos, *id, true};
+            if (end == char_end) single_char_piece = true;
+          }
+          if (end == n) break;
+        }
+        if (!single_char_piece) {
+          const double score = best[pos].score + unk_score;
+          if (!best[char_end].reached || score > best[char_end].score)
+            best[char_end] = {score, pos, -1, true};
+        }
+      }
+      pos = char_end;
+    }
+    std::vector<std::string_view> tokens;
+    bool previous_unknown = false;
+    for (size_t end = n; end > 0; end = best[end].start) {
+      const Node& node = best[end];
+      std::string_view token = piece.substr(node.start, end - node.start);
+      const bool unknown = node.id < 0;
+      if (unknown && previous_unknown)  // fuse with the unknown piece after it
+        tokens.back() =
+            piece.substr(node.start, tokens.back().data() + tokens.back().size() - piece.data() - node.start);
+      else
+        tokens.push_back(token);
+      previous_unknown = unknown;
+    }
+    std::reverse(tokens.begin(), tokens.end());
+    return tokens;
+  }
+
+  Vocab vocab_;
+  std::vector<double> scores_;
+  std::optional<int32_t> unk_id_;
+  bool byte_fallback_;
+  double min_score_;
+  size_t max_piece_bytes_ = 1;
+};
+
+}  // namespace
+
+std::unique_ptr<Model> make_unigram(const json::Value& v) {
+  const json::Array& list = required(v, "vocab").as_array();
+  std::vector<std::pair<std::string, int32_t>> entries;
+  std::vector<double> scores;
+  entries.reserve(list.size());
+  scores.reserve(list.size());
+  for (size_t i = 0; i < list.size(); ++i) {
+    const json::Value& e = list[i];
+    if (!e.is_array() || e.size() != 2 || !e[0].is_string() || !e[1].is_number())
+      throw_error("vocab entry ", i, " must be [\"piece\", score], found ", json::dump(e));
+    entries.emplace_back(e[0].as_string(), static_cast<int32_t>(i));
+    scores.push_back(e[1].as_double());
+  }
+  std::optional<int32_t> unk_id;
+  if (const json::Value* u = v.find("unk_id"); u && !u->is_null()) {
+    check(u->as_int() >= 0 && static_cast<size_t>(u->as_int()) < list.size(), "unk_id ", u->as_int(),
+          " is outside the vocabulary of ", list.size());
+    unk_id = static_cast<int32_t>(u->as_int());
+  }
+  return std::make_unique<Unigram>(Vocab(std::move(entries)), std::move(scores), unk_id,
+                                   bool_or(v, "byte_fallback", false));
+}
+
+}  // namespace tfm::tokenizer

@@ -1,0 +1,29 @@
+// Transformers' tokenizer classes that rebuild their pipeline in __init__ instead of taking tokenizer.json's
+// (LlamaTokenizer ignores the file's normalizer and uses Metaspace, for one). Each entry rewrites the parsed
+// tokenizer.json the way its class would, and names the class's default special tokens.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "tfm/io/json.h"
+#include "tfm/tokenizer/tokenizer.h"
+
+namespace tfm::tokenizer {
+
+struct TokenizerClass {
+  std::string_view name;  // tokenizer_class without the "Fast" suffix
+  SpecialTokens defaults;
+  // Replaces the pipeline of tokenizer_json (model options, normalizer, pre-tokenizer, decoder) using the
+  // options in config (add_prefix_space, legacy); the vocabulary, merges and post-processor stay.
+  void (*rebuild)(json::Value& tokenizer_json, const json::Value& config);
+};
+
+// A special token as tokenizer_config.json writes it: "<s>", {"content": "<s>", ...} or null.
+std::optional<std::string> special_token_string(const json::Value& v);
+
+// nullptr for a class that uses tokenizer.json as it is (TokenizersBackend and classes without __init__).
+const TokenizerClass* find_tokenizer_class(std::string_view tokenizer_class);
+
+}  // namespace tfm::tokenizer

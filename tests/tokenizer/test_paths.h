@@ -1,0 +1,32 @@
+// Where the tokenizer tests find their files: the shared assets beside the source tree (TFM_SHARED_DIR
+// overrides, for a worktree whose parent has no shared/), and the references beside the tests.
+#pragma once
+
+#include <cstdlib>
+#include <string>
+
+#include "tfm/io/json.h"
+
+namespace tfm::tokenizer::testing {
+
+inline std::string shared_dir() {
+  if (const char* env = std::getenv("TFM_SHARED_DIR")) return env;
+  return TFM_SOURCE_DIR "/../shared";
+}
+inline std::string shipped_tokenizer(const std::string& name) {
+  return shared_dir() + "/assets/tokenizers/" + name;
+}
+inline std::string tests_dir() {
+  return TFM_SOURCE_DIR "/tests/tokenizer";
+}
+inline json::Value reference(const std::string& name) {
+  return json::parse_file(tests_dir() + "/references/" + name + ".json");
+}
+
+inline std::vector<int64_t> ids_of(const json::Value& list) {
+  std::vector<int64_t> out;
+  for (const json::Value& v : list.as_array()) out.push_back(v.as_int());
+  return out;
+}
+
+}  // namespace tfm::tokenizer::testing
