@@ -317,7 +317,13 @@ void add_filters(Environment& env) {
     if (v.is_float()) return std::fabs(v.as_double());
     return v.as_int() < 0 ? -v.as_int() : v.as_int();
   };
-  f["attr"] = [](Context&, const Value& v, Args& a) { return get_attribute(v, arg(a, 0, "name").str()); };
+  f["attr"] = [](Context&, const Value& v, Args& a) {
+    // Attributes only: a dict's members are items, not attributes, so only its methods are found.
+    const std::string name = arg(a, 0, "name").str();
+    if (v.is_dict() && !v.is_namespace() && !get_attribute(make_dict(), name).is_callable())
+      return Value::undefined("'dict object' has no attribute '" + name + "'");
+    return get_attribute(v, name);
+  };
   f["batch"] = [](Context&, const Value& v, Args& a) {
     const int64_t n = arg(a, 0, "linecount").as_int();
     if (n <= 0) throw_error("batch size must be positive");

@@ -416,7 +416,7 @@ Value MacroNode::make_macro(Context& ctx, const Value& caller) const {
                                        ? params[p].default_value->evaluate(c)
                                        : Value::undefined("parameter '" + params[p].name + "' was not provided"));
     }
-    c.scope->set("varargs", Value(std::move(varargs)));
+    c.scope->set("varargs", Value(std::move(varargs), /*tuple=*/true));
     c.scope->set("kwargs", kwargs);
     std::string out;
     render_body(body, c, out);

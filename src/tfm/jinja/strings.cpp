@@ -3,18 +3,11 @@
 #include <cmath>
 #include <cstdio>
 
+#include <utf8proc.h>
+
 #include "tfm/core/error.h"
 
 namespace tfm::jinja::pystr {
-namespace {
-
-bool is_upper(char c) { return c >= 'A' && c <= 'Z'; }
-bool is_lower(char c) { return c >= 'a' && c <= 'z'; }
-bool is_alpha(char c) { return is_upper(c) || is_lower(c); }
-char to_upper(char c) { return is_lower(c) ? static_cast<char>(c - 32) : c; }
-char to_lower(char c) { return is_upper(c) ? static_cast<char>(c + 32) : c; }
-
-}  // namespace
 
 bool is_space(std::string_view ch) {
   if (ch.size() == 1) {
@@ -172,36 +165,59 @@ std::string replace(std::string_view s, std::string_view from, std::string_view 
   return out;
 }
 
-std::string upper(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = to_upper(c);
-  return out;
-}
+namespace {
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = to_lower(c);
-  return out;
-}
-
-std::string title(std::string_view s) {
-  std::string out(s);
-  bool prev_cased = false;
-  for (char& c : out) {
-    if (is_alpha(c)) {
-      c = prev_cased ? to_lower(c) : to_upper(c);
-      prev_cased = true;
-    } else {
-      prev_cased = false;
+// Applies a per-code-point mapping (Unicode simple case mapping, as utf8proc gives it).
+template <typename Map>
+std::string map_code_points(std::string_view s, Map map) {
+  std::string out;
+  out.reserve(s.size());
+  const auto* p = reinterpret_cast<const utf8proc_uint8_t*>(s.data());
+  auto n = static_cast<utf8proc_ssize_t>(s.size());
+  while (n > 0) {
+    utf8proc_int32_t cp;
+    const utf8proc_ssize_t len = utf8proc_iterate(p, n, &cp);
+    if (len <= 0) {  // not UTF-8: keep the byte
+      out += static_cast<char>(*p);
+      ++p;
+      --n;
+      continue;
     }
+    json::append_utf8(out, static_cast<uint32_t>(map(cp)));
+    p += len;
+    n -= len;
   }
   return out;
 }
 
+bool is_cased(utf8proc_int32_t cp) {
+  const auto cat = utf8proc_category(cp);
+  return cat == UTF8PROC_CATEGORY_LU || cat == UTF8PROC_CATEGORY_LL || cat == UTF8PROC_CATEGORY_LT;
+}
+
+}  // namespace
+
+std::string upper(std::string_view s) { return map_code_points(s, utf8proc_toupper); }
+
+std::string lower(std::string_view s) { return map_code_points(s, utf8proc_tolower); }
+
+std::string title(std::string_view s) {
+  bool prev_cased = false;
+  return map_code_points(s, [&](utf8proc_int32_t cp) {
+    const bool cased = is_cased(cp);
+    const utf8proc_int32_t r = cased ? (prev_cased ? utf8proc_tolower(cp) : utf8proc_totitle(cp)) : cp;
+    prev_cased = cased;
+    return r;
+  });
+}
+
 std::string capitalize(std::string_view s) {
-  std::string out = lower(s);
-  if (!out.empty()) out[0] = to_upper(out[0]);
-  return out;
+  bool first = true;
+  return map_code_points(s, [&](utf8proc_int32_t cp) {
+    const utf8proc_int32_t r = first ? utf8proc_totitle(cp) : utf8proc_tolower(cp);
+    first = false;
+    return r;
+  });
 }
 
 namespace {

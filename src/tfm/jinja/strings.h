@@ -1,4 +1,4 @@
-// Python's str operations on UTF-8 text, as far as templates use them (ASCII case mapping).
+// Python's str operations on UTF-8 text, as far as templates use them (Unicode simple case mapping).
 #pragma once
 
 #include <string>
