@@ -6,5 +6,6 @@
 namespace tfm::cli {
 
 extern const Command kDevicesCommand;
+extern const Command kChatTemplateCommand;
 
 }  // namespace tfm::cli

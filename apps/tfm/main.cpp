@@ -10,6 +10,7 @@ namespace {
 
 const tfm::cli::Command* const kCommands[] = {
     &tfm::cli::kDevicesCommand,
+    &tfm::cli::kChatTemplateCommand,
 };
 
 void print_usage(std::ostream& out) {

@@ -5,11 +5,20 @@
 namespace tfm::jinja {
 
 const Value* Scope::find(std::string_view name) const {
-  for (const Scope* s = this; s; s = s->parent_.get()) {
-    auto it = s->vars_.find(name);
-    if (it != s->vars_.end()) return &it->second;
-  }
+  for (const Scope* s = this; s; s = s->parent_.get())
+    for (const auto& [k, v] : s->vars_)
+      if (k == name) return &v;
   return nullptr;
+}
+
+void Scope::set(const std::string& name, Value value) {
+  for (auto& [k, v] : vars_) {
+    if (k == name) {
+      v = std::move(value);
+      return;
+    }
+  }
+  vars_.emplace_back(name, std::move(value));
 }
 
 Value Context::lookup(std::string_view name) const {

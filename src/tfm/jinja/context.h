@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "tfm/jinja/value.h"
 
@@ -16,12 +17,12 @@ class Scope {
  public:
   explicit Scope(std::shared_ptr<Scope> parent = nullptr) : parent_(std::move(parent)) {}
   const Value* find(std::string_view name) const;
-  void set(const std::string& name, Value value) { vars_[name] = std::move(value); }
+  void set(const std::string& name, Value value);
   const std::shared_ptr<Scope>& parent() const { return parent_; }
 
  private:
   std::shared_ptr<Scope> parent_;
-  std::map<std::string, Value, std::less<>> vars_;
+  std::vector<std::pair<std::string, Value>> vars_;  // few per scope: a linear search is fastest
 };
 
 using Filter = std::function<Value(Context&, const Value& subject, Args& args)>;
@@ -40,7 +41,7 @@ struct Environment {
 // Bounds that keep a hostile template from running forever or filling memory.
 struct Limits {
   size_t max_output_bytes = size_t{64} << 20;  // also caps any one string or list a template builds
-  size_t max_steps = 50'000'000;               // loop iterations, calls and filter applications
+  size_t max_steps = 2'000'000;                // loop iterations, calls and filter applications
   size_t max_depth = 256;                      // nested macro calls
 };
 
