@@ -16,8 +16,8 @@ int run(Args& args) {
   check(std::filesystem::is_directory(*model), "--model: ", *model, " is not a directory");
 
   const std::string config_path = *model + "/tokenizer_config.json";
-  const json::Value config =
-      std::filesystem::is_regular_file(config_path) ? json::parse_file(config_path) : json::Value(json::Object{});
+  const json::Value config = std::filesystem::is_regular_file(config_path) ? json::parse_file(config_path)
+                                                                           : json::Value(json::Object{});
   const ChatTemplates templates = load_chat_templates(*model, config);
 
   const json::Value request = json::parse(read_stdin());
@@ -51,9 +51,11 @@ int run(Args& args) {
 const Command kChatTemplateCommand{
     "chat-template", "render a model's chat template as Transformers' apply_chat_template does",
     "usage: tfm chat-template --model DIR < request.json\n\n"
-    "Reads one JSON object on standard input: \"messages\" (required), \"add_generation_prompt\" (default false),\n"
+    "Reads one JSON object on standard input: \"messages\" (required), \"add_generation_prompt\" (default "
+    "false),\n"
     "\"tools\", \"documents\", \"chat_template\" (a template name or source), and any other keys, which the\n"
-    "template sees as variables (e.g. \"enable_thinking\"). Writes the rendered text to standard output exactly.\n"
+    "template sees as variables (e.g. \"enable_thinking\"). Writes the rendered text to standard output "
+    "exactly.\n"
     "DIR needs tokenizer_config.json and/or chat_template.jinja (additional_chat_templates/ too).\n",
     run};
 

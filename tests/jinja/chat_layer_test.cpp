@@ -19,7 +19,8 @@ const std::string kGoldens = TFM_SOURCE_DIR "/tests/jinja/goldens/";
 class TempDir {
  public:
   TempDir() {
-    path_ = fs::temp_directory_path() / ("tfm_chat_" + std::to_string(::getpid()) + "_" + std::to_string(counter_++));
+    path_ = fs::temp_directory_path() /
+            ("tfm_chat_" + std::to_string(::getpid()) + "_" + std::to_string(counter_++));
     fs::remove_all(path_);
     fs::create_directories(path_);
   }
@@ -72,7 +73,8 @@ TEST(ChatLayer, LegacyChatTemplateJsonIsTheLastResort) {
   const ChatTemplates templates = load_chat_templates(dir.path().string(), json::Object{});
   EXPECT_EQ(apply_chat_template(templates, json::Object{}, user_message()), "legacy x");
   const json::Value config = json::parse(R"({"chat_template": "config"})");
-  EXPECT_EQ(apply_chat_template(load_chat_templates(dir.path().string(), config), config, user_message()), "config");
+  EXPECT_EQ(apply_chat_template(load_chat_templates(dir.path().string(), config), config, user_message()),
+            "config");
 }
 
 TEST(ChatLayer, JinjaFileKeepsTextButDropsOneTrailingNewline) {
@@ -84,7 +86,8 @@ TEST(ChatLayer, JinjaFileKeepsTextButDropsOneTrailingNewline) {
 }
 
 TEST(ChatLayer, SpecialTokensMatchTransformers) {
-  const json::Value base = json::parse_file(TFM_SOURCE_DIR "/../shared/assets/tokenizers/qwen3/tokenizer_config.json");
+  const json::Value base =
+      json::parse_file(TFM_SOURCE_DIR "/../shared/assets/tokenizers/qwen3/tokenizer_config.json");
   const json::Value cases = json::parse_file(kGoldens + "special_tokens.json");
   for (const auto& c : cases.as_array()) {
     SCOPED_TRACE(c.at("name").as_string());

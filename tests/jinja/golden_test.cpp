@@ -19,11 +19,16 @@ const std::string kQwen3 = TFM_SOURCE_DIR "/../shared/assets/tokenizers/qwen3";
 ChatTemplateInputs inputs_from(const json::Value& j) {
   ChatTemplateInputs in;
   for (const auto& [key, value] : j.as_object()) {
-    if (key == "messages") in.messages = value;
-    else if (key == "add_generation_prompt") in.add_generation_prompt = value.as_bool();
-    else if (key == "tools") in.tools = value;
-    else if (key == "documents") in.documents = value;
-    else in.variables.emplace_back(key, value);
+    if (key == "messages")
+      in.messages = value;
+    else if (key == "add_generation_prompt")
+      in.add_generation_prompt = value.as_bool();
+    else if (key == "tools")
+      in.tools = value;
+    else if (key == "documents")
+      in.documents = value;
+    else
+      in.variables.emplace_back(key, value);
   }
   return in;
 }
@@ -38,7 +43,8 @@ TEST(JinjaGolden, SyntaxCasesMatchJinja2) {
     for (const auto& [k, v] : c.at("variables").as_object()) vars.emplace_back(k, jinja::Value::from_json(v));
     std::string output, error;
     try {
-      output = compile_chat_template(c.at("template").as_string()).render(vars, transformers_jinja_environment());
+      output =
+          compile_chat_template(c.at("template").as_string()).render(vars, transformers_jinja_environment());
     } catch (const Error& e) {
       error = e.what();
     }
@@ -59,7 +65,8 @@ TEST(JinjaGolden, Qwen3TemplateMatchesTransformers) {
   ASSERT_GT(cases.size(), 10u);
   for (const auto& c : cases.as_array()) {
     SCOPED_TRACE(c.at("name").as_string());
-    EXPECT_EQ(apply_chat_template(templates, config, inputs_from(c.at("inputs"))), c.at("output").as_string());
+    EXPECT_EQ(apply_chat_template(templates, config, inputs_from(c.at("inputs"))),
+              c.at("output").as_string());
   }
 }
 

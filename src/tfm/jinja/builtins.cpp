@@ -41,7 +41,8 @@ const std::string& string_arg(const Value& v, const char* what) {
 
 int64_t int_arg(const Value& v, int64_t fallback) {
   if (v.is_undefined() || v.is_none()) return fallback;
-  if (!v.is_number() || v.is_float()) throw_error("'", v.type_name(), "' object cannot be interpreted as an integer");
+  if (!v.is_number() || v.is_float())
+    throw_error("'", v.type_name(), "' object cannot be interpreted as an integer");
   return v.as_int();
 }
 
@@ -102,7 +103,8 @@ Value string_method(const Value& self, const std::string& name, Args& a) {
     const int64_t maxsplit = int_arg(arg(a, 1, "maxsplit", Value()), -1);
     return string_list(name == "split" ? pystr::split(s, sep, maxsplit) : pystr::rsplit(s, sep, maxsplit));
   }
-  if (name == "splitlines") return string_list(pystr::splitlines(s, arg(a, 0, "keepends", Value(false)).truthy()));
+  if (name == "splitlines")
+    return string_list(pystr::splitlines(s, arg(a, 0, "keepends", Value(false)).truthy()));
   if (name == "replace") {
     check_arity(a, 3, name);
     return pystr::replace(s, string_arg(arg(a, 0, "old", Value()), "replace() argument 1"),
@@ -138,8 +140,8 @@ Value string_method(const Value& self, const std::string& name, Args& a) {
     }
     return static_cast<int64_t>(utf8_length(std::string_view(s).substr(0, p)));
   }
-  if (name == "isdigit" || name == "isnumeric" || name == "isdecimal" || name == "isalpha" || name == "isalnum" ||
-      name == "isspace" || name == "isupper" || name == "islower") {
+  if (name == "isdigit" || name == "isnumeric" || name == "isdecimal" || name == "isalpha" ||
+      name == "isalnum" || name == "isspace" || name == "isupper" || name == "islower") {
     if (s.empty()) return false;
     bool cased = false;
     for (const auto& c : utf8_chars(s)) {
@@ -221,18 +223,20 @@ Value dict_method(const Value& self, const std::string& name, Args& a) {
 }
 
 const std::set<std::string, std::less<>> kStrMethods = {
-    "startswith", "endswith", "strip",   "lstrip", "rstrip",  "split",      "rsplit",    "splitlines",
-    "replace",    "upper",    "lower",   "casefold", "title", "capitalize", "format",    "join",
-    "find",       "rfind",    "index",   "rindex", "count",   "isdigit",    "isnumeric", "isdecimal",
-    "isalpha",    "isalnum",  "isspace", "isupper", "islower", "zfill",     "center",    "ljust",
-    "rjust",      "removeprefix", "removesuffix", "partition", "rpartition"};
+    "startswith", "endswith",  "strip",     "lstrip",  "rstrip",   "split",        "rsplit",
+    "splitlines", "replace",   "upper",     "lower",   "casefold", "title",        "capitalize",
+    "format",     "join",      "find",      "rfind",   "index",    "rindex",       "count",
+    "isdigit",    "isnumeric", "isdecimal", "isalpha", "isalnum",  "isspace",      "isupper",
+    "islower",    "zfill",     "center",    "ljust",   "rjust",    "removeprefix", "removesuffix",
+    "partition",  "rpartition"};
 const std::set<std::string, std::less<>> kListMethods = {"index", "count", "copy"};
-const std::set<std::string, std::less<>> kListMutators = {"append", "extend", "insert", "pop",
-                                                         "remove", "reverse", "sort",   "clear"};
+const std::set<std::string, std::less<>> kListMutators = {"append", "extend",  "insert", "pop",
+                                                          "remove", "reverse", "sort",   "clear"};
 const std::set<std::string, std::less<>> kDictMethods = {"items", "keys", "values", "get", "copy"};
 const std::set<std::string, std::less<>> kDictMutators = {"pop", "popitem", "setdefault", "update", "clear"};
 
-Value bound(const Value& self, const std::string& name, Value (*method)(const Value&, const std::string&, Args&)) {
+Value bound(const Value& self, const std::string& name,
+            Value (*method)(const Value&, const std::string&, Args&)) {
   return Value::callable(name, [self, name, method](Context&, Args& a) { return method(self, name, a); });
 }
 
@@ -246,7 +250,8 @@ Value get_attribute(const Value& obj, const std::string& name) {
       if (kStrMethods.count(name)) return bound(obj, name, string_method);
       break;
     case Value::Kind::list:
-      if (kListMethods.count(name) && !(obj.is_tuple() && name == "copy")) return bound(obj, name, list_method);
+      if (kListMethods.count(name) && !(obj.is_tuple() && name == "copy"))
+        return bound(obj, name, list_method);
       if (!obj.is_tuple() && kListMutators.count(name))
         return Value::undefined("access to attribute '" + name + "' of 'list' object is unsafe.");
       break;
@@ -307,8 +312,10 @@ Value slice(const Value& obj, std::optional<int64_t> start, std::optional<int64_
   std::string s;
   std::vector<Value> items;
   for (int64_t i = b; st > 0 ? i < e : i > e; i += st) {
-    if (obj.is_string()) s += chars[static_cast<size_t>(i)];
-    else items.push_back(obj.items()[static_cast<size_t>(i)]);
+    if (obj.is_string())
+      s += chars[static_cast<size_t>(i)];
+    else
+      items.push_back(obj.items()[static_cast<size_t>(i)]);
   }
   if (obj.is_string()) return s;
   return Value(std::move(items), obj.is_tuple());
@@ -325,7 +332,8 @@ std::string percent_format(const std::string& fmt, const Value& args) {
     }
     size_t j = i + 1;
     std::string flags;
-    while (j < fmt.size() && std::string_view("-+ 0#").find(fmt[j]) != std::string_view::npos) flags += fmt[j++];
+    while (j < fmt.size() && std::string_view("-+ 0#").find(fmt[j]) != std::string_view::npos)
+      flags += fmt[j++];
     std::string width, precision;
     while (j < fmt.size() && fmt[j] >= '0' && fmt[j] <= '9') width += fmt[j++];
     if (j < fmt.size() && fmt[j] == '.') {
@@ -344,10 +352,14 @@ std::string percent_format(const std::string& fmt, const Value& args) {
     const Value& v = values[next++];
     // Translate to a format() spec: same flags, width and precision.
     std::string spec;
-    if (flags.find('-') != std::string::npos) spec += '<';
-    else if (conv == 's' || conv == 'r') spec += '>';
-    if (flags.find('+') != std::string::npos) spec += '+';
-    else if (flags.find(' ') != std::string::npos) spec += ' ';
+    if (flags.find('-') != std::string::npos)
+      spec += '<';
+    else if (conv == 's' || conv == 'r')
+      spec += '>';
+    if (flags.find('+') != std::string::npos)
+      spec += '+';
+    else if (flags.find(' ') != std::string::npos)
+      spec += ' ';
     if (flags.find('0') != std::string::npos && flags.find('-') == std::string::npos) spec += '0';
     spec += width;
     if (conv == 's' || conv == 'r') {
@@ -355,17 +367,19 @@ std::string percent_format(const std::string& fmt, const Value& args) {
       out += pystr::format_value(Value(conv == 's' ? v.str() : v.repr()), spec);
     } else if (conv == 'd' || conv == 'i' || conv == 'u') {
       if (!v.is_number()) throw_error("%", conv, " format: a real number is required, not ", v.type_name());
-      out += pystr::format_value(Value(v.is_float() ? static_cast<int64_t>(v.as_double()) : v.as_int()), spec + "d");
+      out += pystr::format_value(Value(v.is_float() ? static_cast<int64_t>(v.as_double()) : v.as_int()),
+                                 spec + "d");
     } else if (std::string_view("fFeEgGxXo").find(conv) != std::string_view::npos) {
       if (!v.is_number()) throw_error("must be real number, not ", v.type_name());
       if (!precision.empty()) spec += "." + precision;
-      out += pystr::format_value(conv == 'x' || conv == 'X' || conv == 'o' ? Value(v.as_int()) : Value(v.as_double()),
-                                 spec + conv);
+      out += pystr::format_value(
+          conv == 'x' || conv == 'X' || conv == 'o' ? Value(v.as_int()) : Value(v.as_double()), spec + conv);
     } else {
       throw_error("unsupported format character '", conv, "'");
     }
   }
-  if (next < values.size() && args.is_tuple()) throw_error("not all arguments converted during string formatting");
+  if (next < values.size() && args.is_tuple())
+    throw_error("not all arguments converted during string formatting");
   return out;
 }
 

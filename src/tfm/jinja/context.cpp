@@ -35,7 +35,8 @@ void Context::step() {
 
 void Context::check_size(size_t bytes) const {
   if (bytes > limits.max_output_bytes)
-    throw_error("the template built a value of ", bytes, " bytes, over the limit of ", limits.max_output_bytes);
+    throw_error("the template built a value of ", bytes, " bytes, over the limit of ",
+                limits.max_output_bytes);
 }
 
 Value Context::call_filter(const std::string& name, const Value& subject, Args& args) {

@@ -57,7 +57,7 @@ class Context {
   size_t depth = 0;
 
   Value lookup(std::string_view name) const;
-  void step();                     // counts one unit of work against max_steps
+  void step();                          // counts one unit of work against max_steps
   void check_size(size_t bytes) const;  // a value about to be built of this size
   Value call_filter(const std::string& name, const Value& subject, Args& args);
   bool call_test(const std::string& name, const Value& subject, Args& args);

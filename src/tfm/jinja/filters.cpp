@@ -27,7 +27,8 @@ Value get_path(const Value& v, const std::string& path) {
   while (true) {
     const size_t dot = path.find('.', start);
     const std::string part = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
-    const bool digits = !part.empty() && std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
+    const bool digits =
+        !part.empty() && std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
     cur = digits ? get_item(cur, Value(static_cast<int64_t>(std::stoll(part)))) : get_item(cur, Value(part));
     if (dot == std::string::npos) return cur;
     start = dot + 1;
@@ -61,12 +62,23 @@ std::string html_escape(const std::string& s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&#34;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&#34;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -139,11 +151,20 @@ Value do_tojson(const Value& v, const Args& a) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '<': out += "\\u003c"; break;
-      case '>': out += "\\u003e"; break;
-      case '&': out += "\\u0026"; break;
-      case '\'': out += "\\u0027"; break;
-      default: out += c;
+      case '<':
+        out += "\\u003c";
+        break;
+      case '>':
+        out += "\\u003e";
+        break;
+      case '&':
+        out += "\\u0026";
+        break;
+      case '\'':
+        out += "\\u0027";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -151,7 +172,8 @@ Value do_tojson(const Value& v, const Args& a) {
 
 Value do_indent(const Value& v, const Args& a) {
   const Value w = arg(a, 0, "width", Value(int64_t{4}));
-  const std::string indention = w.is_string() ? w.as_string() : std::string(static_cast<size_t>(w.as_int()), ' ');
+  const std::string indention =
+      w.is_string() ? w.as_string() : std::string(static_cast<size_t>(w.as_int()), ' ');
   const bool first = arg(a, 1, "first", Value(false)).truthy();
   const bool blank = arg(a, 2, "blank", Value(false)).truthy();
   const std::vector<std::string> lines = pystr::splitlines(v.str() + "\n", false);
@@ -235,7 +257,8 @@ Value do_sort(const Value& seq, const Args& a) {
   const Value attribute = arg(a, 2, "attribute");
   std::vector<Value> items = seq.iterate();
   std::vector<std::pair<Value, size_t>> keyed;
-  for (size_t i = 0; i < items.size(); ++i) keyed.emplace_back(sort_key(items[i], case_sensitive, attribute), i);
+  for (size_t i = 0; i < items.size(); ++i)
+    keyed.emplace_back(sort_key(items[i], case_sensitive, attribute), i);
   std::stable_sort(keyed.begin(), keyed.end(), [&](const auto& x, const auto& y) {
     return reverse ? y.first.less(x.first) : x.first.less(y.first);
   });
@@ -295,7 +318,8 @@ Value dict_from_args(const Args& a, bool is_namespace) {
     } else {
       for (const auto& pair : src.iterate()) {
         const auto kv = pair.iterate();
-        if (kv.size() != 2) throw_error("dictionary update sequence element has length ", kv.size(), "; 2 is required");
+        if (kv.size() != 2)
+          throw_error("dictionary update sequence element has length ", kv.size(), "; 2 is required");
         d.mutable_dict().set(kv[0], kv[1]);
       }
     }
@@ -306,7 +330,8 @@ Value dict_from_args(const Args& a, bool is_namespace) {
 
 bool same_as(const Value& a, const Value& b) {
   if (a.kind() != b.kind()) return false;
-  if (a.is_list() || a.is_dict() || a.is_callable() || a.is_string() || a.is_float()) return a.repr() == b.repr() && a == b;
+  if (a.is_list() || a.is_dict() || a.is_callable() || a.is_string() || a.is_float())
+    return a.repr() == b.repr() && a == b;
   return a == b;
 }
 
@@ -360,7 +385,8 @@ void add_filters(Environment& env) {
     for (const auto& [k, x] : v.dict().items) pairs.push_back(Value({k, x}, true));
     const size_t pos = by == "value" ? 1 : 0;
     std::stable_sort(pairs.begin(), pairs.end(), [&](const Value& x, const Value& y) {
-      const Value kx = sort_key(x.items()[pos], case_sensitive, Value()), ky = sort_key(y.items()[pos], case_sensitive, Value());
+      const Value kx = sort_key(x.items()[pos], case_sensitive, Value()),
+                  ky = sort_key(y.items()[pos], case_sensitive, Value());
       return reverse ? ky.less(kx) : kx.less(ky);
     });
     return Value(std::move(pairs));
@@ -379,7 +405,8 @@ void add_filters(Environment& env) {
   f["float"] = [](Context&, const Value& v, Args& a) { return do_float(v, a); };
   f["int"] = [](Context&, const Value& v, Args& a) { return do_int(v, a); };
   f["format"] = [](Context&, const Value& v, Args& a) {
-    if (!a.keyword.empty() && !a.positional.empty()) throw_error("can't handle positional and keyword arguments at the same time");
+    if (!a.keyword.empty() && !a.positional.empty())
+      throw_error("can't handle positional and keyword arguments at the same time");
     return Value(percent_format(v.str(), Value(a.positional, true)));
   };
   f["indent"] = [](Context&, const Value& v, Args& a) { return do_indent(v, a); };
@@ -432,7 +459,8 @@ void add_filters(Environment& env) {
     const int64_t precision = arg(a, 0, "precision", Value(int64_t{0})).as_int();
     const std::string method = arg(a, 1, "method", Value("common")).str();
     if (!v.is_number()) throw_error("type ", v.type_name(), " doesn't define __round__ method");
-    if (method == "common") return v.is_float() ? Value(python_round(v.as_double(), precision)) : Value(v.as_int());
+    if (method == "common")
+      return v.is_float() ? Value(python_round(v.as_double(), precision)) : Value(v.as_int());
     if (method != "ceil" && method != "floor") throw_error("method must be common, ceil or floor");
     const double p = std::pow(10.0, static_cast<double>(precision));
     const double x = v.as_double() * p;
@@ -445,9 +473,12 @@ void add_filters(Environment& env) {
     const Value attribute = arg(a, 0, "attribute");
     Value total = arg(a, 1, "start", Value(int64_t{0}));
     for (const auto& item : v.iterate()) {
-      const Value x = attribute.is_undefined() || attribute.is_none() ? item : get_path(item, attribute.str());
-      if (!x.is_number() || !total.is_number()) throw_error("unsupported operand type(s) for +: '", total.type_name(), "' and '", x.type_name(), "'");
-      total = total.is_float() || x.is_float() ? Value(total.as_double() + x.as_double()) : Value(total.as_int() + x.as_int());
+      const Value x =
+          attribute.is_undefined() || attribute.is_none() ? item : get_path(item, attribute.str());
+      if (!x.is_number() || !total.is_number())
+        throw_error("unsupported operand type(s) for +: '", total.type_name(), "' and '", x.type_name(), "'");
+      total = total.is_float() || x.is_float() ? Value(total.as_double() + x.as_double())
+                                               : Value(total.as_int() + x.as_int());
     }
     return total;
   };

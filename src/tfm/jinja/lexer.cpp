@@ -8,12 +8,19 @@
 namespace tfm::jinja {
 namespace {
 
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
-bool is_name_start(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || static_cast<unsigned char>(c) >= 0x80;
+bool is_space(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
 }
-bool is_name_char(char c) { return is_name_start(c) || is_digit(c); }
+bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
+bool is_name_start(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
+         static_cast<unsigned char>(c) >= 0x80;
+}
+bool is_name_char(char c) {
+  return is_name_start(c) || is_digit(c);
+}
 
 // Jinja2 reads the template with universal newlines.
 std::string normalize_newlines(std::string_view s) {
@@ -47,17 +54,38 @@ std::string decode_string(std::string_view body, int line) {
     }
     const char c = body[++i];
     switch (c) {
-      case 'n': out += '\n'; break;
-      case 't': out += '\t'; break;
-      case 'r': out += '\r'; break;
-      case 'b': out += '\b'; break;
-      case 'f': out += '\f'; break;
-      case 'v': out += '\v'; break;
-      case 'a': out += '\a'; break;
-      case '\\': out += '\\'; break;
-      case '\'': out += '\''; break;
-      case '"': out += '"'; break;
-      case '\n': break;
+      case 'n':
+        out += '\n';
+        break;
+      case 't':
+        out += '\t';
+        break;
+      case 'r':
+        out += '\r';
+        break;
+      case 'b':
+        out += '\b';
+        break;
+      case 'f':
+        out += '\f';
+        break;
+      case 'v':
+        out += '\v';
+        break;
+      case 'a':
+        out += '\a';
+        break;
+      case '\\':
+        out += '\\';
+        break;
+      case '\'':
+        out += '\'';
+        break;
+      case '"':
+        out += '"';
+        break;
+      case '\n':
+        break;
       case 'x':
       case 'u':
       case 'U': {
@@ -65,10 +93,14 @@ std::string decode_string(std::string_view body, int line) {
         uint32_t cp = 0;
         for (size_t k = 0; k < n; ++k) {
           const int h = i + 1 + k < body.size() ? hex_value(body[i + 1 + k]) : -1;
-          if (h < 0) throw_error("line ", line, ": truncated \\", c, " escape in a string literal");
+          if (h < 0)
+            throw_error("template syntax error at line ", line, ": truncated \\", c,
+                        " escape in a string literal");
           cp = cp * 16 + static_cast<uint32_t>(h);
         }
-        if (cp > 0x10ffff) throw_error("line ", line, ": illegal Unicode character in a string literal");
+        if (cp > 0x10ffff)
+          throw_error("template syntax error at line ", line,
+                      ": illegal Unicode character in a string literal");
         json::append_utf8(out, cp);
         i += n;
         break;
@@ -115,8 +147,10 @@ class Lexer {
       }
       emit(Token::Type::text, std::move(text));
       pos_ = after;
-      if (kind == '#') lex_comment();
-      else lex_tag(kind == '%');
+      if (kind == '#')
+        lex_comment();
+      else
+        lex_tag(kind == '%');
     }
     tokens_.push_back({Token::Type::end, "", line_});
     return std::move(tokens_);
@@ -210,7 +244,7 @@ class Lexer {
       line_starting_ = s_[end - 1] == '\n';
       return;
     }
-    throw_error("line ", begin_line, ": missing end of raw directive");
+    throw_error("template syntax error at line ", begin_line, ": missing end of raw directive");
   }
 
   // "+%}", "-%}" and following whitespace, or "%}" and (with trim_blocks) one newline.
@@ -231,7 +265,8 @@ class Lexer {
 
   void lex_comment() {
     const size_t close = s_.find("#}", pos_);
-    if (close == std::string::npos) throw_error("line ", line_, ": missing end of comment tag");
+    if (close == std::string::npos)
+      throw_error("template syntax error at line ", line_, ": missing end of comment tag");
     size_t end = close + 2;
     if (close > pos_ && s_[close - 1] == '-') {
       while (end < s_.size() && is_space(s_[end])) ++end;
@@ -247,7 +282,9 @@ class Lexer {
     std::vector<char> brackets;
     while (true) {
       while (pos_ < s_.size() && is_space(s_[pos_])) skip_to(pos_ + 1);
-      if (pos_ >= s_.size()) throw_error("line ", line_, ": unexpected end of template, the tag is not closed");
+      if (pos_ >= s_.size())
+        throw_error("template syntax error at line ", line_,
+                    ": unexpected end of template, the tag is not closed");
       if (brackets.empty()) {
         size_t end = 0;
         bool closed = false;
@@ -285,37 +322,42 @@ class Lexer {
     if (c == '\'' || c == '"') {
       size_t end = pos_ + 1;
       while (end < s_.size() && s_[end] != c) end += s_[end] == '\\' ? 2 : 1;
-      if (end >= s_.size()) throw_error("line ", line_, ": unterminated string literal");
+      if (end >= s_.size())
+        throw_error("template syntax error at line ", line_, ": unterminated string literal");
       const int line = line_;
-      tokens_.push_back({Token::Type::string, decode_string(std::string_view(s_).substr(pos_ + 1, end - pos_ - 1), line), line});
+      tokens_.push_back({Token::Type::string,
+                         decode_string(std::string_view(s_).substr(pos_ + 1, end - pos_ - 1), line), line});
       skip_to(end + 1);
       return;
     }
-    static const char* const kOperators[] = {"//", "**", "==", "!=", ">=", "<=", "+", "-", "/", "*", "%", "~", "[",
-                                             "]",  "(",  ")",  "{",  "}",  ">",  "<", "=", ".", ":", "|", ",", ";"};
+    static const char* const kOperators[] = {"//", "**", "==", "!=", ">=", "<=", "+", "-", "/",
+                                             "*",  "%",  "~",  "[",  "]",  "(",  ")", "{", "}",
+                                             ">",  "<",  "=",  ".",  ":",  "|",  ",", ";"};
     for (const char* op : kOperators) {
       const size_t n = std::strlen(op);
       if (s_.compare(pos_, n, op) != 0) continue;
       if (n == 1 && (c == '(' || c == '[' || c == '{')) {
         brackets.push_back(c == '(' ? ')' : c == '[' ? ']' : '}');
       } else if (n == 1 && (c == ')' || c == ']' || c == '}')) {
-        if (brackets.empty()) throw_error("line ", line_, ": unexpected '", c, "'");
+        if (brackets.empty()) throw_error("template syntax error at line ", line_, ": unexpected '", c, "'");
         if (brackets.back() != c)
-          throw_error("line ", line_, ": unexpected '", c, "', expected '", brackets.back(), "'");
+          throw_error("template syntax error at line ", line_, ": unexpected '", c, "', expected '",
+                      brackets.back(), "'");
         brackets.pop_back();
       }
       emit(Token::Type::op, op);
       pos_ += n;
       return;
     }
-    throw_error("line ", line_, ": unexpected char '", c, "'");
+    throw_error("template syntax error at line ", line_, ": unexpected char '", c, "'");
   }
 
   void lex_number() {
     std::string digits;
     size_t p = pos_;
     auto read_digits = [&] {
-      while (p < s_.size() && (is_digit(s_[p]) || (s_[p] == '_' && p + 1 < s_.size() && is_digit(s_[p + 1])))) {
+      while (p < s_.size() &&
+             (is_digit(s_[p]) || (s_[p] == '_' && p + 1 < s_.size() && is_digit(s_[p + 1])))) {
         if (s_[p] != '_') digits += s_[p];
         ++p;
       }

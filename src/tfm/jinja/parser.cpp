@@ -51,10 +51,14 @@ class Parser {
   }
   std::string describe(const Token& tok) const {
     switch (tok.type) {
-      case T::end: return "end of template";
-      case T::block_end: return "end of statement block";
-      case T::variable_end: return "end of print statement";
-      default: return "'" + tok.value + "'";
+      case T::end:
+        return "end of template";
+      case T::block_end:
+        return "end of statement block";
+      case T::variable_end:
+        return "end of print statement";
+      default:
+        return "'" + tok.value + "'";
     }
   }
   void expect_op(std::string_view op) {
@@ -69,13 +73,19 @@ class Parser {
     next();
   }
 
+  static std::string list(const std::set<std::string_view>& names) {
+    std::string out;
+    for (const auto& n : names) out += (out.empty() ? "'" : " or '") + std::string(n) + "'";
+    return out;
+  }
+
   // Template text and tags until a block tag whose name is in `ends` (left unconsumed, after its "{%").
   Body parse_body(const std::set<std::string_view>& ends) {
     Body body;
     while (true) {
       const Token& tok = cur();
       if (tok.type == T::end) {
-        if (!ends.empty()) fail("unexpected end of template, expected '", *ends.begin(), "'");
+        if (!ends.empty()) fail("unexpected end of template, expected ", list(ends));
         return body;
       }
       if (tok.type == T::text) {
@@ -94,6 +104,12 @@ class Parser {
           next();
           return body;
         }
+        const bool closing = name.type == T::name && (name.value.rfind("end", 0) == 0 ||
+                                                      name.value == "elif" || name.value == "else");
+        if (closing) {
+          next();
+          fail("encountered unknown tag '", name.value, "'", ends.empty() ? "" : ", expected " + list(ends));
+        }
         next();
         body.push_back(parse_statement());
       } else {
@@ -109,13 +125,20 @@ class Parser {
     const int line = cur().line;
     next();
     NodePtr node;
-    if (name == "if") node = parse_if(line);
-    else if (name == "for") node = parse_for(line);
-    else if (name == "set") node = parse_set(line);
-    else if (name == "macro") node = parse_macro(line);
-    else if (name == "call") node = parse_call_block(line);
-    else if (name == "filter") node = parse_filter_block(line);
-    else if (name == "with") node = parse_with(line);
+    if (name == "if")
+      node = parse_if(line);
+    else if (name == "for")
+      node = parse_for(line);
+    else if (name == "set")
+      node = parse_set(line);
+    else if (name == "macro")
+      node = parse_macro(line);
+    else if (name == "call")
+      node = parse_call_block(line);
+    else if (name == "filter")
+      node = parse_filter_block(line);
+    else if (name == "with")
+      node = parse_with(line);
     else if (name == "generation") {
       auto w = std::make_unique<WithNode>(line);
       expect_block_end();
@@ -126,7 +149,8 @@ class Parser {
       expect_block_end();
     } else if (name == "break" || name == "continue") {
       if (loops_ == 0) fail("'", name, "' outside of a loop");
-      node = std::make_unique<LoopControlNode>(line, name == "break" ? Flow::break_loop : Flow::continue_loop);
+      node =
+          std::make_unique<LoopControlNode>(line, name == "break" ? Flow::break_loop : Flow::continue_loop);
       expect_block_end();
     } else {
       fail("encountered unknown tag '", name, "'");
@@ -219,8 +243,10 @@ class Parser {
     while (!is_op(")")) {
       if (!params.empty()) expect_op(",");
       MacroParam p{expect_name(), nullptr};
-      if (skip_op("=")) p.default_value = parse_expression();
-      else if (!params.empty() && params.back().default_value) fail("non-default argument follows default argument");
+      if (skip_op("="))
+        p.default_value = parse_expression();
+      else if (!params.empty() && params.back().default_value)
+        fail("non-default argument follows default argument");
       params.push_back(std::move(p));
     }
     next();
@@ -355,9 +381,8 @@ class Parser {
     auto cmp = std::make_unique<CompareExpr>(line);
     while (true) {
       std::string op;
-      if (cur().type == T::op &&
-          (cur().value == "==" || cur().value == "!=" || cur().value == "<" || cur().value == ">" ||
-           cur().value == "<=" || cur().value == ">=")) {
+      if (cur().type == T::op && (cur().value == "==" || cur().value == "!=" || cur().value == "<" ||
+                                  cur().value == ">" || cur().value == "<=" || cur().value == ">=")) {
         op = next().value;
       } else if (is_name("in")) {
         next();
@@ -434,8 +459,10 @@ class Parser {
       case T::name: {
         next();
         if (tok.value == "true" || tok.value == "True") return std::make_unique<Literal>(line, Value(true));
-        if (tok.value == "false" || tok.value == "False") return std::make_unique<Literal>(line, Value(false));
-        if (tok.value == "none" || tok.value == "None") return std::make_unique<Literal>(line, Value(nullptr));
+        if (tok.value == "false" || tok.value == "False")
+          return std::make_unique<Literal>(line, Value(false));
+        if (tok.value == "none" || tok.value == "None")
+          return std::make_unique<Literal>(line, Value(nullptr));
         return std::make_unique<Name>(line, tok.value);
       }
       case T::string: {
@@ -498,9 +525,12 @@ class Parser {
 
   ExprPtr parse_postfix(ExprPtr node) {
     while (true) {
-      if (is_op(".") || is_op("[")) node = parse_subscript(std::move(node));
-      else if (is_op("(")) node = parse_call(std::move(node));
-      else return node;
+      if (is_op(".") || is_op("["))
+        node = parse_subscript(std::move(node));
+      else if (is_op("("))
+        node = parse_call(std::move(node));
+      else
+        return node;
     }
   }
 
@@ -524,7 +554,8 @@ class Parser {
     if (tok.value == ".") {
       if (cur().type == T::name) return std::make_unique<GetAttr>(tok.line, std::move(node), next().value);
       if (cur().type == T::integer) {
-        auto index = std::make_unique<Literal>(tok.line, Value(static_cast<int64_t>(std::stoll(next().value))));
+        auto index =
+            std::make_unique<Literal>(tok.line, Value(static_cast<int64_t>(std::stoll(next().value))));
         return std::make_unique<GetItem>(tok.line, std::move(node), std::move(index));
       }
       fail("expected name or number");
@@ -608,6 +639,8 @@ class Parser {
 
 }  // namespace
 
-Body parse(const std::vector<Token>& tokens) { return Parser(tokens).parse_template(); }
+Body parse(const std::vector<Token>& tokens) {
+  return Parser(tokens).parse_template();
+}
 
 }  // namespace tfm::jinja

@@ -174,7 +174,9 @@ Args CallArgs::evaluate(Context& ctx) const {
   return args;
 }
 
-Value Name::evaluate(Context& ctx) const { return ctx.lookup(name); }
+Value Name::evaluate(Context& ctx) const {
+  return ctx.lookup(name);
+}
 
 Value ListExpr::evaluate(Context& ctx) const {
   std::vector<Value> out;
@@ -194,9 +196,13 @@ Value DictExpr::evaluate(Context& ctx) const {
   return d;
 }
 
-Value GetAttr::evaluate(Context& ctx) const { return get_attribute(object->evaluate(ctx), name); }
+Value GetAttr::evaluate(Context& ctx) const {
+  return get_attribute(object->evaluate(ctx), name);
+}
 
-Value GetItem::evaluate(Context& ctx) const { return get_item(object->evaluate(ctx), index->evaluate(ctx)); }
+Value GetItem::evaluate(Context& ctx) const {
+  return get_item(object->evaluate(ctx), index->evaluate(ctx));
+}
 
 Value SliceExpr::evaluate(Context& ctx) const {
   const Value obj = object->evaluate(ctx);
@@ -214,7 +220,9 @@ Value FilterExpr::apply(Context& ctx, const Value& value) const {
   return ctx.call_filter(name, value, a);
 }
 
-Value FilterExpr::evaluate(Context& ctx) const { return apply(ctx, subject->evaluate(ctx)); }
+Value FilterExpr::evaluate(Context& ctx) const {
+  return apply(ctx, subject->evaluate(ctx));
+}
 
 Value TestExpr::evaluate(Context& ctx) const {
   const Value v = subject->evaluate(ctx);
@@ -251,14 +259,22 @@ Value CompareExpr::evaluate(Context& ctx) const {
   for (const auto& [op, e] : rest) {
     Value b = e->evaluate(ctx);
     bool ok;
-    if (op == "==") ok = a == b;
-    else if (op == "!=") ok = !(a == b);
-    else if (op == "<") ok = a.less(b);
-    else if (op == ">") ok = b.less(a);
-    else if (op == "<=") ok = a.less(b) || a == b;
-    else if (op == ">=") ok = b.less(a) || a == b;
-    else if (op == "in") ok = contains(b, a);
-    else ok = !contains(b, a);
+    if (op == "==")
+      ok = a == b;
+    else if (op == "!=")
+      ok = !(a == b);
+    else if (op == "<")
+      ok = a.less(b);
+    else if (op == ">")
+      ok = b.less(a);
+    else if (op == "<=")
+      ok = a.less(b) || a == b;
+    else if (op == ">=")
+      ok = b.less(a) || a == b;
+    else if (op == "in")
+      ok = contains(b, a);
+    else
+      ok = !contains(b, a);
     if (!ok) return false;
     a = std::move(b);
   }
@@ -323,8 +339,7 @@ void assign(Context& ctx, const std::vector<Target>& targets, const Value& value
   }
   require_defined(value);
   const std::vector<Value> parts = value.iterate();
-  if (parts.size() > targets.size())
-    throw_error("too many values to unpack (expected ", targets.size(), ")");
+  if (parts.size() > targets.size()) throw_error("too many values to unpack (expected ", targets.size(), ")");
   if (parts.size() < targets.size())
     throw_error("not enough values to unpack (expected ", targets.size(), ", got ", parts.size(), ")");
   for (size_t i = 0; i < parts.size(); ++i) assign(ctx, {targets[i]}, parts[i], line);
@@ -390,8 +405,10 @@ Value MacroNode::make_macro(Context& ctx, const Value& caller) const {
     ScopeGuard guard(c, std::make_shared<Scope>(closure));
     std::vector<Value> varargs;
     for (size_t i = 0; i < args.positional.size(); ++i) {
-      if (i < params.size()) c.scope->set(params[i].name, args.positional[i]);
-      else varargs.push_back(args.positional[i]);
+      if (i < params.size())
+        c.scope->set(params[i].name, args.positional[i]);
+      else
+        varargs.push_back(args.positional[i]);
     }
     Value kwargs = make_dict();
     std::vector<bool> given(params.size());
@@ -412,9 +429,9 @@ Value MacroNode::make_macro(Context& ctx, const Value& caller) const {
     }
     for (size_t p = 0; p < params.size(); ++p) {
       if (given[p]) continue;
-      c.scope->set(params[p].name, params[p].default_value
-                                       ? params[p].default_value->evaluate(c)
-                                       : Value::undefined("parameter '" + params[p].name + "' was not provided"));
+      c.scope->set(params[p].name, params[p].default_value ? params[p].default_value->evaluate(c)
+                                                           : Value::undefined("parameter '" + params[p].name +
+                                                                              "' was not provided"));
     }
     c.scope->set("varargs", Value(std::move(varargs), /*tuple=*/true));
     c.scope->set("kwargs", kwargs);
@@ -456,7 +473,8 @@ Flow WithNode::do_render(Context& ctx, std::string& out) const {
 
 // ---- template ----
 
-Template::Template(std::string_view source, const LexerOptions& options) : body_(parse(tokenize(source, options))) {}
+Template::Template(std::string_view source, const LexerOptions& options)
+    : body_(parse(tokenize(source, options))) {}
 
 std::string Template::render(const Variables& variables, const Environment& env, const Limits& limits) const {
   auto top = std::make_shared<Scope>();

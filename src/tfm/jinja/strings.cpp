@@ -16,7 +16,8 @@ bool is_space(std::string_view ch) {
   }
   return ch == "\xc2\x85" || ch == "\xc2\xa0" || ch == "\xe1\x9a\x80" ||
          (ch.size() == 3 && ch[0] == '\xe2' && ch[1] == '\x80' &&
-          ((static_cast<unsigned char>(ch[2]) <= 0x8a) || ch[2] == '\xa8' || ch[2] == '\xa9' || ch[2] == '\xaf')) ||
+          ((static_cast<unsigned char>(ch[2]) <= 0x8a) || ch[2] == '\xa8' || ch[2] == '\xa9' ||
+           ch[2] == '\xaf')) ||
          ch == "\xe2\x81\x9f" || ch == "\xe3\x80\x80";
 }
 
@@ -197,9 +198,13 @@ bool is_cased(utf8proc_int32_t cp) {
 
 }  // namespace
 
-std::string upper(std::string_view s) { return map_code_points(s, utf8proc_toupper); }
+std::string upper(std::string_view s) {
+  return map_code_points(s, utf8proc_toupper);
+}
 
-std::string lower(std::string_view s) { return map_code_points(s, utf8proc_tolower); }
+std::string lower(std::string_view s) {
+  return map_code_points(s, utf8proc_tolower);
+}
 
 std::string title(std::string_view s) {
   bool prev_cased = false;
@@ -320,7 +325,11 @@ std::string format_value(const Value& v, std::string_view spec_text) {
       body = m == 0 ? "0" : "";
       for (uint64_t k = m; k; k >>= 1) body.insert(body.begin(), static_cast<char>('0' + (k & 1)));
     } else {
-      std::snprintf(buf, sizeof buf, type == 'd' ? "%llu" : type == 'x' ? "%llx" : type == 'X' ? "%llX" : "%llo",
+      std::snprintf(buf, sizeof buf,
+                    type == 'd'   ? "%llu"
+                    : type == 'x' ? "%llx"
+                    : type == 'X' ? "%llX"
+                                  : "%llo",
                     static_cast<unsigned long long>(m));
       body = buf;
     }
@@ -342,9 +351,12 @@ std::string format_value(const Value& v, std::string_view spec_text) {
     throw_error("Unknown format code '", type, "' for object of type '", v.type_name(), "'");
   }
   if (s.grouping) body = group_thousands(body);
-  if (negative) body = "-" + body;
-  else if (s.sign == '+') body = "+" + body;
-  else if (s.sign == ' ') body = " " + body;
+  if (negative)
+    body = "-" + body;
+  else if (s.sign == '+')
+    body = "+" + body;
+  else if (s.sign == ' ')
+    body = " " + body;
   return pad(body, s, '>');
 }
 
@@ -354,8 +366,10 @@ std::string format(std::string_view fmt, const Args& args) {
   for (size_t i = 0; i < fmt.size(); ++i) {
     const char c = fmt[i];
     if (c == '}') {
-      if (i + 1 < fmt.size() && fmt[i + 1] == '}') ++i;
-      else throw_error("Single '}' encountered in format string");
+      if (i + 1 < fmt.size() && fmt[i + 1] == '}')
+        ++i;
+      else
+        throw_error("Single '}' encountered in format string");
       out += '}';
       continue;
     }
@@ -384,7 +398,8 @@ std::string format(std::string_view fmt, const Args& args) {
     }
     const Value* v = nullptr;
     if (field.empty()) {
-      if (auto_index >= args.positional.size()) throw_error("Replacement index ", auto_index, " out of range");
+      if (auto_index >= args.positional.size())
+        throw_error("Replacement index ", auto_index, " out of range");
       v = &args.positional[auto_index++];
     } else if (field[0] >= '0' && field[0] <= '9') {
       const size_t k = std::stoul(std::string(field));

@@ -147,9 +147,12 @@ std::vector<std::string> utf8_chars(std::string_view s) {
   for (size_t i = 0; i < s.size();) {
     size_t n = 1;
     const auto u = static_cast<unsigned char>(s[i]);
-    if (u >= 0xf0) n = 4;
-    else if (u >= 0xe0) n = 3;
-    else if (u >= 0xc0) n = 2;
+    if (u >= 0xf0)
+      n = 4;
+    else if (u >= 0xe0)
+      n = 3;
+    else if (u >= 0xc0)
+      n = 2;
     n = std::min(n, s.size() - i);
     chars.emplace_back(s.substr(i, n));
     i += n;
@@ -263,11 +266,16 @@ json::Value Value::to_json() const {
         for (const auto& [k, v] : dict().items) {
           // json.dumps turns int, float, bool and None keys into strings; it rejects other keys.
           std::string key;
-          if (k.is_string()) key = k.as_string();
-          else if (k.is_bool()) key = k.as_bool() ? "true" : "false";
-          else if (k.is_none()) key = "null";
-          else if (k.is_int() || k.is_float()) key = k.str();
-          else throw_error("keys must be str, int, float, bool or None, not ", k.type_name());
+          if (k.is_string())
+            key = k.as_string();
+          else if (k.is_bool())
+            key = k.as_bool() ? "true" : "false";
+          else if (k.is_none())
+            key = "null";
+          else if (k.is_int() || k.is_float())
+            key = k.str();
+          else
+            throw_error("keys must be str, int, float, bool or None, not ", k.type_name());
           o.set(std::move(key), v.to_json());
         }
         return o;

@@ -71,9 +71,10 @@ jinja::Value tojson(jinja::Context&, const jinja::Value& v, jinja::Args& a) {
 jinja::Environment make_environment() {
   jinja::Environment env = jinja::Environment::jinja2_defaults();
   env.filters["tojson"] = tojson;
-  env.globals["raise_exception"] = jinja::Value::callable("raise_exception", [](jinja::Context&, jinja::Args& a) -> jinja::Value {
-    throw_error(arg(a, 0, "message", jinja::Value()).str());
-  });
+  env.globals["raise_exception"] =
+      jinja::Value::callable("raise_exception", [](jinja::Context&, jinja::Args& a) -> jinja::Value {
+        throw_error(arg(a, 0, "message", jinja::Value()).str());
+      });
   env.globals["strftime_now"] = jinja::Value::callable("strftime_now", [](jinja::Context&, jinja::Args& a) {
     const jinja::Value format = arg(a, 0, "format", jinja::Value());
     check(format.is_string(), "strftime_now: the format must be a string");
@@ -124,7 +125,8 @@ ChatTemplates load_chat_templates(const std::string& model_dir, const json::Valu
   if (fs::is_regular_file(dir / "chat_template.json")) {
     const json::Value j = json::parse_file((dir / "chat_template.json").string());
     const json::Value* c = j.find("chat_template");
-    check(c && c->is_string(), (dir / "chat_template.json").string(), ": expected a \"chat_template\" string");
+    check(c && c->is_string(), (dir / "chat_template.json").string(),
+          ": expected a \"chat_template\" string");
     t.single = c->as_string();
   }
   return t;
@@ -165,8 +167,8 @@ json::Object chat_template_special_tokens(const json::Value& config) {
       if (auto s = token_string(*v)) out.emplace_back(name, *s);
   // Model-specific tokens: other "*_token" keys holding a token, and a dict of extra_special_tokens.
   for (const auto& [key, v] : config.as_object()) {
-    const bool named = std::find_if(std::begin(kNamed), std::end(kNamed), [&](const char* n) { return key == n; }) !=
-                       std::end(kNamed);
+    const bool named = std::find_if(std::begin(kNamed), std::end(kNamed),
+                                    [&](const char* n) { return key == n; }) != std::end(kNamed);
     if (named || key.size() <= 6 || !key.ends_with("_token")) continue;
     if (auto s = token_string(v)) out.emplace_back(key, *s);
   }
@@ -193,7 +195,8 @@ jinja::Template compile_chat_template(const std::string& source) {
 std::string render_chat_template(const std::string& source, const json::Value& tokenizer_config,
                                  const ChatTemplateInputs& inputs) {
   check(inputs.messages.is_array(), "messages must be a list of message objects");
-  check(inputs.messages.size() > 0, "cannot apply a chat template to an empty conversation; provide at least one message");
+  check(inputs.messages.size() > 0,
+        "cannot apply a chat template to an empty conversation; provide at least one message");
   if (inputs.tools) {
     check(inputs.tools->is_array(), "tools must be a list of JSON schemas");
     for (const auto& tool : inputs.tools->as_array())

@@ -22,19 +22,21 @@ struct ChatTemplates {
 };
 
 // Loads as AutoTokenizer.from_pretrained does: chat_template.jinja (the default) and
-// additional_chat_templates/<name>.jinja take priority over tokenizer_config.json's "chat_template" (a string,
-// or a list of {"name", "template"}). A legacy chat_template.json ({"chat_template": ...}, read by
+// additional_chat_templates/<name>.jinja take priority over tokenizer_config.json's "chat_template" (a
+// string, or a list of {"name", "template"}). A legacy chat_template.json ({"chat_template": ...}, read by
 // Transformers' processors) is used when neither gives a template.
 ChatTemplates load_chat_templates(const std::string& model_dir, const json::Value& tokenizer_config);
 
 struct ChatTemplateInputs {
-  json::Value messages = json::Array{};  // [{"role", "content" (a string or a list of parts), "tool_calls"...}]
+  json::Value messages =
+      json::Array{};  // [{"role", "content" (a string or a list of parts), "tool_calls"...}]
   bool add_generation_prompt = false;
   std::optional<json::Value> tools;      // a list of JSON schemas; absent: None
   std::optional<json::Value> documents;  // a list of dicts; absent: None
   json::Object variables;                // other keyword arguments, e.g. enable_thinking
   // Transformers' chat_template argument: a template's name, or (when no template has that name) the
-  // template source itself. Absent: the "tool_use" template when tools are given and it exists, else "default".
+  // template source itself. Absent: the "tool_use" template when tools are given and it exists, else
+  // "default".
   std::optional<std::string> chat_template;
 };
 
@@ -49,7 +51,8 @@ json::Object chat_template_special_tokens(const json::Value& tokenizer_config);
 // The Jinja environment of Transformers' _compile_jinja_template.
 const jinja::Environment& transformers_jinja_environment();
 
-// Parses a template with Transformers' options (trim_blocks, lstrip_blocks); render it with the environment above.
+// Parses a template with Transformers' options (trim_blocks, lstrip_blocks); render it with the environment
+// above.
 jinja::Template compile_chat_template(const std::string& source);
 
 // Renders one template source as render_jinja_template does, with messages, tools, documents,
