@@ -33,6 +33,13 @@ int run(Args& args) {
       inputs.add_generation_prompt = value.as_bool();
     } else if (key == "tools" || key == "documents") {
       if (!value.is_null()) (key == "tools" ? inputs.tools : inputs.documents) = value;
+    } else if (key == "continue_final_message") {
+      check(value.is_bool() || value.is_string(),
+            "continue_final_message must be true, false or a field name");
+      if (value.is_string())
+        inputs.continue_final_message = value.as_string();
+      else if (value.as_bool())
+        inputs.continue_final_message = "content";
     } else if (key == "chat_template") {
       check(value.is_string(), "chat_template must be a template name or source");
       inputs.chat_template = value.as_string();
@@ -51,11 +58,10 @@ int run(Args& args) {
 const Command kChatTemplateCommand{
     "chat-template", "render a model's chat template as Transformers' apply_chat_template does",
     "usage: tfm chat-template --model DIR < request.json\n\n"
-    "Reads one JSON object on standard input: \"messages\" (required), \"add_generation_prompt\" (default "
-    "false),\n"
-    "\"tools\", \"documents\", \"chat_template\" (a template name or source), and any other keys, which the\n"
-    "template sees as variables (e.g. \"enable_thinking\"). Writes the rendered text to standard output "
-    "exactly.\n"
+    "Reads one JSON object on standard input: \"messages\" (required), \"add_generation_prompt\"\n"
+    "(default false), \"tools\", \"documents\", \"chat_template\" (a template name or source),\n"
+    "\"continue_final_message\" (true or a field name), and any other keys, which the template sees as\n"
+    "variables (e.g. \"enable_thinking\"). Writes the rendered text to standard output exactly.\n"
     "DIR needs tokenizer_config.json and/or chat_template.jinja (additional_chat_templates/ too).\n",
     run};
 

@@ -27,6 +27,8 @@ ChatTemplateInputs inputs_from(const json::Value& j) {
       in.tools = value;
     else if (key == "documents")
       in.documents = value;
+    else if (key == "continue_final_message")
+      in.continue_final_message = value.is_string() ? value.as_string() : "content";
     else
       in.variables.emplace_back(key, value);
   }

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "tfm/core/error.h"
+#include "tfm/jinja/strings.h"
 #include "tfm/jinja/template.h"
 
 namespace tfm {
@@ -66,6 +67,50 @@ jinja::Value tojson(jinja::Context&, const jinja::Value& v, jinja::Args& a) {
   }
   o.sort_keys = arg(a, 3, "sort_keys", false).truthy();
   return json::dump(v.to_json(), o);
+}
+
+// Transformers marks the end of the message to continue with this tag and cuts the rendering there.
+constexpr std::string_view kContinueTag = "CONTINUE_FINAL_MESSAGE_TAG ";
+
+std::string python_strip(const std::string& s) {
+  return jinja::pystr::strip(s, nullptr, true, true);
+}
+
+// Appends the tag to the last message's field (or its last part with text); returns the text continued.
+std::string mark_final_message(json::Value& messages, const std::string& field, const std::string& source) {
+  json::Value& last = messages.as_array().back();
+  json::Value* value = last.find(field);
+  check(value && !value->is_null(), "continue_final_message is set but the final message has no \"", field,
+        "\" to continue");
+  check(source.find(field) != std::string::npos, "continue_final_message is set to \"", field,
+        "\" but this is not an accepted field in the chat template");
+  if (value->is_array()) {
+    auto& parts = value->as_array();
+    for (auto it = parts.rbegin(); it != parts.rend(); ++it) {
+      json::Value* text = it->find("text");
+      if (!text) continue;
+      std::string original = text->as_string();
+      *text = original + std::string(kContinueTag);
+      return original;
+    }
+    throw_error(
+        "continue_final_message is set but we could not find any text to continue in the final message");
+  }
+  check(value->is_string(), "continue_final_message: the final message's \"", field, "\" must be text");
+  std::string original = value->as_string();
+  *value = original + std::string(kContinueTag);
+  return original;
+}
+
+std::string cut_at_final_message(const std::string& rendered, const std::string& final_text) {
+  const std::string tag = python_strip(std::string(kContinueTag));
+  check(
+      rendered.find(python_strip(final_text)) != std::string::npos && rendered.find(tag) != std::string::npos,
+      "continue_final_message is set but the final message does not appear in the chat after applying the "
+      "chat template (the template may change or drop part of it)");
+  const size_t at = rendered.rfind(tag);
+  if (rendered.compare(at, kContinueTag.size(), kContinueTag) == 0) return rendered.substr(0, at);
+  return jinja::pystr::strip(rendered.substr(0, at), nullptr, false, true);
 }
 
 jinja::Environment make_environment() {
@@ -207,8 +252,17 @@ std::string render_chat_template(const std::string& source, const json::Value& t
     for (const auto& doc : inputs.documents->as_array())
       check(doc.is_object(), "documents should be a list of dicts with 'title' and 'text' keys");
   }
+  json::Value messages = inputs.messages;
+  std::string final_text;
+  if (inputs.continue_final_message) {
+    check(
+        !inputs.add_generation_prompt,
+        "continue_final_message and add_generation_prompt are not compatible: use continue_final_message to "
+        "continue the final message, add_generation_prompt to start a new assistant message");
+    final_text = mark_final_message(messages, *inputs.continue_final_message, source);
+  }
   jinja::Variables vars;
-  vars.emplace_back("messages", jinja::Value::from_json(inputs.messages));
+  vars.emplace_back("messages", jinja::Value::from_json(messages));
   vars.emplace_back("tools", inputs.tools ? jinja::Value::from_json(*inputs.tools) : jinja::Value(nullptr));
   vars.emplace_back("documents",
                     inputs.documents ? jinja::Value::from_json(*inputs.documents) : jinja::Value(nullptr));
@@ -217,11 +271,13 @@ std::string render_chat_template(const std::string& source, const json::Value& t
     vars.emplace_back(k, jinja::Value::from_json(v));
   for (const auto& [k, v] : inputs.variables) vars.emplace_back(k, jinja::Value::from_json(v));  // later wins
 
+  std::string rendered;
   try {
-    return compile_chat_template(source).render(vars, transformers_jinja_environment());
+    rendered = compile_chat_template(source).render(vars, transformers_jinja_environment());
   } catch (const Error& e) {
     throw_error("chat template: ", e.what());
   }
+  return inputs.continue_final_message ? cut_at_final_message(rendered, final_text) : rendered;
 }
 
 std::string apply_chat_template(const ChatTemplates& templates, const json::Value& tokenizer_config,

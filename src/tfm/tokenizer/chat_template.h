@@ -34,6 +34,9 @@ struct ChatTemplateInputs {
   std::optional<json::Value> tools;      // a list of JSON schemas; absent: None
   std::optional<json::Value> documents;  // a list of dicts; absent: None
   json::Object variables;                // other keyword arguments, e.g. enable_thinking
+  // Transformers' continue_final_message: the field of the last message (true there means "content") that the
+  // rendering must end with, open for the model to continue. Absent: false.
+  std::optional<std::string> continue_final_message;
   // Transformers' chat_template argument: a template's name, or (when no template has that name) the
   // template source itself. Absent: the "tool_use" template when tools are given and it exists, else
   // "default".
