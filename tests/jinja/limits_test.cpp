@@ -51,6 +51,24 @@ TEST(JinjaLimits, OutputGrowthStops) {
             std::string::npos);
 }
 
+TEST(JinjaLimits, SelfSharingValuesStayBounded) {
+  // Each step doubles the printed size of the list while its memory stays small.
+  const std::string doubling =
+      "{% set ns = namespace(l=[1]) %}{% for i in range(60) %}{% set ns.l = [ns.l, ns.l] %}{% endfor %}";
+  EXPECT_NE(error_of(doubling + "{{ ns.l }}").find("too large"), std::string::npos);
+  EXPECT_NE(error_of(doubling + "{{ ns.l|tojson }}").find("too large"), std::string::npos);
+  EXPECT_NE(error_of(doubling + "{{ ns.l == ns.l }}").find("too large"), std::string::npos);
+  const std::string deep =
+      "{% set ns = namespace(l=[]) %}{% for i in range(100000) %}{% set ns.l = [ns.l] %}{% endfor %}";
+  EXPECT_NE(error_of(deep).find("nested more than"), std::string::npos);
+  const std::string deep_dict =
+      "{% set ns = namespace(d={}) %}{% for i in range(100000) %}{% set ns.d = {'k': ns.d} %}{% endfor %}";
+  EXPECT_NE(error_of(deep_dict).find("nested more than"), std::string::npos);
+  EXPECT_EQ(render("{% set ns = namespace(l=[]) %}{% for i in range(3) %}{% set ns.l = [ns.l] %}{% endfor "
+                   "%}{{ ns.l }}"),
+            "[[[[]]]]");
+}
+
 TEST(JinjaLimits, DeepNestingIsASyntaxErrorNotACrash) {
   EXPECT_NE(error_of("{{ " + std::string(100000, '(') + "1" + std::string(100000, ')') + " }}"), "");
   EXPECT_NE(error_of("{{ " + std::string(100000, '[') + std::string(100000, ']') + " }}"), "");

@@ -40,9 +40,10 @@ struct Environment {
 
 // Bounds that keep a hostile template from running forever or filling memory.
 struct Limits {
-  size_t max_output_bytes = size_t{64} << 20;  // also caps any one string or list a template builds
-  size_t max_steps = 2'000'000;                // loop iterations, calls and filter applications
-  size_t max_depth = 256;                      // nested macro calls
+  size_t max_output_bytes = size_t{64}
+                            << 20;  // also caps each string or list built (elements as sizeof(Value))
+  size_t max_steps = 2'000'000;     // loop iterations, calls and filter applications
+  size_t max_depth = 256;           // nested macro calls
 };
 
 class Context {

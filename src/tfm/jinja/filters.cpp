@@ -191,14 +191,14 @@ Value do_indent(const Value& v, const Args& a) {
 std::string jinja_title(const std::string& s) {
   std::string out;
   bool word_start = true;
-  for (char c : s) {
-    const bool sep = c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v' || c == '-' ||
-                     c == '(' || c == '{' || c == '[' || c == '<';
+  for (const std::string& c : utf8_chars(s)) {
+    const bool sep = c == " " || c == "\t" || c == "\n" || c == "\r" || c == "\f" || c == "\v" || c == "-" ||
+                     c == "(" || c == "{" || c == "[" || c == "<";
     if (sep) {
       out += c;
       word_start = true;
     } else {
-      out += word_start ? pystr::upper(std::string(1, c)) : pystr::lower(std::string(1, c));
+      out += word_start ? pystr::upper(c) : pystr::lower(c);
       word_start = false;
     }
   }

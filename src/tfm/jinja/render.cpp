@@ -33,7 +33,7 @@ Value repeat(Context& ctx, const Value& seq, int64_t n) {
     for (int64_t i = 0; i < n; ++i) out += seq.as_string();
     return out;
   }
-  ctx.check_size(seq.items().size() * static_cast<size_t>(n));
+  ctx.check_size(seq.items().size() * static_cast<size_t>(n) * sizeof(Value));
   std::vector<Value> out;
   for (int64_t i = 0; i < n; ++i) out.insert(out.end(), seq.items().begin(), seq.items().end());
   return Value(std::move(out), seq.is_tuple());
@@ -62,7 +62,7 @@ Value arithmetic(Context& ctx, const std::string& op, const Value& a, const Valu
       return a.as_string() + b.as_string();
     }
     if (a.is_list() && b.is_list() && a.is_tuple() == b.is_tuple()) {
-      ctx.check_size(a.items().size() + b.items().size());
+      ctx.check_size((a.items().size() + b.items().size()) * sizeof(Value));
       std::vector<Value> out = a.items();
       out.insert(out.end(), b.items().begin(), b.items().end());
       return Value(std::move(out), a.is_tuple());

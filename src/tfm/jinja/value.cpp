@@ -12,8 +12,26 @@ Value::Value() {
   v_ = plain;
 }
 
-Value::Value(std::vector<Value> items, bool tuple)
-    : v_(std::make_shared<ListData>(ListData{std::move(items), tuple})) {}
+namespace {
+
+int nesting_over(int inner) {
+  if (inner >= kMaxNesting) throw_error("a value is nested more than ", kMaxNesting, " levels deep");
+  return inner + 1;
+}
+
+}  // namespace
+
+Value::Value(std::vector<Value> items, bool tuple) {
+  int inner = 0;
+  for (const auto& v : items) inner = std::max(inner, v.nesting());
+  v_ = std::make_shared<ListData>(ListData{std::move(items), tuple, nesting_over(inner)});
+}
+
+int Value::nesting() const {
+  if (is_list()) return std::get<std::shared_ptr<ListData>>(v_)->nesting;
+  if (is_dict()) return dict().nesting;
+  return 0;
+}
 
 Value Value::undefined(std::string message) {
   Value v;
@@ -28,7 +46,9 @@ Value Value::callable(std::string name, Function function) {
 }
 
 Value make_dict(std::vector<std::pair<Value, Value>> items, bool is_namespace) {
-  return Value(std::make_shared<DictData>(DictData{std::move(items), is_namespace}));
+  int inner = 0;
+  for (const auto& [k, v] : items) inner = std::max({inner, k.nesting(), v.nesting()});
+  return Value(std::make_shared<DictData>(DictData{std::move(items), is_namespace, nesting_over(inner)}));
 }
 
 Value Value::from_json(const json::Value& j) {
@@ -66,6 +86,7 @@ const Value* DictData::find(const Value& key) const {
 }
 
 void DictData::set(Value key, Value value) {
+  nesting = std::max(nesting, nesting_over(std::max(key.nesting(), value.nesting())));
   for (auto& [k, v] : items) {
     if (k == key) {
       v = std::move(value);
@@ -177,6 +198,159 @@ std::string Value::str() const {
   }
 }
 
+namespace {
+
+// Walks over nested values count what they visit: a template can build lists that contain themselves many
+// times over (each `l = [l, l]` doubles the work), so printing, comparing and serializing are bounded.
+constexpr size_t kMaxNodes = 4'000'000;
+constexpr int kMaxDepth = 512;
+constexpr size_t kMaxReprBytes = size_t{64} << 20;
+
+class Walk {
+ public:
+  struct Level {
+    Walk& w;
+    explicit Level(Walk& walk) : w(walk) {
+      if (++w.nodes_ > kMaxNodes)
+        throw_error("a value is too large to handle (over ", kMaxNodes, " elements)");
+      if (++w.depth_ > kMaxDepth) throw_error("a value is nested more than ", kMaxDepth, " levels deep");
+    }
+    ~Level() { --w.depth_; }
+  };
+
+ private:
+  size_t nodes_ = 0;
+  int depth_ = 0;
+};
+
+void repr_into(const Value& v, std::string& out, Walk& walk) {
+  const Walk::Level level(walk);
+  if (out.size() > kMaxReprBytes) throw_error("a value's text is over ", kMaxReprBytes, " bytes");
+  if (v.is_list()) {
+    const bool tuple = v.is_tuple();
+    out += tuple ? "(" : "[";
+    for (size_t i = 0; i < v.items().size(); ++i) {
+      if (i) out += ", ";
+      repr_into(v.items()[i], out, walk);
+    }
+    if (tuple && v.items().size() == 1) out += ",";
+    out += tuple ? ")" : "]";
+  } else if (v.is_dict()) {
+    out += v.is_namespace() ? "<Namespace {" : "{";
+    bool first = true;
+    for (const auto& [k, x] : v.dict().items) {
+      if (!first) out += ", ";
+      first = false;
+      repr_into(k, out, walk);
+      out += ": ";
+      repr_into(x, out, walk);
+    }
+    out += v.is_namespace() ? "}>" : "}";
+  } else {
+    out += v.repr();
+  }
+}
+
+bool equal(const Value& a, const Value& b, Walk& walk) {
+  const Walk::Level level(walk);
+  if (a.is_number() && b.is_number()) {
+    if (a.is_float() || b.is_float()) return a.as_double() == b.as_double();
+    return a.as_int() == b.as_int();
+  }
+  if (a.kind() != b.kind()) return false;
+  switch (a.kind()) {
+    case Value::Kind::undefined:
+    case Value::Kind::none:
+      return true;
+    case Value::Kind::string:
+      return a.as_string() == b.as_string();
+    case Value::Kind::list: {
+      if (a.is_tuple() != b.is_tuple() || a.items().size() != b.items().size()) return false;
+      for (size_t i = 0; i < a.items().size(); ++i)
+        if (!equal(a.items()[i], b.items()[i], walk)) return false;
+      return true;
+    }
+    case Value::Kind::dict: {
+      if (a.is_namespace() || b.is_namespace()) return &a.dict() == &b.dict();
+      if (a.dict().items.size() != b.dict().items.size()) return false;
+      for (const auto& [k, v] : a.dict().items) {
+        const Value* o = b.dict().find(k);
+        if (!o || !equal(*o, v, walk)) return false;
+      }
+      return true;
+    }
+    case Value::Kind::callable:
+      return &a.callable_data() == &b.callable_data();
+    default:
+      return false;
+  }
+}
+
+bool less_than(const Value& a, const Value& b, Walk& walk) {
+  const Walk::Level level(walk);
+  if (a.is_number() && b.is_number()) {
+    if (a.is_float() || b.is_float()) return a.as_double() < b.as_double();
+    return a.as_int() < b.as_int();
+  }
+  if (a.is_string() && b.is_string()) return a.as_string() < b.as_string();
+  if (a.is_list() && b.is_list() && a.is_tuple() == b.is_tuple()) {
+    const auto &x = a.items(), &y = b.items();
+    for (size_t i = 0; i < x.size() && i < y.size(); ++i) {
+      if (equal(x[i], y[i], walk)) continue;
+      return less_than(x[i], y[i], walk);
+    }
+    return x.size() < y.size();
+  }
+  if (a.is_undefined() || b.is_undefined()) (a.is_undefined() ? a : b).fail_undefined();
+  throw_error("'<' not supported between instances of '", a.type_name(), "' and '", b.type_name(), "'");
+}
+
+json::Value to_json_walk(const Value& v, Walk& walk) {
+  const Walk::Level level(walk);
+  switch (v.kind()) {
+    case Value::Kind::none:
+      return nullptr;
+    case Value::Kind::boolean:
+      return v.as_bool();
+    case Value::Kind::integer:
+      return v.as_int();
+    case Value::Kind::floating:
+      return v.as_double();
+    case Value::Kind::string:
+      return v.as_string();
+    case Value::Kind::list: {
+      json::Array a;
+      for (const auto& e : v.items()) a.push_back(to_json_walk(e, walk));
+      return a;
+    }
+    case Value::Kind::dict:
+      if (!v.is_namespace()) {
+        json::Value o = json::Object{};
+        for (const auto& [k, x] : v.dict().items) {
+          // json.dumps turns int, float, bool and None keys into strings; it rejects other keys.
+          std::string key;
+          if (k.is_string())
+            key = k.as_string();
+          else if (k.is_bool())
+            key = k.as_bool() ? "true" : "false";
+          else if (k.is_none())
+            key = "null";
+          else if (k.is_int() || k.is_float())
+            key = k.str();
+          else
+            throw_error("keys must be str, int, float, bool or None, not ", k.type_name());
+          o.set(std::move(key), to_json_walk(x, walk));
+        }
+        return o;
+      }
+      [[fallthrough]];
+    default:
+      throw_error("Object of type ", v.type_name(), " is not JSON serializable");
+  }
+}
+
+}  // namespace
+
 std::string Value::repr() const {
   switch (kind()) {
     case Kind::undefined:
@@ -191,26 +365,11 @@ std::string Value::repr() const {
       return json::python_float_repr(as_double());
     case Kind::string:
       return python_repr(as_string());
-    case Kind::list: {
-      const bool tuple = is_tuple();
-      std::string out = tuple ? "(" : "[";
-      for (size_t i = 0; i < items().size(); ++i) {
-        if (i) out += ", ";
-        out += items()[i].repr();
-      }
-      if (tuple && items().size() == 1) out += ",";
-      out += tuple ? ")" : "]";
-      return out;
-    }
+    case Kind::list:
     case Kind::dict: {
-      std::string out = dict().is_namespace ? "<Namespace {" : "{";
-      bool first = true;
-      for (const auto& [k, v] : dict().items) {
-        if (!first) out += ", ";
-        first = false;
-        out += k.repr() + ": " + v.repr();
-      }
-      out += dict().is_namespace ? "}>" : "}";
+      std::string out;
+      Walk walk;
+      repr_into(*this, out, walk);
       return out;
     }
     case Kind::callable:
@@ -244,46 +403,8 @@ std::string Value::type_name() const {
 }
 
 json::Value Value::to_json() const {
-  switch (kind()) {
-    case Kind::none:
-      return nullptr;
-    case Kind::boolean:
-      return as_bool();
-    case Kind::integer:
-      return as_int();
-    case Kind::floating:
-      return as_double();
-    case Kind::string:
-      return as_string();
-    case Kind::list: {
-      json::Array a;
-      for (const auto& e : items()) a.push_back(e.to_json());
-      return a;
-    }
-    case Kind::dict:
-      if (!dict().is_namespace) {
-        json::Value o = json::Object{};
-        for (const auto& [k, v] : dict().items) {
-          // json.dumps turns int, float, bool and None keys into strings; it rejects other keys.
-          std::string key;
-          if (k.is_string())
-            key = k.as_string();
-          else if (k.is_bool())
-            key = k.as_bool() ? "true" : "false";
-          else if (k.is_none())
-            key = "null";
-          else if (k.is_int() || k.is_float())
-            key = k.str();
-          else
-            throw_error("keys must be str, int, float, bool or None, not ", k.type_name());
-          o.set(std::move(key), v.to_json());
-        }
-        return o;
-      }
-      [[fallthrough]];
-    default:
-      throw_error("Object of type ", type_name(), " is not JSON serializable");
-  }
+  Walk walk;
+  return to_json_walk(*this, walk);
 }
 
 std::vector<Value> Value::iterate() const {
@@ -310,51 +431,13 @@ std::vector<Value> Value::iterate() const {
 }
 
 bool Value::operator==(const Value& other) const {
-  if (is_number() && other.is_number()) {
-    if (is_float() || other.is_float()) return as_double() == other.as_double();
-    return as_int() == other.as_int();
-  }
-  if (kind() != other.kind()) return false;
-  switch (kind()) {
-    case Kind::undefined:
-    case Kind::none:
-      return true;
-    case Kind::string:
-      return as_string() == other.as_string();
-    case Kind::list:
-      return is_tuple() == other.is_tuple() && items() == other.items();
-    case Kind::dict: {
-      if (dict().is_namespace || other.dict().is_namespace) return &dict() == &other.dict();
-      if (dict().items.size() != other.dict().items.size()) return false;
-      for (const auto& [k, v] : dict().items) {
-        const Value* o = other.dict().find(k);
-        if (!o || !(*o == v)) return false;
-      }
-      return true;
-    }
-    case Kind::callable:
-      return &callable_data() == &other.callable_data();
-    default:
-      return false;
-  }
+  Walk walk;
+  return equal(*this, other, walk);
 }
 
 bool Value::less(const Value& other) const {
-  if (is_number() && other.is_number()) {
-    if (is_float() || other.is_float()) return as_double() < other.as_double();
-    return as_int() < other.as_int();
-  }
-  if (is_string() && other.is_string()) return as_string() < other.as_string();
-  if (is_list() && other.is_list() && is_tuple() == other.is_tuple()) {
-    const auto &a = items(), &b = other.items();
-    for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
-      if (a[i] == b[i]) continue;
-      return a[i].less(b[i]);
-    }
-    return a.size() < b.size();
-  }
-  if (is_undefined() || other.is_undefined()) (is_undefined() ? *this : other).fail_undefined();
-  throw_error("'<' not supported between instances of '", type_name(), "' and '", other.type_name(), "'");
+  Walk walk;
+  return less_than(*this, other, walk);
 }
 
 }  // namespace tfm::jinja

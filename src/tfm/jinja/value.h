@@ -27,13 +27,19 @@ struct Args {
 
 using Function = std::function<Value(Context&, Args&)>;
 
+// Containers know how deeply they nest (at most kMaxNesting), so that no walk over a value, its destruction
+// included, can exhaust the stack.
+constexpr int kMaxNesting = 600;
+
 struct ListData {
   std::vector<Value> items;
   bool tuple = false;
+  int nesting = 1;
 };
 struct DictData {
   std::vector<std::pair<Value, Value>> items;  // insertion order, as Python dicts
   bool is_namespace = false;                   // a namespace() object: attributes may be assigned
+  int nesting = 1;
   const Value* find(const Value& key) const;
   void set(Value key, Value value);
 };
@@ -78,6 +84,7 @@ class Value {
   bool is_dict() const { return kind() == Kind::dict; }  // dicts and namespaces
   bool is_namespace() const { return is_dict() && dict().is_namespace; }
   bool is_callable() const { return kind() == Kind::callable; }
+  int nesting() const;  // 0 for scalars, 1 for a flat list or dict
   bool is_iterable() const { return is_string() || is_list() || is_dict() || is_undefined(); }
 
   bool as_bool() const { return std::get<bool>(v_); }
