@@ -10,5 +10,6 @@ extern const Command kForwardCommand;
 extern const Command kGenerateCommand;
 extern const Command kTokenizeCommand;
 extern const Command kDetokenizeCommand;
+extern const Command kChatTemplateCommand;
 
 }  // namespace tfm::cli

@@ -14,6 +14,7 @@ const tfm::cli::Command* const kCommands[] = {
     &tfm::cli::kDevicesCommand,
     &tfm::cli::kTokenizeCommand,
     &tfm::cli::kDetokenizeCommand,
+    &tfm::cli::kChatTemplateCommand,
 };
 
 void print_usage(std::ostream& out) {

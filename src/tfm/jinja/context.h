@@ -1,0 +1,83 @@
+// Where names are looked up while a template renders: a chain of scopes (a for-loop iteration, a macro
+// call, the template's top level) ending in the environment's globals, plus the run's limits.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "tfm/jinja/value.h"
+
+namespace tfm::jinja {
+
+class Scope {
+ public:
+  explicit Scope(std::shared_ptr<Scope> parent = nullptr) : parent_(std::move(parent)) {}
+  const Value* find(std::string_view name) const;
+  void set(const std::string& name, Value value);
+  const std::shared_ptr<Scope>& parent() const { return parent_; }
+
+ private:
+  std::shared_ptr<Scope> parent_;
+  std::vector<std::pair<std::string, Value>> vars_;  // few per scope: a linear search is fastest
+};
+
+using Filter = std::function<Value(Context&, const Value& subject, Args& args)>;
+using Test = std::function<bool(Context&, const Value& subject, Args& args)>;
+
+// What a template may call: filters, tests and global values (functions among them).
+struct Environment {
+  std::unordered_map<std::string, Filter> filters;
+  std::unordered_map<std::string, Test> tests;
+  std::map<std::string, Value, std::less<>> globals;
+
+  // Jinja2's default filters, tests and globals (range, dict, namespace, cycler, joiner, lipsum).
+  static Environment jinja2_defaults();
+};
+
+// Bounds that keep a hostile template from running forever or filling memory.
+struct Limits {
+  size_t max_output_bytes = size_t{64}
+                            << 20;  // also caps each string or list built (elements as sizeof(Value))
+  size_t max_steps = 2'000'000;     // loop iterations, calls and filter applications
+  size_t max_depth = 256;           // nested macro calls
+};
+
+class Context {
+ public:
+  Context(const Environment& env, std::shared_ptr<Scope> scope, Limits limits)
+      : env(env), scope(std::move(scope)), limits(limits) {}
+
+  const Environment& env;
+  std::shared_ptr<Scope> scope;  // innermost
+  Limits limits;
+  size_t steps = 0;
+  size_t depth = 0;
+
+  Value lookup(std::string_view name) const;
+  void step();                          // counts one unit of work against max_steps
+  void check_size(size_t bytes) const;  // a value about to be built of this size
+  Value call_filter(const std::string& name, const Value& subject, Args& args);
+  bool call_test(const std::string& name, const Value& subject, Args& args);
+  Value call(const Value& callee, Args& args);
+};
+
+// Runs a body in a child scope and restores the scope after, even when it throws.
+class ScopeGuard {
+ public:
+  ScopeGuard(Context& ctx, std::shared_ptr<Scope> scope) : ctx_(ctx), saved_(std::move(ctx.scope)) {
+    ctx.scope = std::move(scope);
+  }
+  ~ScopeGuard() { ctx_.scope = std::move(saved_); }
+  ScopeGuard(const ScopeGuard&) = delete;
+  ScopeGuard& operator=(const ScopeGuard&) = delete;
+
+ private:
+  Context& ctx_;
+  std::shared_ptr<Scope> saved_;
+};
+
+}  // namespace tfm::jinja

@@ -1,0 +1,488 @@
+// Evaluation of expressions and rendering of nodes, with Python's semantics for operators.
+#include <cmath>
+#include <limits>
+
+#include "tfm/core/error.h"
+#include "tfm/jinja/ast.h"
+#include "tfm/jinja/builtins.h"
+#include "tfm/jinja/parser.h"
+#include "tfm/jinja/template.h"
+
+namespace tfm::jinja {
+namespace {
+
+// An error that already names its template line, so outer nodes pass it on unchanged.
+class LocatedError : public Error {
+ public:
+  using Error::Error;
+};
+
+void require_defined(const Value& v) {
+  if (v.is_undefined()) v.fail_undefined();
+}
+
+[[noreturn]] void unsupported(const char* op, const Value& a, const Value& b) {
+  throw_error("unsupported operand type(s) for ", op, ": '", a.type_name(), "' and '", b.type_name(), "'");
+}
+
+Value repeat(Context& ctx, const Value& seq, int64_t n) {
+  n = std::max<int64_t>(n, 0);
+  if (seq.is_string()) {
+    ctx.check_size(seq.as_string().size() * static_cast<size_t>(n));
+    std::string out;
+    for (int64_t i = 0; i < n; ++i) out += seq.as_string();
+    return out;
+  }
+  ctx.check_size(seq.items().size() * static_cast<size_t>(n) * sizeof(Value));
+  std::vector<Value> out;
+  for (int64_t i = 0; i < n; ++i) out.insert(out.end(), seq.items().begin(), seq.items().end());
+  return Value(std::move(out), seq.is_tuple());
+}
+
+double floor_mod(double a, double b) {
+  double m = std::fmod(a, b);
+  if (m != 0 && ((m < 0) != (b < 0))) m += b;
+  return m;
+}
+
+Value arithmetic(Context& ctx, const std::string& op, const Value& a, const Value& b) {
+  require_defined(a);
+  require_defined(b);
+  const bool numbers = a.is_number() && b.is_number();
+  const bool ints = numbers && !a.is_float() && !b.is_float();
+  if (op == "+") {
+    if (ints) {
+      int64_t r = 0;
+      if (__builtin_add_overflow(a.as_int(), b.as_int(), &r)) throw_error("integer overflow");
+      return r;
+    }
+    if (numbers) return a.as_double() + b.as_double();
+    if (a.is_string() && b.is_string()) {
+      ctx.check_size(a.as_string().size() + b.as_string().size());
+      return a.as_string() + b.as_string();
+    }
+    if (a.is_list() && b.is_list() && a.is_tuple() == b.is_tuple()) {
+      ctx.check_size((a.items().size() + b.items().size()) * sizeof(Value));
+      std::vector<Value> out = a.items();
+      out.insert(out.end(), b.items().begin(), b.items().end());
+      return Value(std::move(out), a.is_tuple());
+    }
+    if (a.is_string()) throw_error("can only concatenate str (not \"", b.type_name(), "\") to str");
+    if (a.is_list()) throw_error("can only concatenate list (not \"", b.type_name(), "\") to list");
+    unsupported("+", a, b);
+  }
+  if (op == "-") {
+    if (ints) {
+      int64_t r = 0;
+      if (__builtin_sub_overflow(a.as_int(), b.as_int(), &r)) throw_error("integer overflow");
+      return r;
+    }
+    if (numbers) return a.as_double() - b.as_double();
+    unsupported("-", a, b);
+  }
+  if (op == "*") {
+    if (ints) {
+      int64_t r = 0;
+      if (__builtin_mul_overflow(a.as_int(), b.as_int(), &r)) throw_error("integer overflow");
+      return r;
+    }
+    if (numbers) return a.as_double() * b.as_double();
+    if ((a.is_string() || a.is_list()) && b.is_number() && !b.is_float()) return repeat(ctx, a, b.as_int());
+    if ((b.is_string() || b.is_list()) && a.is_number() && !a.is_float()) return repeat(ctx, b, a.as_int());
+    unsupported("*", a, b);
+  }
+  if (op == "/") {
+    if (!numbers) unsupported("/", a, b);
+    if (b.as_double() == 0) throw_error("division by zero");
+    return a.as_double() / b.as_double();
+  }
+  if (op == "//") {
+    if (!numbers) unsupported("//", a, b);
+    if (b.as_double() == 0) throw_error("integer division or modulo by zero");
+    if (ints) {
+      const int64_t x = a.as_int(), y = b.as_int();
+      int64_t q = x / y;
+      if ((x % y != 0) && ((x < 0) != (y < 0))) --q;
+      return q;
+    }
+    return std::floor(a.as_double() / b.as_double());
+  }
+  if (op == "%") {
+    if (a.is_string()) return percent_format(a.as_string(), b);
+    if (!numbers) unsupported("%", a, b);
+    if (b.as_double() == 0) throw_error("integer division or modulo by zero");
+    if (ints) {
+      const int64_t x = a.as_int(), y = b.as_int();
+      int64_t m = x % y;
+      if (m != 0 && ((m < 0) != (y < 0))) m += y;
+      return m;
+    }
+    return floor_mod(a.as_double(), b.as_double());
+  }
+  if (op == "**") {
+    if (!numbers) unsupported("** or pow()", a, b);
+    if (ints && b.as_int() >= 0) {
+      int64_t r = 1, base = a.as_int();
+      for (int64_t e = b.as_int(); e > 0; --e) {
+        if (__builtin_mul_overflow(r, base, &r)) throw_error("integer overflow");
+        if (r == 0 || r == 1) break;
+      }
+      return r;
+    }
+    return std::pow(a.as_double(), b.as_double());
+  }
+  throw_error("unknown operator ", op);
+}
+
+std::optional<int64_t> slice_part(Context& ctx, const ExprPtr& e) {
+  if (!e) return std::nullopt;
+  const Value v = e->evaluate(ctx);
+  if (v.is_none()) return std::nullopt;
+  if (!v.is_number() || v.is_float())
+    throw_error("slice indices must be integers or None, not ", v.type_name());
+  return v.as_int();
+}
+
+Value make_loop(size_t i, const std::vector<Value>& items, const Value& cycle) {
+  const auto n = static_cast<int64_t>(items.size());
+  const auto k = static_cast<int64_t>(i);
+  std::vector<std::pair<Value, Value>> f{
+      {"index", k + 1},
+      {"index0", k},
+      {"revindex", n - k},
+      {"revindex0", n - k - 1},
+      {"first", k == 0},
+      {"last", k == n - 1},
+      {"length", n},
+      {"depth", 1},
+      {"depth0", 0},
+      {"previtem", k > 0 ? items[i - 1] : Value::undefined("there is no previous item")},
+      {"nextitem", k + 1 < n ? items[i + 1] : Value::undefined("there is no next item")},
+      {"cycle", cycle},
+  };
+  return make_dict(std::move(f));
+}
+
+}  // namespace
+
+// ---- expressions ----
+
+Args CallArgs::evaluate(Context& ctx) const {
+  Args args;
+  for (const auto& e : positional) args.positional.push_back(e->evaluate(ctx));
+  for (const auto& [k, e] : keyword) args.keyword.emplace_back(k, e->evaluate(ctx));
+  return args;
+}
+
+Value Name::evaluate(Context& ctx) const {
+  return ctx.lookup(name);
+}
+
+Value ListExpr::evaluate(Context& ctx) const {
+  std::vector<Value> out;
+  out.reserve(items.size());
+  for (const auto& e : items) out.push_back(e->evaluate(ctx));
+  return Value(std::move(out), tuple);
+}
+
+Value DictExpr::evaluate(Context& ctx) const {
+  Value d = make_dict();
+  for (const auto& [k, v] : items) {
+    Value key = k->evaluate(ctx);
+    if (key.is_list() && !key.is_tuple()) throw_error("unhashable type: 'list'");
+    if (key.is_dict()) throw_error("unhashable type: 'dict'");
+    d.mutable_dict().set(std::move(key), v->evaluate(ctx));
+  }
+  return d;
+}
+
+Value GetAttr::evaluate(Context& ctx) const {
+  return get_attribute(object->evaluate(ctx), name);
+}
+
+Value GetItem::evaluate(Context& ctx) const {
+  return get_item(object->evaluate(ctx), index->evaluate(ctx));
+}
+
+Value SliceExpr::evaluate(Context& ctx) const {
+  const Value obj = object->evaluate(ctx);
+  return slice(obj, slice_part(ctx, start), slice_part(ctx, stop), slice_part(ctx, step));
+}
+
+Value CallExpr::evaluate(Context& ctx) const {
+  const Value f = callee->evaluate(ctx);
+  Args a = args.evaluate(ctx);
+  return ctx.call(f, a);
+}
+
+Value FilterExpr::apply(Context& ctx, const Value& value) const {
+  Args a = args.evaluate(ctx);
+  return ctx.call_filter(name, value, a);
+}
+
+Value FilterExpr::evaluate(Context& ctx) const {
+  return apply(ctx, subject->evaluate(ctx));
+}
+
+Value TestExpr::evaluate(Context& ctx) const {
+  const Value v = subject->evaluate(ctx);
+  Args a = args.evaluate(ctx);
+  return ctx.call_test(name, v, a) != negated;
+}
+
+Value UnaryExpr::evaluate(Context& ctx) const {
+  const Value v = operand->evaluate(ctx);
+  if (op == "not") return !v.truthy();
+  require_defined(v);
+  if (!v.is_number()) throw_error("bad operand type for unary ", op, ": '", v.type_name(), "'");
+  if (op == "+") return v.is_float() ? v : Value(v.as_int());
+  if (v.is_float()) return -v.as_double();
+  if (v.as_int() == std::numeric_limits<int64_t>::min()) throw_error("integer overflow");
+  return -v.as_int();
+}
+
+Value BinaryExpr::evaluate(Context& ctx) const {
+  Value l = left->evaluate(ctx);
+  if (op == "and") return l.truthy() ? right->evaluate(ctx) : l;
+  if (op == "or") return l.truthy() ? l : right->evaluate(ctx);
+  const Value r = right->evaluate(ctx);
+  if (op == "~") {
+    std::string s = l.str() + r.str();
+    ctx.check_size(s.size());
+    return s;
+  }
+  return arithmetic(ctx, op, l, r);
+}
+
+Value CompareExpr::evaluate(Context& ctx) const {
+  Value a = first->evaluate(ctx);
+  for (const auto& [op, e] : rest) {
+    Value b = e->evaluate(ctx);
+    bool ok;
+    if (op == "==")
+      ok = a == b;
+    else if (op == "!=")
+      ok = !(a == b);
+    else if (op == "<")
+      ok = a.less(b);
+    else if (op == ">")
+      ok = b.less(a);
+    else if (op == "<=")
+      ok = a.less(b) || a == b;
+    else if (op == ">=")
+      ok = b.less(a) || a == b;
+    else if (op == "in")
+      ok = contains(b, a);
+    else
+      ok = !contains(b, a);
+    if (!ok) return false;
+    a = std::move(b);
+  }
+  return true;
+}
+
+Value CondExpr::evaluate(Context& ctx) const {
+  if (condition->evaluate(ctx).truthy()) return then->evaluate(ctx);
+  if (otherwise) return otherwise->evaluate(ctx);
+  return Value::undefined("the inline if-expression evaluated to false and no else section was defined");
+}
+
+// ---- nodes ----
+
+Flow Node::render(Context& ctx, std::string& out) const {
+  try {
+    return do_render(ctx, out);
+  } catch (const LocatedError&) {
+    throw;
+  } catch (const Error& e) {
+    throw LocatedError("template line " + std::to_string(line) + ": " + e.what());
+  }
+}
+
+Flow render_body(const Body& body, Context& ctx, std::string& out) {
+  for (const auto& node : body) {
+    const Flow f = node->render(ctx, out);
+    if (f != Flow::normal) return f;
+    ctx.check_size(out.size());
+  }
+  return Flow::normal;
+}
+
+Flow TextNode::do_render(Context&, std::string& out) const {
+  out += text;
+  return Flow::normal;
+}
+
+Flow OutputNode::do_render(Context& ctx, std::string& out) const {
+  out += expr->evaluate(ctx).str();
+  return Flow::normal;
+}
+
+Flow IfNode::do_render(Context& ctx, std::string& out) const {
+  for (const auto& [cond, body] : branches)
+    if (cond->evaluate(ctx).truthy()) return render_body(body, ctx, out);
+  return render_body(otherwise, ctx, out);
+}
+
+void assign(Context& ctx, const std::vector<Target>& targets, const Value& value, int line) {
+  (void)line;
+  if (targets.size() == 1) {
+    const Target& t = targets[0];
+    if (t.attribute.empty()) {
+      ctx.scope->set(t.name, value);
+      return;
+    }
+    const Value ns = ctx.lookup(t.name);
+    if (!ns.is_namespace()) throw_error("cannot assign attribute on non-namespace object");
+    ns.mutable_dict().set(Value(t.attribute), value);
+    return;
+  }
+  require_defined(value);
+  const std::vector<Value> parts = value.iterate();
+  if (parts.size() > targets.size()) throw_error("too many values to unpack (expected ", targets.size(), ")");
+  if (parts.size() < targets.size())
+    throw_error("not enough values to unpack (expected ", targets.size(), ", got ", parts.size(), ")");
+  for (size_t i = 0; i < parts.size(); ++i) assign(ctx, {targets[i]}, parts[i], line);
+}
+
+Flow ForNode::do_render(Context& ctx, std::string& out) const {
+  if (recursive) throw_error("recursive for loops are not supported");
+  const Value seq = iterable->evaluate(ctx);
+  std::vector<Value> items = seq.iterate();
+  if (filter) {
+    std::vector<Value> kept;
+    for (const auto& item : items) {
+      ScopeGuard guard(ctx, std::make_shared<Scope>(ctx.scope));
+      assign(ctx, targets, item, line);
+      ctx.step();
+      if (filter->evaluate(ctx).truthy()) kept.push_back(item);
+    }
+    items = std::move(kept);
+  }
+  if (items.empty()) {
+    ScopeGuard guard(ctx, std::make_shared<Scope>(ctx.scope));
+    return render_body(otherwise, ctx, out);
+  }
+  for (size_t i = 0; i < items.size(); ++i) {
+    ctx.step();
+    ScopeGuard guard(ctx, std::make_shared<Scope>(ctx.scope));
+    const auto index = static_cast<int64_t>(i);
+    const Value cycle = Value::callable("cycle", [index](Context&, Args& args) -> Value {
+      if (args.positional.empty()) throw_error("no items for cycling given");
+      return args.positional[static_cast<size_t>(index) % args.positional.size()];
+    });
+    ctx.scope->set("loop", make_loop(i, items, cycle));
+    assign(ctx, targets, items[i], line);
+    if (render_body(body, ctx, out) == Flow::break_loop) break;
+  }
+  return Flow::normal;
+}
+
+Flow SetNode::do_render(Context& ctx, std::string&) const {
+  assign(ctx, targets, value->evaluate(ctx), line);
+  return Flow::normal;
+}
+
+Flow BlockSetNode::do_render(Context& ctx, std::string&) const {
+  std::string text;
+  render_body(body, ctx, text);
+  Value v(std::move(text));
+  for (const auto& f : filters) v = f->apply(ctx, v);
+  assign(ctx, {target}, v, line);
+  return Flow::normal;
+}
+
+Value MacroNode::make_macro(Context& ctx, const Value& caller) const {
+  std::shared_ptr<Scope> closure = ctx.scope;
+  return Value::callable(name, [this, closure, caller](Context& c, Args& args) -> Value {
+    if (c.depth >= c.limits.max_depth)
+      throw_error("macro calls nested more than ", c.limits.max_depth, " deep (endless recursion?)");
+    ++c.depth;
+    struct DepthGuard {
+      Context& c;
+      ~DepthGuard() { --c.depth; }
+    } depth_guard{c};
+    ScopeGuard guard(c, std::make_shared<Scope>(closure));
+    std::vector<Value> varargs;
+    for (size_t i = 0; i < args.positional.size(); ++i) {
+      if (i < params.size())
+        c.scope->set(params[i].name, args.positional[i]);
+      else
+        varargs.push_back(args.positional[i]);
+    }
+    Value kwargs = make_dict();
+    std::vector<bool> given(params.size());
+    for (size_t i = 0; i < params.size() && i < args.positional.size(); ++i) given[i] = true;
+    if (!caller.is_undefined()) c.scope->set("caller", caller);
+    for (auto& [k, v] : args.keyword) {
+      size_t p = 0;
+      while (p < params.size() && params[p].name != k) ++p;
+      if (p < params.size()) {
+        if (given[p]) throw_error("macro '", name, "' got multiple values for argument '", k, "'");
+        given[p] = true;
+        c.scope->set(k, v);
+      } else if (k == "caller") {
+        c.scope->set("caller", v);
+      } else {
+        kwargs.mutable_dict().set(Value(k), v);
+      }
+    }
+    for (size_t p = 0; p < params.size(); ++p) {
+      if (given[p]) continue;
+      c.scope->set(params[p].name, params[p].default_value ? params[p].default_value->evaluate(c)
+                                                           : Value::undefined("parameter '" + params[p].name +
+                                                                              "' was not provided"));
+    }
+    c.scope->set("varargs", Value(std::move(varargs), /*tuple=*/true));
+    c.scope->set("kwargs", kwargs);
+    std::string out;
+    render_body(body, c, out);
+    return out;
+  });
+}
+
+Flow MacroNode::do_render(Context& ctx, std::string&) const {
+  ctx.scope->set(name, make_macro(ctx, Value()));
+  return Flow::normal;
+}
+
+Flow CallBlockNode::do_render(Context& ctx, std::string& out) const {
+  const Value f = call->callee->evaluate(ctx);
+  Args a = call->args.evaluate(ctx);
+  a.keyword.emplace_back("caller", caller.make_macro(ctx, Value()));
+  out += ctx.call(f, a).str();
+  return Flow::normal;
+}
+
+Flow FilterBlockNode::do_render(Context& ctx, std::string& out) const {
+  std::string text;
+  const Flow flow = render_body(body, ctx, text);
+  Value v(std::move(text));
+  for (const auto& f : filters) v = f->apply(ctx, v);
+  out += v.str();
+  return flow;
+}
+
+Flow WithNode::do_render(Context& ctx, std::string& out) const {
+  std::vector<std::pair<const std::vector<Target>*, Value>> values;
+  for (const auto& [targets, e] : assignments) values.emplace_back(&targets, e->evaluate(ctx));
+  ScopeGuard guard(ctx, std::make_shared<Scope>(ctx.scope));
+  for (const auto& [targets, v] : values) assign(ctx, *targets, v, line);
+  return render_body(body, ctx, out);
+}
+
+// ---- template ----
+
+Template::Template(std::string_view source, const LexerOptions& options)
+    : body_(parse(tokenize(source, options))) {}
+
+std::string Template::render(const Variables& variables, const Environment& env, const Limits& limits) const {
+  auto top = std::make_shared<Scope>();
+  for (const auto& [k, v] : variables) top->set(k, v);
+  Context ctx(env, top, limits);
+  std::string out;
+  render_body(body_, ctx, out);
+  return out;
+}
+
+}  // namespace tfm::jinja

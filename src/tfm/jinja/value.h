@@ -1,0 +1,127 @@
+// The values a template computes with: Python's data model as far as Jinja2 templates see it (None, bool,
+// int, float, str, list, tuple, dict), plus Jinja's own kinds (undefined, callables, namespaces).
+// Containers are shared, as Python objects are; only namespaces are mutated after creation.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "tfm/io/json.h"
+
+namespace tfm::jinja {
+
+class Value;
+class Context;
+
+// Positional and keyword arguments of a call, in the order written.
+struct Args {
+  std::vector<Value> positional;
+  std::vector<std::pair<std::string, Value>> keyword;
+};
+
+using Function = std::function<Value(Context&, Args&)>;
+
+// Containers know how deeply they nest (at most kMaxNesting), so that no walk over a value, its destruction
+// included, can exhaust the stack.
+constexpr int kMaxNesting = 600;
+
+struct ListData {
+  std::vector<Value> items;
+  bool tuple = false;
+  int nesting = 1;
+};
+struct DictData {
+  std::vector<std::pair<Value, Value>> items;  // insertion order, as Python dicts
+  bool is_namespace = false;                   // a namespace() object: attributes may be assigned
+  int nesting = 1;
+  const Value* find(const Value& key) const;
+  void set(Value key, Value value);
+};
+struct UndefinedData {
+  std::string message;  // what using it reports: "'x' is undefined"
+};
+struct CallableData {
+  std::string name;
+  Function function;
+};
+
+class Value {
+ public:
+  enum class Kind : uint8_t { undefined, none, boolean, integer, floating, string, list, dict, callable };
+
+  Value();  // undefined, with no name
+  Value(std::nullptr_t) : v_(std::monostate{}) {}
+  Value(bool b) : v_(b) {}
+  Value(int i) : v_(static_cast<int64_t>(i)) {}
+  Value(int64_t i) : v_(i) {}
+  Value(double d) : v_(d) {}
+  Value(std::string s) : v_(std::move(s)) {}
+  Value(std::string_view s) : v_(std::string(s)) {}
+  Value(const char* s) : v_(std::string(s)) {}
+  Value(std::vector<Value> items, bool tuple = false);
+  Value(std::shared_ptr<DictData> dict) : v_(std::move(dict)) {}
+
+  static Value undefined(std::string message);
+  static Value callable(std::string name, Function function);
+  static Value from_json(const json::Value& j);
+
+  Kind kind() const { return static_cast<Kind>(v_.index()); }
+  bool is_undefined() const { return kind() == Kind::undefined; }
+  bool is_none() const { return kind() == Kind::none; }
+  bool is_bool() const { return kind() == Kind::boolean; }
+  bool is_int() const { return kind() == Kind::integer; }
+  bool is_float() const { return kind() == Kind::floating; }
+  bool is_number() const { return is_int() || is_float() || is_bool(); }  // Python: bool is an int
+  bool is_string() const { return kind() == Kind::string; }
+  bool is_list() const { return kind() == Kind::list; }  // lists and tuples
+  bool is_tuple() const { return is_list() && std::get<std::shared_ptr<ListData>>(v_)->tuple; }
+  bool is_dict() const { return kind() == Kind::dict; }  // dicts and namespaces
+  bool is_namespace() const { return is_dict() && dict().is_namespace; }
+  bool is_callable() const { return kind() == Kind::callable; }
+  int nesting() const;  // 0 for scalars, 1 for a flat list or dict
+  bool is_iterable() const { return is_string() || is_list() || is_dict() || is_undefined(); }
+
+  bool as_bool() const { return std::get<bool>(v_); }
+  int64_t as_int() const;    // ints and bools
+  double as_double() const;  // ints, bools and floats
+  const std::string& as_string() const { return std::get<std::string>(v_); }
+  const std::vector<Value>& items() const { return std::get<std::shared_ptr<ListData>>(v_)->items; }
+  const DictData& dict() const { return *std::get<std::shared_ptr<DictData>>(v_); }
+  DictData& mutable_dict() const { return *std::get<std::shared_ptr<DictData>>(v_); }
+  const CallableData& callable_data() const { return *std::get<std::shared_ptr<const CallableData>>(v_); }
+  const std::string& undefined_message() const {
+    return std::get<std::shared_ptr<const UndefinedData>>(v_)->message;
+  }
+  // Throws the error an undefined value gives when it is used (called, indexed, added...).
+  [[noreturn]] void fail_undefined() const;
+
+  bool truthy() const;                        // Python's bool()
+  std::string str() const;                    // Python's str(); undefined gives ""
+  std::string repr() const;                   // Python's repr()
+  std::string type_name() const;              // Python's type name: "str", "dict", "NoneType"
+  json::Value to_json() const;                // for tojson; throws on what json.dumps rejects
+  std::vector<Value> iterate() const;         // for loops: characters, items, dict keys
+  bool operator==(const Value& other) const;  // Python's ==
+  // Python's <; throws "'<' not supported between instances of ..." for unordered types.
+  bool less(const Value& other) const;
+
+ private:
+  std::variant<std::shared_ptr<const UndefinedData>, std::monostate, bool, int64_t, double, std::string,
+               std::shared_ptr<ListData>, std::shared_ptr<DictData>, std::shared_ptr<const CallableData>>
+      v_;
+};
+
+Value make_dict(std::vector<std::pair<Value, Value>> items = {}, bool is_namespace = false);
+
+// Python string helpers on UTF-8 text, counting code points as Python's str does.
+std::string python_repr(std::string_view s);
+std::vector<std::string> utf8_chars(std::string_view s);
+size_t utf8_length(std::string_view s);
+
+}  // namespace tfm::jinja
