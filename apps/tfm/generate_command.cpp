@@ -1,12 +1,15 @@
 #include <chrono>
+#include <filesystem>
 #include <iomanip>
 #include <iostream>
+#include <optional>
 
 #include "commands.h"
 #include "model_args.h"
 #include "tfm/core/error.h"
-#include "tfm/generate/generate.h"
+#include "tfm/generate/streamer.h"
 #include "tfm/io/json.h"
+#include "tfm/tokenizer/chat_template.h"
 
 namespace tfm::cli {
 namespace {
@@ -36,41 +39,86 @@ void print_timing(std::ostream& err, double load_seconds, const GenerateOutput& 
 int run(Args& args) {
   ModelArgs m = read_model_args(args);
   const auto ids_text = args.get("ids");
+  const auto prompt = args.get("prompt");
+  const bool chat = args.flag("chat");
+  const auto system = args.get("system");
   const bool as_json = args.flag("json");
   const json::Object kwargs = read_generation_kwargs(args);
   args.finish();
-  check(ids_text.has_value(), "--ids is required");
-  const std::vector<int64_t> ids = parse_id_list(*ids_text);
+  check(ids_text.has_value() != prompt.has_value(), "give either --prompt or --ids");
+  check(!(chat || system) || prompt, "--chat and --system need --prompt");
 
   const auto load_start = std::chrono::steady_clock::now();
-  CausalLM model = CausalLM::from_pretrained(m.dir, m.load);
+  AutoModelForCausalLM model = AutoModelForCausalLM::from_pretrained(m.dir, m.options);
+  // Text needs the tokenizer; --ids works with model folders that have none.
+  std::optional<tokenizer::Tokenizer> tok;
+  if (prompt || std::filesystem::exists(std::filesystem::path(m.dir) / "tokenizer.json")) {
+    tok = tokenizer::AutoTokenizer::from_pretrained(m.dir);
+  }
   const double load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
-  const GenerationConfig generation_config = load_generation_config(m.dir, model.config());
+
+  std::vector<int64_t> ids;
+  if (ids_text) {
+    ids = parse_id_list(*ids_text);
+  } else if (chat || system) {
+    json::Array messages;
+    if (system) messages.push_back(json::Object{{"role", "system"}, {"content", *system}});
+    messages.push_back(json::Object{{"role", "user"}, {"content", *prompt}});
+    ChatTemplateInputs inputs;
+    inputs.messages = std::move(messages);
+    inputs.add_generation_prompt = true;
+    const std::string text = apply_chat_template(load_chat_templates(m.dir, tok->config()), tok->config(), inputs);
+    ids = tok->encode(text, /*add_special_tokens=*/false);
+  } else {
+    ids = tok->encode(*prompt);
+  }
+
+  auto decode = [&](const std::vector<int64_t>& t) { return tok->decode(t, /*skip_special_tokens=*/true); };
   GenerateCallbacks callbacks;
-  if (!as_json) callbacks.on_token = [](size_t, int64_t token) { std::cout << token << " " << std::flush; };
-  const GenerateOutput out = generate(model, {ids}, generation_config, kwargs, callbacks);
+  if (tok) callbacks.decode = decode;
+  std::optional<TextStreamer> streamer;
+  if (!as_json && tok) {
+    if (prompt && !chat && !system) std::cout << *prompt << std::flush;
+    streamer.emplace(decode, [](std::string_view text, bool) { std::cout << text << std::flush; }, /*skip_prompt=*/true);
+    streamer->put(ids);
+    callbacks.on_token = [&](size_t, int64_t token) { streamer->put(std::vector<int64_t>{token}); };
+  } else if (!as_json) {
+    callbacks.on_token = [](size_t, int64_t token) { std::cout << token << " " << std::flush; };
+  }
+  const GenerateOutput out = model.generate({ids}, kwargs, callbacks);
+  if (streamer) streamer->end();
   for (const std::string& w : out.warnings) std::cerr << "warning: " << w << "\n";
-  print_timing(std::cerr, load_seconds, out);
+
   if (as_json) {
     json::Array generated;
     for (int64_t id : out.tokens[0]) generated.push_back(id);
     json::Value result;
     result.set("ids", std::move(generated));
+    if (tok) result.set("text", decode(out.tokens[0]));
+    result.set("prompt_tokens", out.prompt_tokens);
+    result.set("load_seconds", load_seconds);
+    result.set("prefill_seconds", out.prefill_seconds);
+    result.set("decode_seconds", out.decode_seconds);
     std::cout << json::dump(result) << "\n";
   } else {
     std::cout << "\n";
   }
+  print_timing(std::cerr, load_seconds, out);
   return 0;
 }
 
 }  // namespace
 
 const Command kGenerateCommand{
-    "generate", "generate a continuation of a prompt",
-    "usage: tfm generate --model DIR --ids 1,2,3 [--max-new-tokens N] [--device D] [--dtype D] [--json]\n\n"
-    "Generates from the prompt ids, greedy unless generation_config.json or the options say otherwise; EOS from\n"
-    "generation_config.json stops it. --json prints {\"ids\": the generated ids}.\n\noptions:\n"
-    "  --ids I,J,K                 the prompt token ids\n"
+    "generate", "generate text from a prompt (streamed as it comes)",
+    "usage: tfm generate [--model ID|DIR] (--prompt TEXT [--chat] [--system TEXT] | --ids 1,2,3) [options]\n\n"
+    "Generates a continuation, greedy unless generation_config.json or the options say otherwise; EOS from\n"
+    "generation_config.json stops it. Text streams to stdout as it is generated; timing goes to stderr.\n"
+    "--json prints one object instead: {\"ids\": the generated ids, \"text\": their text, timing}.\n\noptions:\n"
+    "  --prompt TEXT               the prompt, tokenized as tokenizer(TEXT) does\n"
+    "  --chat                      apply the model's chat template to the prompt (a user message)\n"
+    "  --system TEXT               a system message before the prompt (implies --chat)\n"
+    "  --ids I,J,K                 the prompt as token ids\n"
     "  --max-new-tokens N          how many tokens to generate at most\n"
     "  --do-sample, --greedy       sample, or pick the most likely token\n"
     "  --temperature T  --top-k K  --top-p P  --min-p P  --repetition-penalty R  --seed S\n"

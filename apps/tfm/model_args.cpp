@@ -1,23 +1,38 @@
 #include "model_args.h"
 
+#include <filesystem>
+
 #include "tfm/core/error.h"
 
 namespace tfm::cli {
 
 const char* const kModelOptionsHelp =
-    "  --model DIR                 model folder as the Hub ships it\n"
+    "  --model ID|DIR              a model folder as the Hub ships it, or a Hub id such as Qwen/Qwen3-0.6B\n"
+    "                              (default: the demo model shipped with tfm)\n"
+    "  --revision R                branch, tag or commit of a Hub id (default: main)\n"
     "  --device D                  cpu, cuda, cuda:N, xpu, xpu:N or auto (default: auto)\n"
     "  --dtype D                   auto, float32, bfloat16 or float16 (default: auto)\n"
     "  --attn-implementation A     eager or sdpa (default: sdpa)\n";
 
+std::string default_model_dir() {
+  namespace fs = std::filesystem;
+  const fs::path exe_dir = fs::read_symlink("/proc/self/exe").parent_path();
+  for (const fs::path& candidate : {exe_dir / "models" / "demo", exe_dir / ".." / "share" / "tfm" / "models" / "demo"}) {
+    if (fs::exists(candidate / "config.json")) return fs::canonical(candidate).string();
+  }
+  throw_error("no --model given and the default model is not installed beside ", exe_dir.string(),
+              " (looked in models/demo and ../share/tfm/models/demo)");
+}
+
 ModelArgs read_model_args(Args& args) {
   ModelArgs m;
   const auto model = args.get("model");
-  check(model.has_value(), "--model is required");
-  m.dir = *model;
-  m.load.device = args.get_or("device", "auto");
-  m.load.dtype = args.get_or("dtype", "auto");
-  m.load.attn_implementation = args.get_or("attn-implementation", "sdpa");
+  m.options.revision = args.get_or("revision", "main");
+  m.options.device_map = args.get_or("device", "auto");
+  m.options.dtype = args.get_or("dtype", "auto");
+  m.options.attn_implementation = args.get_or("attn-implementation", "sdpa");
+  m.id = model ? *model : default_model_dir();
+  m.dir = resolve_pretrained(m.id, m.options.revision);
   return m;
 }
 
