@@ -8,6 +8,7 @@ namespace tfm::cli {
 extern const Command kDevicesCommand;
 extern const Command kForwardCommand;
 extern const Command kGenerateCommand;
+extern const Command kChatCommand;
 extern const Command kTokenizeCommand;
 extern const Command kDetokenizeCommand;
 extern const Command kChatTemplateCommand;

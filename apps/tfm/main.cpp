@@ -10,6 +10,7 @@ namespace {
 
 const tfm::cli::Command* const kCommands[] = {
     &tfm::cli::kGenerateCommand,
+    &tfm::cli::kChatCommand,
     &tfm::cli::kForwardCommand,
     &tfm::cli::kDevicesCommand,
     &tfm::cli::kTokenizeCommand,

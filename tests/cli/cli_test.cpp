@@ -55,6 +55,51 @@ TEST(Cli, GenerateJsonHoldsOnlyTheGeneratedIds) {
   EXPECT_EQ(ints(tfm::json::parse(r.out).at("ids")), ints(ref.at("generated")));
 }
 
+const std::string kDemo = std::string(TFM_SOURCE_DIR) + "/models/demo";
+
+// The demo model's reference: Transformers' greedy text for "The old man said", recorded when it was trained.
+std::string demo_reference_text() {
+  const tfm::json::Value reference = tfm::json::parse_file(kDemo + "/reference.json");
+  for (const auto& r : reference.at("references").as_array()) {
+    if (r.at("prompt").as_string() == "The old man said") return r.at("text").as_string();
+  }
+  return "";
+}
+
+TEST(Cli, GenerateUsesTheDemoModelByDefaultAndStreamsTransformersText) {
+  const Result r = tfm_run("generate --prompt \"The old man said\" --max-new-tokens 40 --device cpu", false);
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(r.out, demo_reference_text() + "\n");
+}
+
+TEST(Cli, GenerateJsonWithAPromptHasIdsAndText) {
+  const Result r = tfm_run("generate --model " + kDemo + " --prompt \"The old man said\" --max-new-tokens 40 --json", false);
+  ASSERT_EQ(r.status, 0) << r.out;
+  const tfm::json::Value out = tfm::json::parse(r.out);
+  EXPECT_EQ(out.at("ids").size(), 40u);
+  EXPECT_EQ("The old man said" + out.at("text").as_string(), demo_reference_text());
+}
+
+TEST(Cli, ChatAnswersEachTurnAndResets) {
+  // popen runs /bin/sh: the input comes through a here-document.
+  const Result s = tfm_run("chat --max-new-tokens 8 --device cpu <<'EOF'\nHello\n/reset\nHi there\n/exit\nEOF");
+  ASSERT_EQ(s.status, 0) << s.out;
+  size_t prompts = 0;
+  for (size_t at = s.out.find("> "); at != std::string::npos; at = s.out.find("> ", at + 2)) ++prompts;
+  EXPECT_GE(prompts, 4u) << s.out;  // one prompt per line read, and the last one before /exit
+}
+
+TEST(Cli, QuickstartExampleMirrorsTheGuide) {
+  FILE* pipe = popen((std::string(TFM_QUICKSTART) + " " + kDemo + " 2>/dev/null").c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string out;
+  char buffer[4096];
+  size_t n;
+  while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) out.append(buffer, n);
+  ASSERT_EQ(pclose(pipe), 0);
+  EXPECT_EQ(out, demo_reference_text() + "\n");
+}
+
 TEST(Cli, BadArgumentsAndFoldersAreErrors) {
   for (const std::string& args : std::vector<std::string>{
            "generate --model /no/such/folder --ids 1", "generate --model " + kModel + " --ids 1,x",
@@ -71,14 +116,14 @@ TEST(Cli, EveryCommandHasHelp) {
   const Result top = tfm_run("--help");
   ASSERT_EQ(top.status, 0);
   size_t listed = 0;
-  for (const std::string command : {"generate", "forward", "devices"}) {
+  for (const std::string command : {"generate", "chat", "forward", "devices", "tokenize", "detokenize", "chat-template"}) {
     EXPECT_NE(top.out.find(command), std::string::npos);
     const Result r = tfm_run(command + " --help");
     EXPECT_EQ(r.status, 0) << command;
     EXPECT_NE(r.out.find("usage: tfm " + command), std::string::npos) << r.out;
     ++listed;
   }
-  EXPECT_EQ(listed, 3u);
+  EXPECT_EQ(listed, 7u);
 }
 
 }  // namespace
