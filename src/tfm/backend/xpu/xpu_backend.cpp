@@ -137,7 +137,7 @@ XpuDevice::XpuDevice(cl_platform_id platform, cl_device_id id, int index)
       programs(context.get(), id, where),
       info(read_info(id, index)) {}
 
-XpuBackend::XpuBackend(SelectionEnv env) : env_(std::move(env)) {}
+XpuBackend::XpuBackend(SelectionEnv env) : env_(std::move(env)), kernels_(make_xpu_op_kernels(*this)) {}
 
 const std::vector<std::unique_ptr<XpuDevice>>& XpuBackend::devices() {
   // A failed discovery (an invalid variable, a driver error) throws and is tried again on the next call.
