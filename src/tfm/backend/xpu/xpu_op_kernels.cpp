@@ -24,9 +24,6 @@ constexpr size_t kTileItems = kTile / kTileReg;
 constexpr int64_t kRowsMax = 8;          // linear_rows serves x of up to 8 rows (decode steps),
 constexpr size_t kRowsGroup = 64;        // with 64 items per output column
 constexpr size_t kAttentionGroup = 64;   // items per (query row, head)
-// The eager attention's scores live in a scratch buffer of at most this size (but one row's), filled by
-// launches of as many query rows as fit.
-constexpr size_t kScoresBytes = size_t{64} << 20;
 
 using ClBuffer = ClHandle<cl_mem, clReleaseMemObject>;
 
@@ -106,7 +103,7 @@ Program attention_program(int64_t head_dim) {
 
 class XpuOpKernels final : public OpKernels {
  public:
-  explicit XpuOpKernels(XpuBackend& backend) : backend_(backend) {}
+  XpuOpKernels(XpuBackend& backend, size_t scores_bytes) : backend_(backend), scores_bytes_(scores_bytes) {}
 
   void embedding(const Tensor& table, const Tensor& ids, Tensor& out) override {
     std::lock_guard lock(mutex_);
@@ -213,7 +210,7 @@ class XpuOpKernels final : public OpKernels {
     check(meta.max_context_len > 0, "attention: AttentionMetadata.max_context_len is ", meta.max_context_len,
           "; the eager form sizes its scores by it");
     const size_t row_bytes = static_cast<size_t>(heads * meta.max_context_len) * sizeof(float);
-    const int64_t rows_per_launch = std::clamp<int64_t>(static_cast<int64_t>(kScoresBytes / row_bytes), 1, T);
+    const int64_t rows_per_launch = std::clamp<int64_t>(static_cast<int64_t>(scores_bytes_ / row_bytes), 1, T);
     const cl_mem scores = scratch(out, row_bytes * static_cast<size_t>(rows_per_launch));
     Launch launch = kernel(out, program, "attention_eager", kAttentionGroup);
     for (int64_t begin = 0; begin < T; begin += rows_per_launch) {
@@ -227,7 +224,7 @@ class XpuOpKernels final : public OpKernels {
   struct DeviceState {
     std::map<std::string, ClKernel> kernels;  // by program, options and kernel name
     ClBuffer scores;                           // the eager attention's scratch
-    size_t scores_bytes = 0;
+    size_t scores_capacity = 0;
   };
 
   // out[i] = x[rows[i]]: gather_rows, and embedding with x the table.
@@ -266,26 +263,27 @@ class XpuOpKernels final : public OpKernels {
   // launches still use it lives until they finish (OpenCL defers the release).
   cl_mem scratch(const Tensor& on, size_t bytes) {
     DeviceState& state = devices_[on.device().index];
-    if (state.scores_bytes < bytes) {
+    if (state.scores_capacity < bytes) {
       const XpuDevice& device = backend_.device(on.device().index);
       cl_int status = CL_SUCCESS;
       ClBuffer buffer(clCreateBuffer(device.context.get(), CL_MEM_READ_WRITE, bytes, nullptr, &status));
       cl_check(status, "clCreateBuffer", device.where + ": attention scores of " + std::to_string(bytes) + " bytes");
       state.scores = std::move(buffer);
-      state.scores_bytes = bytes;
+      state.scores_capacity = bytes;
     }
     return state.scores.get();
   }
 
   XpuBackend& backend_;
+  size_t scores_bytes_;
   std::mutex mutex_;  // kernel arguments are per cl_kernel, shared by every caller
   std::map<int, DeviceState> devices_;
 };
 
 }  // namespace
 
-std::unique_ptr<OpKernels> make_xpu_op_kernels(XpuBackend& backend) {
-  return std::make_unique<XpuOpKernels>(backend);
+std::unique_ptr<OpKernels> make_xpu_op_kernels(XpuBackend& backend, size_t scores_bytes) {
+  return std::make_unique<XpuOpKernels>(backend, scores_bytes);
 }
 
 }  // namespace tfm::xpu

@@ -8,8 +8,8 @@ float group_sum(__local float* scratch, float value) {
   const int lid = get_local_id(0), n = get_local_size(0);
   scratch[lid] = value;
   barrier(CLK_LOCAL_MEM_FENCE);
-  for (int half = n / 2; half > 0; half /= 2) {
-    if (lid < half) scratch[lid] += scratch[lid + half];
+  for (int stride = n / 2; stride > 0; stride /= 2) {
+    if (lid < stride) scratch[lid] += scratch[lid + stride];
     barrier(CLK_LOCAL_MEM_FENCE);
   }
   const float total = scratch[0];
@@ -21,8 +21,8 @@ float group_max(__local float* scratch, float value) {
   const int lid = get_local_id(0), n = get_local_size(0);
   scratch[lid] = value;
   barrier(CLK_LOCAL_MEM_FENCE);
-  for (int half = n / 2; half > 0; half /= 2) {
-    if (lid < half) scratch[lid] = fmax(scratch[lid], scratch[lid + half]);
+  for (int stride = n / 2; stride > 0; stride /= 2) {
+    if (lid < stride) scratch[lid] = fmax(scratch[lid], scratch[lid + stride]);
     barrier(CLK_LOCAL_MEM_FENCE);
   }
   const float total = scratch[0];

@@ -64,9 +64,9 @@ __kernel __attribute__((reqd_work_group_size(ROWS_GROUP, 1, 1))) void linear_row
   }
   for (int m = 0; m < ROWS_MAX; ++m) partial[m][lid] = acc[m];
   barrier(CLK_LOCAL_MEM_FENCE);
-  for (int half = ROWS_GROUP / 2; half > 0; half /= 2) {
-    if (lid < half)
-      for (int m = 0; m < ROWS_MAX; ++m) partial[m][lid] += partial[m][lid + half];
+  for (int stride = ROWS_GROUP / 2; stride > 0; stride /= 2) {
+    if (lid < stride)
+      for (int m = 0; m < ROWS_MAX; ++m) partial[m][lid] += partial[m][lid + stride];
     barrier(CLK_LOCAL_MEM_FENCE);
   }
   if (lid < M) y[y_off + (long)lid * N + n] = partial[lid][0] + (bias ? bias[bias_off + n] : 0.0f);

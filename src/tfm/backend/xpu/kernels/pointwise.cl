@@ -46,20 +46,20 @@ __kernel void silu_mul(__global const float* gate_up, long gate_up_off, __global
 }
 
 // Half-split rotary embedding of x (T, heads, head_dim) in place: pair (p, p + rot_dim / 2) of every head of
-// token t is rotated by cos[t] and sin[t]; elements past rot_dim pass through. Runs over (heads * half, T).
+// token t is rotated by cos[t] and sin[t]; elements past rot_dim pass through. Runs over (heads * pairs, T).
 __kernel void rope(__global float* x, long x_off, __global const float* cos_table, long cos_off,
                    __global const float* sin_table, long sin_off, int heads, int head_dim, int rot_dim,
                    int count) {
-  const int half = rot_dim / 2;
+  const int pairs = rot_dim / 2;
   const int i = get_global_id(0), t = get_global_id(1);
-  if (i >= heads * half || t >= count) return;
-  const int h = i / half, p = i % half;
+  if (i >= heads * pairs || t >= count) return;
+  const int h = i / pairs, p = i % pairs;
   __global float* v = x + x_off + ((long)t * heads + h) * head_dim;
   const __global float* c = cos_table + cos_off + (long)t * rot_dim;
   const __global float* s = sin_table + sin_off + (long)t * rot_dim;
-  const float a = v[p], b = v[p + half];
+  const float a = v[p], b = v[p + pairs];
   v[p] = a * c[p] - b * s[p];
-  v[p + half] = b * c[p + half] + a * s[p + half];
+  v[p + pairs] = b * c[p + pairs] + a * s[p + pairs];
 }
 
 // out[r] = weight * (x[r] / sqrt(mean(x[r]^2) + eps)); one work-group of RMS_GROUP items per row. out may be x:
