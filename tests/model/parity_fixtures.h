@@ -35,13 +35,16 @@ inline std::vector<Prompt> reference(const std::string& model) {
   std::vector<Prompt> prompts;
   for (const json::Value& p : ref.at("prompts").as_array()) {
     Prompt prompt{ints(p.at("ids")), ints(p.at("argmax")), {}, ints(p.at("generated"))};
-    for (const auto& x : p.at("last_logits").as_array()) prompt.last_logits.push_back(static_cast<float>(x.as_double()));
+    for (const auto& x : p.at("last_logits").as_array())
+      prompt.last_logits.push_back(static_cast<float>(x.as_double()));
     prompts.push_back(std::move(prompt));
   }
   return prompts;
 }
 
-inline int64_t argmax(const float* row, int64_t n) { return std::max_element(row, row + n) - row; }
+inline int64_t argmax(const float* row, int64_t n) {
+  return std::max_element(row, row + n) - row;
+}
 
 // max |a - b| / max |b|: the error relative to the logits' scale.
 inline double relative_error(const float* a, const std::vector<float>& b) {
@@ -82,12 +85,16 @@ inline void expect_logits_and_greedy_tokens(const std::string& model_name, const
       const Tensor logits = model.forward(builder.finish(), cache);
       const int64_t V = logits.size(1);
       for (size_t t = 0; t < p.ids.size(); ++t) {
-        EXPECT_EQ(argmax(logits.data<float>() + static_cast<int64_t>(t) * V, V), p.argmax[t]) << attn << " position " << t;
+        EXPECT_EQ(argmax(logits.data<float>() + static_cast<int64_t>(t) * V, V), p.argmax[t])
+            << attn << " position " << t;
       }
-      EXPECT_LT(relative_error(logits.data<float>() + static_cast<int64_t>(p.ids.size() - 1) * V, p.last_logits), 1e-4)
+      EXPECT_LT(
+          relative_error(logits.data<float>() + static_cast<int64_t>(p.ids.size() - 1) * V, p.last_logits),
+          1e-4)
           << attn;
       CausalLM fresh = CausalLM::from_pretrained(kFixtures + model_name, {"float32", device, attn});
-      EXPECT_EQ(greedy(fresh, p.ids, p.generated.size()), p.generated) << attn << " prompt of " << p.ids.size();
+      EXPECT_EQ(greedy(fresh, p.ids, p.generated.size()), p.generated)
+          << attn << " prompt of " << p.ids.size();
     }
   }
 }
@@ -102,14 +109,17 @@ inline void expect_ragged_batch(const std::string& model_name, const std::string
   for (size_t i = 0; i < prompts.size(); ++i) builder.add(seqs[i], prompts[i].ids, Logits::last);
   const Tensor logits = model.forward(builder.finish(), cache);
   for (size_t i = 0; i < prompts.size(); ++i) {
-    EXPECT_LT(relative_error(logits.data<float>() + static_cast<int64_t>(i) * logits.size(1), prompts[i].last_logits), 1e-4);
+    EXPECT_LT(relative_error(logits.data<float>() + static_cast<int64_t>(i) * logits.size(1),
+                             prompts[i].last_logits),
+              1e-4);
   }
   // A decode step for all three at once, each after its own prompt, matches Transformers' first greedy token.
   BatchBuilder step(cache);
   for (size_t i = 0; i < prompts.size(); ++i) step.add(seqs[i], {prompts[i].generated[0]}, Logits::last);
   const Tensor next = model.forward(step.finish(), cache);
   for (size_t i = 0; i < prompts.size(); ++i) {
-    EXPECT_EQ(argmax(next.data<float>() + static_cast<int64_t>(i) * next.size(1), next.size(1)), prompts[i].generated[1]);
+    EXPECT_EQ(argmax(next.data<float>() + static_cast<int64_t>(i) * next.size(1), next.size(1)),
+              prompts[i].generated[1]);
   }
 }
 

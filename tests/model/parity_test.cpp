@@ -11,17 +11,20 @@ using namespace parity;
 
 class Parity : public testing::TestWithParam<std::string> {};
 
-TEST_P(Parity, LogitsAndGreedyTokensMatchTransformers) { expect_logits_and_greedy_tokens(GetParam(), "cpu"); }
+TEST_P(Parity, LogitsAndGreedyTokensMatchTransformers) {
+  expect_logits_and_greedy_tokens(GetParam(), "cpu");
+}
 
 TEST_P(Parity, RaggedBatchEqualsSeparateSequences) {
-  if (GetParam() == "llama_dynamic_rope") GTEST_SKIP() << "dynamic RoPE depends on the longest sequence in a batch";
+  if (GetParam() == "llama_dynamic_rope")
+    GTEST_SKIP() << "dynamic RoPE depends on the longest sequence in a batch";
   expect_ragged_batch(GetParam(), "cpu");
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, Parity,
-                         testing::Values("llama_gqa", "llama3_rope_bias", "llama_linear_rope", "llama_dynamic_rope",
-                                         "llama_yarn_rope", "mistral_sliding", "qwen2_tied_sharded",
-                                         "qwen3_head_dim_sliding"));
+                         testing::Values("llama_gqa", "llama3_rope_bias", "llama_linear_rope",
+                                         "llama_dynamic_rope", "llama_yarn_rope", "mistral_sliding",
+                                         "qwen2_tied_sharded", "qwen3_head_dim_sliding"));
 
 }  // namespace
 }  // namespace tfm

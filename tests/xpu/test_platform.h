@@ -15,8 +15,8 @@ inline std::string test_platform() {
   return p && *p ? p : "Portable Computing Language";
 }
 
-// xpu:0 of the process-wide backend, which ops dispatch to, on the test platform; nullopt when it has no device.
-// That backend reads the environment once, so the variable is set before its first use.
+// xpu:0 of the process-wide backend, which ops dispatch to, on the test platform; nullopt when it has no
+// device. That backend reads the environment once, so the variable is set before its first use.
 inline std::optional<Device> seam_test_device() {
   setenv("TFM_XPU_PLATFORM", test_platform().c_str(), 0);
   Backend* backend = find_backend(DeviceType::xpu);

@@ -1,6 +1,6 @@
-// The xpu op kernels against the CPU backend's, op by op: fresh random inputs of several shapes (sizes that are
-// not multiples of any work-group or tile, decode and prefill rows, ragged sequences), the xpu outputs poisoned
-// with NaN before the run, results within float32 accumulation error of the CPU's.
+// The xpu op kernels against the CPU backend's, op by op: fresh random inputs of several shapes (sizes that
+// are not multiples of any work-group or tile, decode and prefill rows, ragged sequences), the xpu outputs
+// poisoned with NaN before the run, results within float32 accumulation error of the CPU's.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -25,7 +25,9 @@ namespace {
 
 constexpr double kTolerance = 1e-5;  // of the largest magnitude in the CPU's result
 
-Device xpu() { return *seam_test_device(); }
+Device xpu() {
+  return *seam_test_device();
+}
 
 Tensor random_floats(const Shape& shape, std::mt19937& rng) {
   Tensor t = Tensor::cpu(shape, DType::float32);
@@ -72,10 +74,13 @@ void expect_close(const Tensor& got_xpu, const Tensor& want, const std::string& 
     diff = std::max(diff, std::fabs(g - w));
     scale = std::max(scale, std::fabs(w));
   }
-  EXPECT_LE(diff, kTolerance * std::max(scale, 1e-30)) << what << ": max error " << diff << " at scale " << scale;
+  EXPECT_LE(diff, kTolerance * std::max(scale, 1e-30))
+      << what << ": max error " << diff << " at scale " << scale;
 }
 
-std::string shape_of(std::initializer_list<int64_t> sizes) { return shape_str(Shape(sizes)); }
+std::string shape_of(std::initializer_list<int64_t> sizes) {
+  return shape_str(Shape(sizes));
+}
 
 TEST(XpuOpKernels, Embedding) {
   SKIP_WITHOUT_DEVICE();
@@ -97,7 +102,7 @@ TEST(XpuOpKernels, LinearWithAndWithoutBias) {
   SKIP_WITHOUT_DEVICE();
   std::mt19937 rng(2);
   // Few-row (M <= 8) and tiled shapes, none a multiple of the 64x64x16 tiles but some.
-  const int64_t shapes[][3] = {{1, 1, 1},   {1, 67, 33},  {3, 128, 100}, {8, 257, 65},
+  const int64_t shapes[][3] = {{1, 1, 1},    {1, 67, 33},   {3, 128, 100}, {8, 257, 65},
                                {9, 70, 129}, {37, 200, 97}, {64, 64, 64},  {130, 33, 250}};
   for (const auto& [M, K, N] : shapes) {
     for (bool with_bias : {false, true}) {
@@ -106,7 +111,8 @@ TEST(XpuOpKernels, LinearWithAndWithoutBias) {
       Tensor want = Tensor::cpu({M, N}, DType::float32);
       ops::linear(x, w, bias, want);
       Tensor got = poisoned({M, N});
-      ops::linear(to_device(x, xpu()), to_device(w, xpu()), with_bias ? to_device(bias, xpu()) : Tensor(), got);
+      ops::linear(to_device(x, xpu()), to_device(w, xpu()), with_bias ? to_device(bias, xpu()) : Tensor(),
+                  got);
       expect_close(got, want, "linear " + shape_of({M, K, N}) + (with_bias ? " with bias" : ""));
     }
   }
@@ -159,7 +165,8 @@ TEST(XpuOpKernels, RmsNormOutOfPlaceAndInPlace) {
 TEST(XpuOpKernels, RopeFullAndPartialRotation) {
   SKIP_WITHOUT_DEVICE();
   std::mt19937 rng(5);
-  const int64_t shapes[][4] = {{1, 1, 8, 8}, {5, 3, 16, 16}, {4, 2, 10, 4}, {7, 4, 64, 32}};  // T heads dim rot
+  const int64_t shapes[][4] = {
+      {1, 1, 8, 8}, {5, 3, 16, 16}, {4, 2, 10, 4}, {7, 4, 64, 32}};  // T heads dim rot
   for (const auto& [T, heads, D, rot] : shapes) {
     const Tensor x = random_floats({T, heads, D}, rng), cos = random_floats({T, rot}, rng),
                  sin = random_floats({T, rot}, rng);
@@ -225,7 +232,8 @@ TEST(XpuOpKernels, SplitColumns) {
     }
     ops::split_columns(x, want_ptrs);
     ops::split_columns(to_device(x, xpu()), got_ptrs);
-    for (size_t i = 0; i < widths.size(); ++i) expect_close(got[i], want[i], "split_columns part " + std::to_string(i));
+    for (size_t i = 0; i < widths.size(); ++i)
+      expect_close(got[i], want[i], "split_columns part " + std::to_string(i));
   }
 }
 
@@ -282,11 +290,13 @@ AttentionMetadata metadata(const std::vector<SequenceShape>& seqs, int64_t block
                            std::mt19937& rng, Device device) {
   const int64_t S = static_cast<int64_t>(seqs.size());
   int64_t max_blocks = 1;
-  for (const auto& s : seqs) max_blocks = std::max(max_blocks, (s.cached + s.fresh + block_size - 1) / block_size);
+  for (const auto& s : seqs)
+    max_blocks = std::max(max_blocks, (s.cached + s.fresh + block_size - 1) / block_size);
   std::vector<int32_t> pool(static_cast<size_t>(blocks));
   std::iota(pool.begin(), pool.end(), 0);
   std::shuffle(pool.begin(), pool.end(), rng);
-  std::vector<int32_t> query_start{0}, context_lens, tables(static_cast<size_t>(S * max_blocks), 0), positions;
+  std::vector<int32_t> query_start{0}, context_lens, tables(static_cast<size_t>(S * max_blocks), 0),
+      positions;
   size_t next_block = 0;
   for (int64_t s = 0; s < S; ++s) {
     const auto& seq = seqs[static_cast<size_t>(s)];
@@ -303,7 +313,8 @@ AttentionMetadata metadata(const std::vector<SequenceShape>& seqs, int64_t block
   m.context_lens = to_device(int_tensor(context_lens, {S}), device);
   m.block_tables = to_device(int_tensor(tables, {S, max_blocks}), device);
   m.positions = to_device(int_tensor(positions, {T}), device);
-  m.slots = to_device(int_tensor(std::vector<int32_t>(static_cast<size_t>(T), 0), {T}), device);  // unused here
+  m.slots =
+      to_device(int_tensor(std::vector<int32_t>(static_cast<size_t>(T), 0), {T}), device);  // unused here
   m.max_context_len = *std::max_element(context_lens.begin(), context_lens.end());
   return m;
 }
@@ -334,9 +345,9 @@ void check_attention(const AttentionCase& c, unsigned seed,
                               random_floats({blocks, c.block_size, c.kv_heads, c.head_dim}, rng)};
   const ops::LayerCache cache_xpu{to_device(cache.key, xpu()), to_device(cache.value, xpu())};
   const float scale = 1.f / std::sqrt(static_cast<float>(c.head_dim));
-  std::string what = "attention heads " + std::to_string(c.heads) + "/" + std::to_string(c.kv_heads) + " dim " +
-                     std::to_string(c.head_dim) + " block " + std::to_string(c.block_size) + " window " +
-                     std::to_string(c.window) + " seqs";
+  std::string what = "attention heads " + std::to_string(c.heads) + "/" + std::to_string(c.kv_heads) +
+                     " dim " + std::to_string(c.head_dim) + " block " + std::to_string(c.block_size) +
+                     " window " + std::to_string(c.window) + " seqs";
   for (const auto& s : c.seqs) what += " " + std::to_string(s.cached) + "+" + std::to_string(s.fresh);
   for (bool eager : {true, false}) {
     const auto impl = eager ? ops::AttentionImpl::eager : ops::AttentionImpl::sdpa;
@@ -368,11 +379,12 @@ TEST(XpuOpKernels, PagedAttentionMatchesCpuInBothForms) {
   SKIP_WITHOUT_DEVICE();
   unsigned seed = 100;
   for (const AttentionCase& c : attention_cases()) {
-    check_attention(c, seed++, [](const Tensor& q, const ops::LayerCache& cache, const AttentionMetadata& meta,
-                                  float scale, int64_t window, bool eager, Tensor& out) {
-      ops::paged_attention(q, cache, meta, scale, window, eager ? ops::AttentionImpl::eager : ops::AttentionImpl::sdpa,
-                           out);
-    });
+    check_attention(c, seed++,
+                    [](const Tensor& q, const ops::LayerCache& cache, const AttentionMetadata& meta,
+                       float scale, int64_t window, bool eager, Tensor& out) {
+                      ops::paged_attention(q, cache, meta, scale, window,
+                                           eager ? ops::AttentionImpl::eager : ops::AttentionImpl::sdpa, out);
+                    });
   }
 }
 
@@ -381,8 +393,8 @@ TEST(XpuOpKernels, EagerAttentionInSeveralLaunchesWhenScoresExceedTheScratch) {
   // Scratch for three query rows of 8 heads by 90 keys: the 20 rows of the prefill go in 7 launches.
   const std::unique_ptr<OpKernels> kernels = make_xpu_op_kernels(xpu_backend(), 3 * 8 * 90 * sizeof(float));
   check_attention({8, 2, 16, 4, 0, {{70, 20}, {0, 1}}}, 7,
-                  [&](const Tensor& q, const ops::LayerCache& cache, const AttentionMetadata& meta, float scale,
-                      int64_t window, bool eager, Tensor& out) {
+                  [&](const Tensor& q, const ops::LayerCache& cache, const AttentionMetadata& meta,
+                      float scale, int64_t window, bool eager, Tensor& out) {
                     kernels->paged_attention(q, cache.key, cache.value, meta, scale, window, eager, out);
                   });
 }
@@ -394,7 +406,8 @@ TEST(XpuOpKernels, EagerAttentionNeedsTheMaximumContextLength) {
   meta.max_context_len = 0;
   const ops::LayerCache cache{poisoned({2, 4, 1, 8}), poisoned({2, 4, 1, 8})};
   Tensor out = poisoned({1, 1, 8});
-  EXPECT_THROW(ops::paged_attention(poisoned({1, 1, 8}), cache, meta, 1.f, 0, ops::AttentionImpl::eager, out), Error);
+  EXPECT_THROW(ops::paged_attention(poisoned({1, 1, 8}), cache, meta, 1.f, 0, ops::AttentionImpl::eager, out),
+               Error);
 }
 
 }  // namespace

@@ -19,7 +19,9 @@ TEST_P(XpuParity, LogitsAndGreedyTokensMatchTransformers) {
   parity::expect_logits_and_greedy_tokens(GetParam(), "xpu:0");
 }
 
-TEST_P(XpuParity, RaggedBatchEqualsSeparateSequences) { parity::expect_ragged_batch(GetParam(), "xpu:0"); }
+TEST_P(XpuParity, RaggedBatchEqualsSeparateSequences) {
+  parity::expect_ragged_batch(GetParam(), "xpu:0");
+}
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, XpuParity, testing::Values("llama_gqa", "qwen3_head_dim_sliding"));
 

@@ -15,15 +15,15 @@ namespace tfm::xpu {
 namespace {
 
 // Work-group shapes; the programs get them as build options, so host and kernels agree.
-constexpr size_t kPointGroup = 64;       // items along the columns of the pointwise kernels
-constexpr size_t kRmsGroup = 128;        // rms_norm: items per row
-constexpr size_t kTile = 64;             // linear_tiled: a 64x64 block of y per work-group,
-constexpr size_t kTileK = 16;            // staged 16 columns of K at a time,
-constexpr size_t kTileReg = 4;           // 4x4 outputs per item: 16x16 items
+constexpr size_t kPointGroup = 64;  // items along the columns of the pointwise kernels
+constexpr size_t kRmsGroup = 128;   // rms_norm: items per row
+constexpr size_t kTile = 64;        // linear_tiled: a 64x64 block of y per work-group,
+constexpr size_t kTileK = 16;       // staged 16 columns of K at a time,
+constexpr size_t kTileReg = 4;      // 4x4 outputs per item: 16x16 items
 constexpr size_t kTileItems = kTile / kTileReg;
-constexpr int64_t kRowsMax = 8;          // linear_rows serves x of up to 8 rows (decode steps),
-constexpr size_t kRowsGroup = 64;        // with 64 items per output column
-constexpr size_t kAttentionGroup = 64;   // items per (query row, head)
+constexpr int64_t kRowsMax = 8;         // linear_rows serves x of up to 8 rows (decode steps),
+constexpr size_t kRowsGroup = 64;       // with 64 items per output column
+constexpr size_t kAttentionGroup = 64;  // items per (query row, head)
 
 using ClBuffer = ClHandle<cl_mem, clReleaseMemObject>;
 
@@ -33,13 +33,16 @@ int32_t to_int(int64_t v, const char* what) {
   return static_cast<int32_t>(v);
 }
 
-size_t round_up(size_t n, size_t multiple) { return (n + multiple - 1) / multiple * multiple; }
+size_t round_up(size_t n, size_t multiple) {
+  return (n + multiple - 1) / multiple * multiple;
+}
 
 // One kernel of a device, with its arguments set in declaration order; a Tensor is two arguments, its buffer
 // (null for an undefined tensor) and its offset in elements.
 class Launch {
  public:
-  Launch(XpuDevice& device, cl_kernel kernel, const char* name) : device_(device), kernel_(kernel), name_(name) {}
+  Launch(XpuDevice& device, cl_kernel kernel, const char* name)
+      : device_(device), kernel_(kernel), name_(name) {}
 
   template <typename... A>
   Launch& args(const A&... a) {
@@ -124,7 +127,9 @@ class XpuOpKernels final : public OpKernels {
           .args(x, w, bias, y, m, k, n)
           .run({static_cast<size_t>(N) * kRowsGroup, 1}, {kRowsGroup, 1});
     } else {
-      const auto tiles = [](int64_t size) { return (static_cast<size_t>(size) + kTile - 1) / kTile * kTileItems; };
+      const auto tiles = [](int64_t size) {
+        return (static_cast<size_t>(size) + kTile - 1) / kTile * kTileItems;
+      };
       kernel(y, linear_program(), "linear_tiled", kTileItems * kTileItems)
           .args(x, w, bias, y, m, k, n)
           .run({tiles(N), tiles(M)}, {kTileItems, kTileItems});
@@ -143,8 +148,8 @@ class XpuOpKernels final : public OpKernels {
     std::lock_guard lock(mutex_);
     const int64_t T = x.size(0), heads = x.size(1), half = cos.size(1) / 2;
     kernel(x, pointwise_program(), "rope", kPointGroup)
-        .args(x, cos, sin, to_int(heads, "heads"), to_int(x.size(2), "head size"), to_int(cos.size(1), "rotary size"),
-              to_int(T, "tokens"))
+        .args(x, cos, sin, to_int(heads, "heads"), to_int(x.size(2), "head size"),
+              to_int(cos.size(1), "rotary size"), to_int(T, "tokens"))
         .run({static_cast<size_t>(heads * half), static_cast<size_t>(T)}, {kPointGroup, 1});
   }
 
@@ -197,8 +202,8 @@ class XpuOpKernels final : public OpKernels {
       launch.args(q, cache_k, cache_v, meta.query_start, meta.context_lens, meta.block_tables, meta.positions,
                   to_int(meta.context_lens.size(0), "sequences"), to_int(heads, "heads"),
                   to_int(cache_k.size(2), "KV heads"), to_int(cache_k.size(1), "block size"),
-                  to_int(meta.block_tables.size(1), "blocks per sequence"), scale, to_int(window, "window"), out,
-                  extra...);
+                  to_int(meta.block_tables.size(1), "blocks per sequence"), scale, to_int(window, "window"),
+                  out, extra...);
     };
     if (!materialize_scores) {
       Launch launch = kernel(out, program, "attention_online", kAttentionGroup);
@@ -210,7 +215,8 @@ class XpuOpKernels final : public OpKernels {
     check(meta.max_context_len > 0, "attention: AttentionMetadata.max_context_len is ", meta.max_context_len,
           "; the eager form sizes its scores by it");
     const size_t row_bytes = static_cast<size_t>(heads * meta.max_context_len) * sizeof(float);
-    const int64_t rows_per_launch = std::clamp<int64_t>(static_cast<int64_t>(scores_bytes_ / row_bytes), 1, T);
+    const int64_t rows_per_launch =
+        std::clamp<int64_t>(static_cast<int64_t>(scores_bytes_ / row_bytes), 1, T);
     const cl_mem scores = scratch(out, row_bytes * static_cast<size_t>(rows_per_launch));
     Launch launch = kernel(out, program, "attention_eager", kAttentionGroup);
     for (int64_t begin = 0; begin < T; begin += rows_per_launch) {
@@ -223,7 +229,7 @@ class XpuOpKernels final : public OpKernels {
  private:
   struct DeviceState {
     std::map<std::string, ClKernel> kernels;  // by program, options and kernel name
-    ClBuffer scores;                           // the eager attention's scratch
+    ClBuffer scores;                          // the eager attention's scratch
     size_t scores_capacity = 0;
   };
 
@@ -267,7 +273,8 @@ class XpuOpKernels final : public OpKernels {
       const XpuDevice& device = backend_.device(on.device().index);
       cl_int status = CL_SUCCESS;
       ClBuffer buffer(clCreateBuffer(device.context.get(), CL_MEM_READ_WRITE, bytes, nullptr, &status));
-      cl_check(status, "clCreateBuffer", device.where + ": attention scores of " + std::to_string(bytes) + " bytes");
+      cl_check(status, "clCreateBuffer",
+               device.where + ": attention scores of " + std::to_string(bytes) + " bytes");
       state.scores = std::move(buffer);
       state.scores_capacity = bytes;
     }

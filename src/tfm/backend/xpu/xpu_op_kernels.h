@@ -17,6 +17,7 @@ class XpuBackend;
 inline constexpr size_t kDefaultScoresBytes = size_t{64} << 20;
 
 // The kernels for the devices of `backend`, which must outlive them.
-std::unique_ptr<OpKernels> make_xpu_op_kernels(XpuBackend& backend, size_t scores_bytes = kDefaultScoresBytes);
+std::unique_ptr<OpKernels> make_xpu_op_kernels(XpuBackend& backend,
+                                               size_t scores_bytes = kDefaultScoresBytes);
 
 }  // namespace tfm::xpu
