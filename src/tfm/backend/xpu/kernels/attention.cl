@@ -1,6 +1,7 @@
 // Causal grouped-query attention over the paged KV cache (op_kernels.h; cpu/kernels.cpp is the reference).
-// One work-group of ATT_GROUP items per (query row, head), group index row * heads + head. HEAD_DIM is a build
-// option, so each item keeps its share of the output (dimensions lid, lid + ATT_GROUP, ...) in registers.
+// One work-group of ATT_GROUP items per (query row, head), group index row * heads + head. HEAD_DIM is a
+// build option, so each item keeps its share of the output (dimensions lid, lid + ATT_GROUP, ...) in
+// registers.
 #define DIMS_PER_ITEM ((HEAD_DIM + ATT_GROUP - 1) / ATT_GROUP)
 
 // What one (row, head) attends to: keys first..last of its sequence, read through its block table.
@@ -11,14 +12,16 @@ typedef struct {
 } Keys;
 
 // The sequence holding query row `row`: the last s with query_start[s] <= row (empty sequences are skipped).
-Keys keys_of(__global const int* query_start, __global const int* context_lens, __global const int* block_tables,
-             __global const int* positions, int num_seqs, int heads, int kv_heads, int max_blocks, int window,
-             int row, int head) {
+Keys keys_of(__global const int* query_start, __global const int* context_lens,
+             __global const int* block_tables, __global const int* positions, int num_seqs, int heads,
+             int kv_heads, int max_blocks, int window, int row, int head) {
   int lo = 0, hi = num_seqs - 1;
   while (lo < hi) {
     const int mid = (lo + hi + 1) / 2;
-    if (query_start[mid] <= row) lo = mid;
-    else hi = mid - 1;
+    if (query_start[mid] <= row)
+      lo = mid;
+    else
+      hi = mid - 1;
   }
   const int pos = positions[row];
   Keys keys;
@@ -42,25 +45,27 @@ float scaled_dot(__local const float* q, const __global float* k, float scale) {
 }
 
 // The arguments both forms share; each buffer with its element offset.
-#define ATTENTION_ARGS                                                                                         \
-  __global const float *q, long q_off, __global const float *cache_k, long cache_k_off,                       \
-      __global const float *cache_v, long cache_v_off, __global const int *query_start, long query_start_off, \
-      __global const int *context_lens, long context_lens_off, __global const int *block_tables,              \
-      long block_tables_off, __global const int *positions, long positions_off, int num_seqs, int heads,      \
-      int kv_heads, int block_size, int max_blocks, float scale, int window, __global float *out, long out_off
+#define ATTENTION_ARGS                                                                           \
+  __global const float *q, long q_off, __global const float *cache_k, long cache_k_off,          \
+      __global const float *cache_v, long cache_v_off, __global const int *query_start,          \
+      long query_start_off, __global const int *context_lens, long context_lens_off,             \
+      __global const int *block_tables, long block_tables_off, __global const int *positions,    \
+      long positions_off, int num_seqs, int heads, int kv_heads, int block_size, int max_blocks, \
+      float scale, int window, __global float *out, long out_off
 
 // Sets up row, head, keys, the query in local memory and the output row, for the group index `group`.
-#define ATTENTION_PROLOGUE(group)                                                                             \
-  const int lid = get_local_id(0);                                                                            \
-  const int row = (group) / heads, head = (group) % heads;                                                    \
-  cache_k += cache_k_off;                                                                                     \
-  cache_v += cache_v_off;                                                                                     \
-  const Keys keys = keys_of(query_start + query_start_off, context_lens + context_lens_off,                    \
-                            block_tables + block_tables_off, positions + positions_off, num_seqs, heads,      \
-                            kv_heads, max_blocks, window, row, head);                                         \
-  __local float qs[HEAD_DIM];                                                                                 \
-  for (int i = lid; i < HEAD_DIM; i += ATT_GROUP) qs[i] = q[q_off + ((long)row * heads + head) * HEAD_DIM + i]; \
-  barrier(CLK_LOCAL_MEM_FENCE);                                                                               \
+#define ATTENTION_PROLOGUE(group)                                                                        \
+  const int lid = get_local_id(0);                                                                       \
+  const int row = (group) / heads, head = (group) % heads;                                               \
+  cache_k += cache_k_off;                                                                                \
+  cache_v += cache_v_off;                                                                                \
+  const Keys keys = keys_of(query_start + query_start_off, context_lens + context_lens_off,              \
+                            block_tables + block_tables_off, positions + positions_off, num_seqs, heads, \
+                            kv_heads, max_blocks, window, row, head);                                    \
+  __local float qs[HEAD_DIM];                                                                            \
+  for (int i = lid; i < HEAD_DIM; i += ATT_GROUP)                                                        \
+    qs[i] = q[q_off + ((long)row * heads + head) * HEAD_DIM + i];                                        \
+  barrier(CLK_LOCAL_MEM_FENCE);                                                                          \
   __global float* o = out + out_off + ((long)row * heads + head) * HEAD_DIM
 
 // One pass with a running maximum (the fused form), ATT_GROUP keys at a time: each item scores one key of the
@@ -108,11 +113,13 @@ __kernel __attribute__((reqd_work_group_size(ATT_GROUP, 1, 1))) void attention_o
   }
 }
 
-// The eager form: every score of the row into `scores` (max_context floats per work-group, of a launch covering
-// rows from row_begin), then a float32 softmax, then the probabilities times the values. A row with more keys
-// than max_context (metadata that understates it) gets NaN rather than a write past its scores.
-__kernel __attribute__((reqd_work_group_size(ATT_GROUP, 1, 1))) void attention_eager(
-    ATTENTION_ARGS, __global float* scores, int max_context, int row_begin) {
+// The eager form: every score of the row into `scores` (max_context floats per work-group, of a launch
+// covering rows from row_begin), then a float32 softmax, then the probabilities times the values. A row with
+// more keys than max_context (metadata that understates it) gets NaN rather than a write past its scores.
+__kernel __attribute__((reqd_work_group_size(ATT_GROUP, 1, 1))) void attention_eager(ATTENTION_ARGS,
+                                                                                     __global float* scores,
+                                                                                     int max_context,
+                                                                                     int row_begin) {
   ATTENTION_PROLOGUE(get_group_id(0) + row_begin * heads);
   __local float scratch[ATT_GROUP];
   __global float* s = scores + (long)get_group_id(0) * max_context;
@@ -135,7 +142,8 @@ __kernel __attribute__((reqd_work_group_size(ATT_GROUP, 1, 1))) void attention_e
     const int dim = lid + d * ATT_GROUP;
     if (dim >= HEAD_DIM) break;
     float a = 0.0f;
-    for (int j = 0; j < n; ++j) a += s[j] / denom * cache_v[cache_row(&keys, keys.first + j, block_size, kv_heads) + dim];
+    for (int j = 0; j < n; ++j)
+      a += s[j] / denom * cache_v[cache_row(&keys, keys.first + j, block_size, kv_heads) + dim];
     o[dim] = a;
   }
 }

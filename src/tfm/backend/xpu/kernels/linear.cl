@@ -45,9 +45,9 @@ __kernel __attribute__((reqd_work_group_size(TILE_ITEMS, TILE_ITEMS, 1))) void l
   }
 }
 
-// A few rows of x (M <= ROWS_MAX, a decode step): tiles would mostly hold padding, and the time goes into reading
-// w once. One work-group of ROWS_GROUP items per output column n strides along w[n] (coalesced), then sums its
-// partial dot products in local memory. Runs over (N * ROWS_GROUP).
+// A few rows of x (M <= ROWS_MAX, a decode step): tiles would mostly hold padding, and the time goes into
+// reading w once. One work-group of ROWS_GROUP items per output column n strides along w[n] (coalesced), then
+// sums its partial dot products in local memory. Runs over (N * ROWS_GROUP).
 __kernel __attribute__((reqd_work_group_size(ROWS_GROUP, 1, 1))) void linear_rows(
     __global const float* x, long x_off, __global const float* w, long w_off, __global const float* bias,
     long bias_off, __global float* y, long y_off, int M, int K, int N) {

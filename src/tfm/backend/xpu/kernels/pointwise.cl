@@ -12,8 +12,9 @@ __kernel void gather_rows(__global const float* x, long x_off, __global const in
 
 // cache_k[slots[t], :] = k[t, :] and cache_v[slots[t], :] = v[t, :], rows of kv_dim floats.
 __kernel void kv_cache_write(__global const float* k, long k_off, __global const float* v, long v_off,
-                             __global const int* slots, long slots_off, __global float* cache_k, long cache_k_off,
-                             __global float* cache_v, long cache_v_off, int kv_dim, int count) {
+                             __global const int* slots, long slots_off, __global float* cache_k,
+                             long cache_k_off, __global float* cache_v, long cache_v_off, int kv_dim,
+                             int count) {
   const int c = get_global_id(0), t = get_global_id(1);
   if (c >= kv_dim || t >= count) return;
   const long slot = slots[slots_off + t];
@@ -36,8 +37,8 @@ __kernel void add_inplace(__global float* x, long x_off, __global const float* y
 }
 
 // out[t, i] = silu(gate_up[t, i]) * gate_up[t, I + i].
-__kernel void silu_mul(__global const float* gate_up, long gate_up_off, __global float* out, long out_off, int I,
-                       int count) {
+__kernel void silu_mul(__global const float* gate_up, long gate_up_off, __global float* out, long out_off,
+                       int I, int count) {
   const int i = get_global_id(0), t = get_global_id(1);
   if (i >= I || t >= count) return;
   const __global float* g = gate_up + gate_up_off + (long)t * 2 * I;
@@ -62,8 +63,8 @@ __kernel void rope(__global float* x, long x_off, __global const float* cos_tabl
   v[p + pairs] = b * c[p + pairs] + a * s[p + pairs];
 }
 
-// out[r] = weight * (x[r] / sqrt(mean(x[r]^2) + eps)); one work-group of RMS_GROUP items per row. out may be x:
-// each item rewrites only the elements it read.
+// out[r] = weight * (x[r] / sqrt(mean(x[r]^2) + eps)); one work-group of RMS_GROUP items per row. out may be
+// x: each item rewrites only the elements it read.
 __kernel __attribute__((reqd_work_group_size(RMS_GROUP, 1, 1))) void rms_norm(
     __global const float* x, long x_off, __global const float* weight, long weight_off, float eps,
     __global float* out, long out_off, int dim) {
