@@ -2,118 +2,29 @@
 // tests/fixtures/make_fixtures.py for small random models of each architecture and feature.
 #include <gtest/gtest.h>
 
-#include <algorithm>
-#include <cmath>
-#include <string>
-
-#include "tfm/io/json.h"
-#include "tfm/model/causal_lm.h"
+#include "parity_fixtures.h"
 
 namespace tfm {
 namespace {
 
-const std::string kFixtures = std::string(TFM_SOURCE_DIR) + "/tests/fixtures/models/";
-
-struct Prompt {
-  std::vector<int64_t> ids;
-  std::vector<int64_t> argmax;
-  std::vector<float> last_logits;
-  std::vector<int64_t> generated;
-};
-
-std::vector<int64_t> ints(const json::Value& v) {
-  std::vector<int64_t> out;
-  for (const auto& x : v.as_array()) out.push_back(x.as_int());
-  return out;
-}
-
-std::vector<Prompt> reference(const std::string& model) {
-  const json::Value ref = json::parse_file(kFixtures + model + "/reference.json");
-  std::vector<Prompt> prompts;
-  for (const json::Value& p : ref.at("prompts").as_array()) {
-    Prompt prompt{ints(p.at("ids")), ints(p.at("argmax")), {}, ints(p.at("generated"))};
-    for (const auto& x : p.at("last_logits").as_array()) prompt.last_logits.push_back(static_cast<float>(x.as_double()));
-    prompts.push_back(std::move(prompt));
-  }
-  return prompts;
-}
-
-int64_t argmax(const float* row, int64_t n) { return std::max_element(row, row + n) - row; }
-
-// max |a - b| / max |b|: the error relative to the logits' scale.
-double relative_error(const float* a, const std::vector<float>& b) {
-  double diff = 0, scale = 0;
-  for (size_t i = 0; i < b.size(); ++i) {
-    diff = std::max(diff, std::fabs(static_cast<double>(a[i]) - b[i]));
-    scale = std::max(scale, std::fabs(static_cast<double>(b[i])));
-  }
-  return diff / scale;
-}
-
-// Greedy decoding one token at a time through the cache, as generate() does.
-std::vector<int64_t> greedy(CausalLM& model, const std::vector<int64_t>& prompt, size_t max_new) {
-  KVCache cache = model.make_cache(blocks_for(static_cast<int64_t>(prompt.size() + max_new), 4), 4);
-  SequenceCache seq;
-  std::vector<int64_t> next = prompt, out;
-  while (out.size() < max_new) {
-    BatchBuilder builder(cache);
-    builder.add(seq, next, Logits::last);
-    const Tensor logits = model.forward(builder.finish(), cache);
-    next = {argmax(logits.data<float>(), logits.size(1))};
-    out.push_back(next[0]);
-  }
-  return out;
-}
+using namespace parity;
 
 class Parity : public testing::TestWithParam<std::string> {};
 
 TEST_P(Parity, LogitsAndGreedyTokensMatchTransformers) {
-  for (const std::string attn : {"sdpa", "eager"}) {
-    for (const Prompt& p : reference(GetParam())) {
-      // A fresh model per prompt, as the reference was made (dynamic RoPE keeps state between calls).
-      CausalLM model = CausalLM::from_pretrained(kFixtures + GetParam(), {"float32", "cpu", attn});
-      KVCache cache = model.make_cache(blocks_for(static_cast<int64_t>(p.ids.size()), 4), 4);
-      SequenceCache seq;
-      BatchBuilder builder(cache);
-      builder.add(seq, p.ids, Logits::all);
-      const Tensor logits = model.forward(builder.finish(), cache);
-      const int64_t V = logits.size(1);
-      for (size_t t = 0; t < p.ids.size(); ++t) {
-        EXPECT_EQ(argmax(logits.data<float>() + static_cast<int64_t>(t) * V, V), p.argmax[t]) << attn << " position " << t;
-      }
-      EXPECT_LT(relative_error(logits.data<float>() + static_cast<int64_t>(p.ids.size() - 1) * V, p.last_logits), 1e-4)
-          << attn;
-      CausalLM fresh = CausalLM::from_pretrained(kFixtures + GetParam(), {"float32", "cpu", attn});
-      EXPECT_EQ(greedy(fresh, p.ids, p.generated.size()), p.generated) << attn << " prompt of " << p.ids.size();
-    }
-  }
+  expect_logits_and_greedy_tokens(GetParam(), "cpu");
 }
 
 TEST_P(Parity, RaggedBatchEqualsSeparateSequences) {
-  const std::vector<Prompt> prompts = reference(GetParam());
-  if (GetParam() == "llama_dynamic_rope") GTEST_SKIP() << "dynamic RoPE depends on the longest sequence in a batch";
-  CausalLM model = CausalLM::from_pretrained(kFixtures + GetParam(), {"float32", "cpu", "sdpa"});
-  KVCache cache = model.make_cache(64, 4);
-  std::vector<SequenceCache> seqs(prompts.size());
-  BatchBuilder builder(cache);
-  for (size_t i = 0; i < prompts.size(); ++i) builder.add(seqs[i], prompts[i].ids, Logits::last);
-  const Tensor logits = model.forward(builder.finish(), cache);
-  for (size_t i = 0; i < prompts.size(); ++i) {
-    EXPECT_LT(relative_error(logits.data<float>() + static_cast<int64_t>(i) * logits.size(1), prompts[i].last_logits), 1e-4);
-  }
-  // A decode step for all three at once, each after its own prompt, matches Transformers' first greedy token.
-  BatchBuilder step(cache);
-  for (size_t i = 0; i < prompts.size(); ++i) step.add(seqs[i], {prompts[i].generated[0]}, Logits::last);
-  const Tensor next = model.forward(step.finish(), cache);
-  for (size_t i = 0; i < prompts.size(); ++i) {
-    EXPECT_EQ(argmax(next.data<float>() + static_cast<int64_t>(i) * next.size(1), next.size(1)), prompts[i].generated[1]);
-  }
+  if (GetParam() == "llama_dynamic_rope")
+    GTEST_SKIP() << "dynamic RoPE depends on the longest sequence in a batch";
+  expect_ragged_batch(GetParam(), "cpu");
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, Parity,
-                         testing::Values("llama_gqa", "llama3_rope_bias", "llama_linear_rope", "llama_dynamic_rope",
-                                         "llama_yarn_rope", "mistral_sliding", "qwen2_tied_sharded",
-                                         "qwen3_head_dim_sliding"));
+                         testing::Values("llama_gqa", "llama3_rope_bias", "llama_linear_rope",
+                                         "llama_dynamic_rope", "llama_yarn_rope", "mistral_sliding",
+                                         "qwen2_tied_sharded", "qwen3_head_dim_sliding"));
 
 }  // namespace
 }  // namespace tfm

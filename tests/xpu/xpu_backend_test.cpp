@@ -11,17 +11,11 @@
 #include <functional>
 #include <random>
 
+#include "test_platform.h"
 #include "tfm/core/error.h"
 
 namespace tfm::xpu {
 namespace {
-
-constexpr const char* kPocl = "Portable Computing Language";
-
-std::string test_platform() {
-  const char* p = std::getenv("TFM_XPU_PLATFORM");
-  return p && *p ? p : kPocl;
-}
 
 SelectionEnv test_env(std::optional<std::string> mask = std::nullopt) {
   SelectionEnv env;

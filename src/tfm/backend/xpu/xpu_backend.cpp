@@ -137,7 +137,7 @@ XpuDevice::XpuDevice(cl_platform_id platform, cl_device_id id, int index)
       programs(context.get(), id, where),
       info(read_info(id, index)) {}
 
-XpuBackend::XpuBackend(SelectionEnv env) : env_(std::move(env)) {}
+XpuBackend::XpuBackend(SelectionEnv env) : env_(std::move(env)), kernels_(make_xpu_op_kernels(*this)) {}
 
 const std::vector<std::unique_ptr<XpuDevice>>& XpuBackend::devices() {
   // A failed discovery (an invalid variable, a driver error) throws and is tried again on the next call.
@@ -191,25 +191,25 @@ void XpuBackend::deallocate(int, void* p) {
 void XpuBackend::copy_from_host(int index, DeviceSpan dst, const void* src, size_t bytes) {
   if (bytes == 0) return;  // OpenCL rejects empty transfers
   const XpuDevice& d = device(index);
-  cl_check(clEnqueueWriteBuffer(d.queue.get(), as_buffer(dst.base), CL_TRUE, dst.offset, bytes, src, 0, nullptr,
-                                nullptr),
+  cl_check(clEnqueueWriteBuffer(d.queue.get(), as_buffer(dst.base), CL_TRUE, dst.offset, bytes, src, 0,
+                                nullptr, nullptr),
            "clEnqueueWriteBuffer", d.where);
 }
 
 void XpuBackend::copy_to_host(int index, void* dst, DeviceSpan src, size_t bytes) {
   if (bytes == 0) return;
   const XpuDevice& d = device(index);
-  cl_check(clEnqueueReadBuffer(d.queue.get(), as_buffer(src.base), CL_TRUE, src.offset, bytes, dst, 0, nullptr,
-                               nullptr),
+  cl_check(clEnqueueReadBuffer(d.queue.get(), as_buffer(src.base), CL_TRUE, src.offset, bytes, dst, 0,
+                               nullptr, nullptr),
            "clEnqueueReadBuffer", d.where);
 }
 
 void XpuBackend::copy_on_device(int index, DeviceSpan dst, DeviceSpan src, size_t bytes) {
   if (bytes == 0) return;
   const XpuDevice& d = device(index);
-  cl_check(clEnqueueCopyBuffer(d.queue.get(), as_buffer(src.base), as_buffer(dst.base), src.offset, dst.offset, bytes,
-                               0, nullptr, nullptr),
-      "clEnqueueCopyBuffer", d.where);
+  cl_check(clEnqueueCopyBuffer(d.queue.get(), as_buffer(src.base), as_buffer(dst.base), src.offset,
+                               dst.offset, bytes, 0, nullptr, nullptr),
+           "clEnqueueCopyBuffer", d.where);
   cl_check(clFinish(d.queue.get()), "clFinish", d.where);  // the seam's copies block the host
 }
 

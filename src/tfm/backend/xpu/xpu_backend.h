@@ -12,6 +12,7 @@
 #include "tfm/backend/xpu/device_selection.h"
 #include "tfm/backend/xpu/opencl.h"
 #include "tfm/backend/xpu/program_cache.h"
+#include "tfm/backend/xpu/xpu_op_kernels.h"
 
 namespace tfm::xpu {
 
@@ -43,6 +44,7 @@ class XpuBackend final : public Backend {
   void copy_to_host(int index, void* dst, DeviceSpan src, size_t bytes) override;
   void copy_on_device(int index, DeviceSpan dst, DeviceSpan src, size_t bytes) override;
   void synchronize(int index) override;
+  OpKernels* kernels() override { return kernels_.get(); }
 
   // The OpenCL objects of xpu:`index`; throws tfm::Error when there is no such device.
   XpuDevice& device(int index);
@@ -53,6 +55,7 @@ class XpuBackend final : public Backend {
   SelectionEnv env_;
   std::once_flag discovered_;
   std::vector<std::unique_ptr<XpuDevice>> devices_;
+  std::unique_ptr<OpKernels> kernels_;
 };
 
 // The backend of the process, configured from the environment.

@@ -1,0 +1,130 @@
+// Times the xpu op kernels on the OpenCL platform TFM_XPU_PLATFORM names (Intel GPUs when unset): linear at
+// decode and prefill shapes of 8B-class models, and paged attention for one decode step (both forms).
+//
+//   TFM_XPU_PLATFORM="NVIDIA CUDA" xpu_ops_bench [--quick]
+//
+// --quick uses smaller shapes, for CPU platforms such as PoCL. Each case runs once to build its kernels, then
+// repeats until about 0.5 s have passed; times are per call, waited for with synchronize().
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "tfm/backend/backend.h"
+#include "tfm/core/error.h"
+#include "tfm/ops/ops.h"
+
+namespace {
+
+using namespace tfm;
+
+const Device kXpu{DeviceType::xpu, 0};
+
+Tensor random_on_xpu(const Shape& shape, std::mt19937& rng) {
+  Tensor t = Tensor::cpu(shape, DType::float32);
+  std::uniform_real_distribution<float> dist(-1.f, 1.f);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = dist(rng);
+  return to_device(t, kXpu);
+}
+
+Tensor ints_on_xpu(const std::vector<int32_t>& values) {
+  Tensor t = Tensor::cpu({static_cast<int64_t>(values.size())}, DType::int32);
+  std::copy(values.begin(), values.end(), t.data<int32_t>());
+  return to_device(t, kXpu);
+}
+
+// Seconds per call of `op`, after one untimed call.
+double time_per_call(const std::function<void()>& op) {
+  Backend& backend = *find_backend(DeviceType::xpu);
+  op();
+  backend.synchronize(0);
+  using clock = std::chrono::steady_clock;
+  const auto start = clock::now();
+  int calls = 0;
+  double elapsed = 0;
+  do {
+    op();
+    backend.synchronize(0);
+    ++calls;
+    elapsed = std::chrono::duration<double>(clock::now() - start).count();
+  } while (elapsed < 0.5);
+  return elapsed / calls;
+}
+
+void bench_linear(int64_t M, int64_t K, int64_t N, std::mt19937& rng) {
+  const Tensor x = random_on_xpu({M, K}, rng), w = random_on_xpu({N, K}, rng);
+  Tensor y = empty({M, N}, DType::float32, kXpu);
+  const double s = time_per_call([&] { ops::linear(x, w, Tensor(), y); });
+  const double weight_gb = static_cast<double>(N * K) * sizeof(float) / 1e9;
+  std::printf("linear    M=%-5lld K=%-5lld N=%-6lld %9.3f ms  %8.1f GFLOP/s  %7.1f GB/s of weights\n",
+              static_cast<long long>(M), static_cast<long long>(K), static_cast<long long>(N), s * 1e3,
+              2.0 * M * K * N / s / 1e9, weight_gb / s);
+}
+
+// One decode step: `batch` sequences of `context` tokens each, one query row per sequence.
+void bench_attention(int64_t batch, int64_t context, int64_t heads, int64_t kv_heads, int64_t head_dim,
+                     std::mt19937& rng) {
+  const int64_t block_size = 16, blocks_per_seq = (context + block_size - 1) / block_size;
+  const int64_t blocks = batch * blocks_per_seq;
+  ops::LayerCache cache{random_on_xpu({blocks, block_size, kv_heads, head_dim}, rng),
+                        random_on_xpu({blocks, block_size, kv_heads, head_dim}, rng)};
+  std::vector<int32_t> query_start(static_cast<size_t>(batch + 1)), tables(static_cast<size_t>(blocks));
+  std::iota(query_start.begin(), query_start.end(), 0);
+  std::iota(tables.begin(), tables.end(), 0);
+  std::shuffle(tables.begin(), tables.end(), rng);
+  AttentionMetadata meta;
+  meta.query_start = ints_on_xpu(query_start);
+  meta.context_lens =
+      ints_on_xpu(std::vector<int32_t>(static_cast<size_t>(batch), static_cast<int32_t>(context)));
+  meta.block_tables = ints_on_xpu(tables).reshape({batch, blocks_per_seq});
+  meta.positions =
+      ints_on_xpu(std::vector<int32_t>(static_cast<size_t>(batch), static_cast<int32_t>(context - 1)));
+  meta.slots = meta.positions;
+  meta.max_context_len = context;
+  const Tensor q = random_on_xpu({batch, heads, head_dim}, rng);
+  Tensor out = empty({batch, heads, head_dim}, DType::float32, kXpu);
+  const double kv_gb = 2.0 * static_cast<double>(batch * context * kv_heads * head_dim) * sizeof(float) / 1e9;
+  for (const auto impl : {ops::AttentionImpl::sdpa, ops::AttentionImpl::eager}) {
+    const double s = time_per_call([&] {
+      ops::paged_attention(q, cache, meta, 1.f / std::sqrt(static_cast<float>(head_dim)), 0, impl, out);
+    });
+    std::printf(
+        "attention batch=%-3lld context=%-6lld heads=%lld/%lld dim=%lld %-8s %9.3f ms  %7.1f GB/s of KV\n",
+        static_cast<long long>(batch), static_cast<long long>(context), static_cast<long long>(heads),
+        static_cast<long long>(kv_heads), static_cast<long long>(head_dim),
+        impl == ops::AttentionImpl::sdpa ? "one-pass" : "eager", s * 1e3, kv_gb / s);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  try {
+    Backend* backend = find_backend(DeviceType::xpu);
+    if (!backend || backend->device_count() == 0) {
+      std::fprintf(stderr,
+                   "xpu_ops_bench: no xpu device (set TFM_XPU_PLATFORM to an OpenCL platform name)\n");
+      return 1;
+    }
+    const DeviceInfo info = backend->info(0);
+    std::printf("xpu:0 %s (%s)\n", info.name.c_str(), info.driver_version.c_str());
+    std::mt19937 rng(1);
+    const int64_t H = quick ? 1024 : 4096, I = quick ? 2816 : 14336;
+    for (int64_t M : {int64_t{1}, int64_t{8}, quick ? int64_t{64} : int64_t{512}}) {
+      bench_linear(M, H, H, rng);
+      bench_linear(M, H, 2 * I, rng);
+    }
+    for (int64_t batch : {1, 8}) {
+      for (int64_t context : {512, quick ? 2048 : 8192}) bench_attention(batch, context, 32, 8, 128, rng);
+    }
+  } catch (const tfm::Error& e) {
+    std::fprintf(stderr, "xpu_ops_bench: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
