@@ -79,6 +79,7 @@ class CudaBackend final : public Backend {
     use(index);
     cuda_check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
   }
+  OpKernels* kernels() override { return &cuda_op_kernels(); }
 
  private:
   static char* address(DeviceSpan s) { return static_cast<char*>(s.base) + s.offset; }

@@ -4,4 +4,5 @@
 
 namespace tfm {
 Backend& cuda_backend();
+OpKernels& cuda_op_kernels();
 }

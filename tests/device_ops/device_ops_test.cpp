@@ -1,4 +1,5 @@
-// The xpu op kernels against the CPU backend's, op by op: fresh random inputs of several shapes (sizes that
+// Every device's op kernels against the CPU backend's, op by op (xpu on the OpenCL test platform, cuda when a GPU
+// is present; a device that is absent skips): fresh random inputs of several shapes (sizes that
 // are not multiples of any work-group or tile, decode and prefill rows, ragged sequences), the xpu outputs
 // poisoned with NaN before the run, results within float32 accumulation error of the CPU's.
 #include <gtest/gtest.h>
@@ -11,23 +12,36 @@
 #include <numeric>
 #include <random>
 
-#include "test_platform.h"
+#include "../xpu/test_platform.h"
+#ifdef TFM_HAVE_XPU
 #include "tfm/backend/xpu/xpu_backend.h"
 #include "tfm/backend/xpu/xpu_op_kernels.h"
+#endif
 #include "tfm/core/error.h"
 #include "tfm/ops/ops.h"
 
-namespace tfm::xpu {
+namespace tfm {
 namespace {
 
-#define SKIP_WITHOUT_DEVICE() \
-  if (!seam_test_device()) GTEST_SKIP() << "no OpenCL device on platform '" << test_platform() << "'"
+// The device of the running test, set by the fixture.
+Device g_device;
 
 constexpr double kTolerance = 1e-5;  // of the largest magnitude in the CPU's result
 
-Device xpu() {
-  return *seam_test_device();
-}
+Device xpu() { return g_device; }
+
+class DeviceOps : public testing::TestWithParam<DeviceType> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == DeviceType::xpu) {
+      if (!xpu::seam_test_device()) GTEST_SKIP() << "no OpenCL device on platform '" << xpu::test_platform() << "'";
+    } else {
+      Backend* b = find_backend(GetParam());
+      if (!b || b->device_count() == 0) GTEST_SKIP() << "no " << device_type_name(GetParam()) << " device";
+    }
+    g_device = Device{GetParam(), 0};
+  }
+};
 
 Tensor random_floats(const Shape& shape, std::mt19937& rng) {
   Tensor t = Tensor::cpu(shape, DType::float32);
@@ -82,8 +96,7 @@ std::string shape_of(std::initializer_list<int64_t> sizes) {
   return shape_str(Shape(sizes));
 }
 
-TEST(XpuOpKernels, Embedding) {
-  SKIP_WITHOUT_DEVICE();
+TEST_P(DeviceOps, Embedding) {
   std::mt19937 rng(1);
   for (int64_t H : {1, 5, 64, 130}) {
     for (int64_t T : {1, 9}) {
@@ -98,8 +111,7 @@ TEST(XpuOpKernels, Embedding) {
   }
 }
 
-TEST(XpuOpKernels, LinearWithAndWithoutBias) {
-  SKIP_WITHOUT_DEVICE();
+TEST_P(DeviceOps, LinearWithAndWithoutBias) {
   std::mt19937 rng(2);
   // Few-row (M <= 8) and tiled shapes, none a multiple of the 64x64x16 tiles but some.
   const int64_t shapes[][3] = {{1, 1, 1},    {1, 67, 33},   {3, 128, 100}, {8, 257, 65},
@@ -118,8 +130,7 @@ TEST(XpuOpKernels, LinearWithAndWithoutBias) {
   }
 }
 
-TEST(XpuOpKernels, LinearOnViewsInsideLargerBuffers) {
-  SKIP_WITHOUT_DEVICE();
+TEST_P(DeviceOps, LinearOnViewsInsideLargerBuffers) {
   std::mt19937 rng(3);
   for (int64_t M : {2, 20}) {  // both kernels
     const int64_t K = 19, N = 23;
@@ -136,8 +147,7 @@ TEST(XpuOpKernels, LinearOnViewsInsideLargerBuffers) {
   }
 }
 
-TEST(XpuOpKernels, RmsNormOutOfPlaceAndInPlace) {
-  SKIP_WITHOUT_DEVICE();
+TEST_P(DeviceOps, RmsNormOutOfPlaceAndInPlace) {
   std::mt19937 rng(4);
   for (int64_t D : {1, 7, 64, 300}) {
     for (int64_t rows : {1, 6}) {
@@ -162,8 +172,7 @@ TEST(XpuOpKernels, RmsNormOutOfPlaceAndInPlace) {
   expect_close(got, want, "rms_norm per head");
 }
 
-TEST(XpuOpKernels, RopeFullAndPartialRotation) {
-  SKIP_WITHOUT_DEVICE();
+TEST_P(DeviceOps, RopeFullAndPartialRotation) {
   std::mt19937 rng(5);
   const int64_t shapes[][4] = {
       {1, 1, 8, 8}, {5, 3, 16, 16}, {4, 2, 10, 4}, {7, 4, 64, 32}};  // T heads dim rot
@@ -178,8 +187,7 @@ TEST(XpuOpKernels, RopeFullAndPartialRotation) {
   }
 }
 
-TEST(XpuOpKernels, SiluMul) {
-  SKIP_WITHOUT_DEVICE();
+TEST_P(DeviceOps, SiluMul) {
   std::mt19937 rng(6);
   for (int64_t T : {1, 6}) {
     for (int64_t I : {1, 70, 300}) {
@@ -194,8 +202,7 @@ TEST(XpuOpKernels, SiluMul) {
   }
 }
 
-TEST(XpuOpKernels, AddInPlaceIncludingAView) {
-  SKIP_WITHOUT_DEVICE();
+TEST_P(DeviceOps, AddInPlaceIncludingAView) {
   std::mt19937 rng(7);
   for (int64_t n : {1, 1000, 4097}) {
     const Tensor x = random_floats({n}, rng), y = random_floats({n}, rng);
@@ -214,8 +221,7 @@ TEST(XpuOpKernels, AddInPlaceIncludingAView) {
   expect_close(got, want, "add on rows of larger buffers");
 }
 
-TEST(XpuOpKernels, SplitColumns) {
-  SKIP_WITHOUT_DEVICE();
+TEST_P(DeviceOps, SplitColumns) {
   std::mt19937 rng(8);
   for (int64_t T : {1, 4}) {
     const std::vector<int64_t> widths{3, 64, 5};
@@ -237,8 +243,7 @@ TEST(XpuOpKernels, SplitColumns) {
   }
 }
 
-TEST(XpuOpKernels, GatherRows) {
-  SKIP_WITHOUT_DEVICE();
+TEST_P(DeviceOps, GatherRows) {
   std::mt19937 rng(9);
   for (int64_t H : {1, 65}) {
     for (int64_t R : {1, 5}) {
@@ -253,8 +258,7 @@ TEST(XpuOpKernels, GatherRows) {
   }
 }
 
-TEST(XpuOpKernels, KvCacheWrite) {
-  SKIP_WITHOUT_DEVICE();
+TEST_P(DeviceOps, KvCacheWrite) {
   std::mt19937 rng(10);
   for (int64_t T : {1, 7}) {
     const int64_t blocks = 5, block_size = 4, kv_heads = 3, D = 6;
@@ -375,8 +379,7 @@ const std::vector<AttentionCase>& attention_cases() {
   return cases;
 }
 
-TEST(XpuOpKernels, PagedAttentionMatchesCpuInBothForms) {
-  SKIP_WITHOUT_DEVICE();
+TEST_P(DeviceOps, PagedAttentionMatchesCpuInBothForms) {
   unsigned seed = 100;
   for (const AttentionCase& c : attention_cases()) {
     check_attention(c, seed++,
@@ -388,10 +391,11 @@ TEST(XpuOpKernels, PagedAttentionMatchesCpuInBothForms) {
   }
 }
 
-TEST(XpuOpKernels, EagerAttentionInSeveralLaunchesWhenScoresExceedTheScratch) {
-  SKIP_WITHOUT_DEVICE();
+#ifdef TFM_HAVE_XPU
+TEST_P(DeviceOps, EagerAttentionInSeveralLaunchesWhenScoresExceedTheScratch) {
+  if (GetParam() != DeviceType::xpu) GTEST_SKIP() << "the scratch limit is the xpu kernels'";
   // Scratch for three query rows of 8 heads by 90 keys: the 20 rows of the prefill go in 7 launches.
-  const std::unique_ptr<OpKernels> kernels = make_xpu_op_kernels(xpu_backend(), 3 * 8 * 90 * sizeof(float));
+  const std::unique_ptr<OpKernels> kernels = xpu::make_xpu_op_kernels(xpu::xpu_backend(), 3 * 8 * 90 * sizeof(float));
   check_attention({8, 2, 16, 4, 0, {{70, 20}, {0, 1}}}, 7,
                   [&](const Tensor& q, const ops::LayerCache& cache, const AttentionMetadata& meta,
                       float scale, int64_t window, bool eager, Tensor& out) {
@@ -399,8 +403,8 @@ TEST(XpuOpKernels, EagerAttentionInSeveralLaunchesWhenScoresExceedTheScratch) {
                   });
 }
 
-TEST(XpuOpKernels, EagerAttentionNeedsTheMaximumContextLength) {
-  SKIP_WITHOUT_DEVICE();
+TEST_P(DeviceOps, EagerAttentionNeedsTheMaximumContextLength) {
+  if (GetParam() != DeviceType::xpu) GTEST_SKIP() << "only the xpu kernels size scratch from it";
   std::mt19937 rng(11);
   AttentionMetadata meta = metadata({{3, 1}}, 4, 2, rng, xpu());
   meta.max_context_len = 0;
@@ -410,5 +414,12 @@ TEST(XpuOpKernels, EagerAttentionNeedsTheMaximumContextLength) {
                Error);
 }
 
+#endif
+
+INSTANTIATE_TEST_SUITE_P(Devices, DeviceOps, testing::Values(DeviceType::xpu, DeviceType::cuda),
+                         [](const testing::TestParamInfo<DeviceType>& info) {
+                           return std::string(device_type_name(info.param));
+                         });
+
 }  // namespace
-}  // namespace tfm::xpu
+}  // namespace tfm
