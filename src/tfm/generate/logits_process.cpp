@@ -29,11 +29,17 @@ std::vector<float> softmax(std::span<const float> scores) {
   return p;
 }
 
-// Indices ordered by ascending key, ties in index order (torch.sort on the CPU is stable).
+// Ascending order with NaN above everything (as torch.sort places it), so the comparison stays a strict weak
+// order; ties keep index order (torch leaves the order of ties unspecified: its CPU sort is not stable).
+bool ascending(float a, float b) {
+  return a < b || (std::isnan(b) && !std::isnan(a));
+}
+
 std::vector<size_t> ascending_order(std::span<const float> keys) {
   std::vector<size_t> order(keys.size());
   std::iota(order.begin(), order.end(), size_t{0});
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return keys[a] < keys[b]; });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return ascending(keys[a], keys[b]); });
   return order;
 }
 
@@ -155,9 +161,17 @@ TopPLogitsWarper::TopPLogitsWarper(double top_p, int64_t min_tokens_to_keep)
 }
 
 void TopPLogitsWarper::operator()(std::span<const int64_t>, std::span<float> scores) const {
-  const std::vector<size_t> order = ascending_order(scores);
-  std::vector<float> sorted(scores.size());
+  // Tokens already at -inf have probability 0 and sort first, so they would be removed (again): leaving them
+  // out gives the same result and makes the sort cheap after top-k.
+  std::vector<size_t> order;
+  for (size_t i = 0; i < scores.size(); ++i) {
+    if (scores[i] != kNegInf) order.push_back(i);
+  }
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return ascending(scores[a], scores[b]); });
+  std::vector<float> sorted(order.size());
   for (size_t i = 0; i < order.size(); ++i) sorted[i] = scores[order[i]];
+  if (sorted.empty()) return;
   const std::vector<float> probs = softmax(sorted);
   // Remove the low tail whose cumulative probability stays within 1 - top_p; keep the top min_tokens_to_keep.
   const float threshold = float(1.0 - top_p_);
