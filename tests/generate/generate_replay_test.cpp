@@ -37,11 +37,12 @@ TEST(GenerateReplay, MatchesTransformersStepByStep) {
     for (const auto& [key, expected] : c.at("prepared").as_object()) {
       if (key == "max_length" || key == "min_length") continue;  // resolved per sequence, checked above
       const json::Value* got = mine.find(key);
-      EXPECT_EQ(got ? *got : json::Value(), key == "eos_token_id" ? as_list(expected) : expected) << key;
+      const bool id_list = key == "eos_token_id" || key == "forced_eos_token_id";
+      EXPECT_EQ(got ? *got : json::Value(), id_list ? as_list(expected) : expected) << key;
     }
 
     const LogitsProcessorList processors =
-        build_logits_processors(prepared.config, static_cast<int64_t>(prompt.size()), limits.min_length);
+        build_logits_processors(prepared.config, static_cast<int64_t>(prompt.size()), limits);
     std::vector<std::string> names;
     for (size_t i = 0; i < processors.size(); ++i) names.emplace_back(processors[i].name());
     std::vector<std::string> expected_names;

@@ -120,6 +120,38 @@ TEST(Typical, KeepsTheTokensClosestToTheEntropy) {
             "`typical_p` has to be a float > 0 and < 1, but is 1.0");
 }
 
+LengthLimits limits(int64_t min_length, int64_t max_length = 100) {
+  return LengthLimits{max_length, min_length, {}};
+}
+
+TEST(ForcedAndSuppressedTokens, FollowTheLength) {
+  EXPECT_EQ(apply(ForcedBOSTokenLogitsProcessor(2), {7}, {1, 1, 1}), (std::vector<float>{-kInf, -kInf, 0}));
+  EXPECT_EQ(mask(apply(ForcedBOSTokenLogitsProcessor(2), {7, 7}, {1, 1, 1})), "...");
+  ForcedEOSTokenLogitsProcessor eos(4, {0, 2});
+  EXPECT_EQ(apply(eos, {7, 7, 7}, {1, 1, 1}), (std::vector<float>{0, -kInf, 0}));
+  EXPECT_EQ(mask(apply(eos, {7, 7}, {1, 1, 1})), "...");
+  EXPECT_EQ(mask(apply(SuppressTokensLogitsProcessor({1, 5}), {}, {1, 1, 1})), ".x.");
+  SuppressTokensAtBeginLogitsProcessor begin({0}, 2);
+  EXPECT_EQ(mask(apply(begin, {7, 7}, {1, 1})), "x.");
+  EXPECT_EQ(mask(apply(begin, {7, 7, 7}, {1, 1})), "..");
+  const std::vector<float> fixed = apply(InfNanRemoveLogitsProcessor(), {}, {NAN, kInf, -kInf, 2});
+  EXPECT_EQ(fixed, (std::vector<float>{0, std::numeric_limits<float>::max(),
+                                       std::numeric_limits<float>::lowest(), 2}));
+}
+
+TEST(EpsilonEtaAndNormalization, CutSmallProbabilities) {
+  const std::vector<float> row = logs({0.6, 0.3, 0.09, 0.01});
+  EXPECT_EQ(mask(apply(EpsilonLogitsWarper(0.05), {}, row)), "...x");
+  EXPECT_EQ(mask(apply(EpsilonLogitsWarper(0.5), {}, row)), ".xxx");
+  EXPECT_EQ(mask(apply(EpsilonLogitsWarper(0.5, 2), {}, row)), "..xx");
+  // Entropy 0.938 nats: eta = min(0.5, sqrt(0.5) * exp(-0.938)) = 0.277.
+  EXPECT_EQ(mask(apply(EtaLogitsWarper(0.5), {}, row)), "..xx");
+  const std::vector<float> normalized = apply(LogitNormalization(), {}, {1, 1});
+  EXPECT_FLOAT_EQ(normalized[0], std::log(0.5f));
+  EXPECT_EQ(error_of([] { EpsilonLogitsWarper(0.0); }),
+            "`epsilon_cutoff` has to be a float > 0 and < 1, but is 0.0");
+}
+
 std::vector<std::string> names(const LogitsProcessorList& list) {
   std::vector<std::string> out;
   for (size_t i = 0; i < list.size(); ++i) out.emplace_back(list[i].name());
@@ -135,41 +167,48 @@ GenerationConfig prepared(const char* model_json, const char* kwargs_json = "{}"
 TEST(BuildLogitsProcessors, FollowsTransformersOrderAndConditions) {
   const GenerationConfig all = prepared(
       R"({"eos_token_id": 2, "do_sample": true, "temperature": 0.7, "top_k": 10, "top_p": 0.9, "min_p": 0.05,
-          "typical_p": 0.9, "repetition_penalty": 1.1, "no_repeat_ngram_size": 3, "min_new_tokens": 2})");
-  EXPECT_EQ(names(build_logits_processors(all, 5, 7)),
-            (std::vector<std::string>{"RepetitionPenaltyLogitsProcessor", "NoRepeatNGramLogitsProcessor",
-                                      "MinLengthLogitsProcessor", "MinNewTokensLengthLogitsProcessor",
-                                      "TemperatureLogitsWarper", "TopKLogitsWarper", "TopPLogitsWarper",
-                                      "MinPLogitsWarper", "TypicalLogitsWarper"}));
+          "typical_p": 0.9, "repetition_penalty": 1.1, "no_repeat_ngram_size": 3, "min_new_tokens": 2,
+          "forced_bos_token_id": 1, "forced_eos_token_id": 2, "remove_invalid_values": true, "suppress_tokens": [3],
+          "begin_suppress_tokens": [4], "epsilon_cutoff": 3e-4, "eta_cutoff": 2e-3, "renormalize_logits": true})");
+  EXPECT_EQ(
+      names(build_logits_processors(all, 5, limits(7))),
+      (std::vector<std::string>{
+          "RepetitionPenaltyLogitsProcessor", "NoRepeatNGramLogitsProcessor", "MinLengthLogitsProcessor",
+          "MinNewTokensLengthLogitsProcessor", "ForcedBOSTokenLogitsProcessor",
+          "ForcedEOSTokenLogitsProcessor", "InfNanRemoveLogitsProcessor", "SuppressTokensLogitsProcessor",
+          "SuppressTokensAtBeginLogitsProcessor", "TemperatureLogitsWarper", "TopKLogitsWarper",
+          "TopPLogitsWarper", "MinPLogitsWarper", "TypicalLogitsWarper", "EpsilonLogitsWarper",
+          "EtaLogitsWarper", "LogitNormalization"}));
   // Greedy: no warpers; the min-length processors need an EOS.
   const GenerationConfig greedy = prepared(R"({"temperature": 0.7, "min_new_tokens": 2})");
-  EXPECT_EQ(names(build_logits_processors(greedy, 5, 7)), std::vector<std::string>{});
+  EXPECT_EQ(names(build_logits_processors(greedy, 5, limits(7))), std::vector<std::string>{});
   // Defaults: top_k=50 is the only active warper when sampling.
-  EXPECT_EQ(names(build_logits_processors(prepared(R"({"do_sample": true})"), 5, 0)),
+  EXPECT_EQ(names(build_logits_processors(prepared(R"({"do_sample": true})"), 5, limits(0))),
             std::vector<std::string>{"TopKLogitsWarper"});
-  EXPECT_EQ(
-      names(build_logits_processors(prepared(R"({"do_sample": true, "top_k": 0, "min_p": 0.0})"), 5, 0)),
-      std::vector<std::string>{"MinPLogitsWarper"});
+  EXPECT_EQ(names(build_logits_processors(prepared(R"({"do_sample": true, "top_k": 0, "min_p": 0.0})"), 5,
+                                          limits(0))),
+            std::vector<std::string>{"MinPLogitsWarper"});
 }
 
 TEST(BuildLogitsProcessors, RejectsInvalidValuesAndUnimplementedFeatures) {
   EXPECT_EQ(error_of([] {
-              build_logits_processors(prepared(R"({"do_sample": true, "temperature": 0.0})"), 1, 0);
+              build_logits_processors(prepared(R"({"do_sample": true, "temperature": 0.0})"), 1, limits(0));
             }).rfind("`temperature` (=0.0) has to be a strictly positive float", 0),
             0u);
-  EXPECT_NO_THROW(build_logits_processors(prepared(R"({"temperature": 0.0})"), 1, 0));  // greedy: not built
-  EXPECT_THROW(build_logits_processors(prepared(R"({"do_sample": true, "top_k": -1})"), 1, 0), Error);
+  EXPECT_NO_THROW(
+      build_logits_processors(prepared(R"({"temperature": 0.0})"), 1, limits(0)));  // greedy: not built
+  EXPECT_THROW(build_logits_processors(prepared(R"({"do_sample": true, "top_k": -1})"), 1, limits(0)), Error);
   EXPECT_EQ(
-      error_of([] { build_logits_processors(prepared(R"({"num_beams": 4})"), 1, 0); }),
+      error_of([] { build_logits_processors(prepared(R"({"num_beams": 4})"), 1, limits(0)); }),
       "generation config: num_beams=4 asks for beam search, which tfm does not implement (it runs greedy "
       "search and sampling, num_beams=1)");
   EXPECT_EQ(
-      error_of([] { build_logits_processors(prepared(R"({"suppress_tokens": [1, 2]})"), 1, 0); }),
-      "generation config: `suppress_tokens` is set, but tfm does not implement that generation feature");
-  EXPECT_THROW(build_logits_processors(prepared(R"({"do_sample": true, "epsilon_cutoff": 3e-4})"), 1, 0),
-               Error);
-  EXPECT_NO_THROW(
-      build_logits_processors(prepared(R"({"epsilon_cutoff": 3e-4})"), 1, 0));  // greedy ignores it
+      error_of([] { build_logits_processors(prepared(R"({"bad_words_ids": [[1, 2]]})"), 1, limits(0)); }),
+      "generation config: `bad_words_ids` is set, but tfm does not implement that generation feature");
+  // Cutoffs outside (0, 1) build no warper, so they raise nothing (as in Transformers).
+  EXPECT_EQ(names(build_logits_processors(prepared(R"({"do_sample": true, "top_k": 0, "eta_cutoff": 1.5})"),
+                                          1, limits(0))),
+            std::vector<std::string>{});
 }
 
 // ---- against Transformers' recorded outputs
@@ -199,6 +238,22 @@ std::unique_ptr<LogitsProcessor> make(const std::string& name, const json::Value
     return std::make_unique<MinPLogitsWarper>(a.at("min_p").as_double(), keep());
   if (name == "TypicalLogitsWarper")
     return std::make_unique<TypicalLogitsWarper>(a.at("mass").as_double(), keep());
+  if (name == "EpsilonLogitsWarper")
+    return std::make_unique<EpsilonLogitsWarper>(a.at("epsilon").as_double(), keep());
+  if (name == "EtaLogitsWarper")
+    return std::make_unique<EtaLogitsWarper>(a.at("epsilon").as_double(), keep());
+  if (name == "ForcedBOSTokenLogitsProcessor")
+    return std::make_unique<ForcedBOSTokenLogitsProcessor>(a.at("bos_token_id").as_int());
+  if (name == "ForcedEOSTokenLogitsProcessor")
+    return std::make_unique<ForcedEOSTokenLogitsProcessor>(a.at("max_length").as_int(),
+                                                           testing::ids_of(a.at("eos_token_id")));
+  if (name == "InfNanRemoveLogitsProcessor") return std::make_unique<InfNanRemoveLogitsProcessor>();
+  if (name == "SuppressTokensLogitsProcessor")
+    return std::make_unique<SuppressTokensLogitsProcessor>(testing::ids_of(a.at("suppress_tokens")));
+  if (name == "SuppressTokensAtBeginLogitsProcessor")
+    return std::make_unique<SuppressTokensAtBeginLogitsProcessor>(
+        testing::ids_of(a.at("begin_suppress_tokens")), a.at("begin_index").as_int());
+  if (name == "LogitNormalization") return std::make_unique<LogitNormalization>();
   throw Error("unknown processor " + name);
 }
 

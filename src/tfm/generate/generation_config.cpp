@@ -68,6 +68,20 @@ Field bool_field(const char* name, std::optional<bool> GenerationConfig::*m) {
   return make_field(name, m, read_bool);
 }
 
+// A list of token ids; a single integer means a list of one (as eos_token_id may be written).
+Field int_list_field(const char* name, std::optional<std::vector<int64_t>> GenerationConfig::*m) {
+  return make_field(name, m, [](const json::Value& v, const char* key) {
+    if (v.is_int()) return std::vector<int64_t>{v.as_int()};
+    check(v.is_array(), "generation config: `", key, "` must be an integer or a list of integers");
+    std::vector<int64_t> out;
+    for (const json::Value& id : v.as_array()) {
+      check(id.is_int(), "generation config: `", key, "` must be an integer or a list of integers");
+      out.push_back(id.as_int());
+    }
+    return out;
+  });
+}
+
 const std::vector<Field>& fields() {
   using C = GenerationConfig;
   static const std::vector<Field> table = {
@@ -96,22 +110,19 @@ const std::vector<Field>& fields() {
       float_field("top_p", &C::top_p),
       float_field("min_p", &C::min_p),
       float_field("typical_p", &C::typical_p),
+      float_field("epsilon_cutoff", &C::epsilon_cutoff),
+      float_field("eta_cutoff", &C::eta_cutoff),
       float_field("repetition_penalty", &C::repetition_penalty),
       int_field("no_repeat_ngram_size", &C::no_repeat_ngram_size),
+      int_field("forced_bos_token_id", &C::forced_bos_token_id),
+      int_list_field("forced_eos_token_id", &C::forced_eos_token_id),
+      bool_field("remove_invalid_values", &C::remove_invalid_values),
+      int_list_field("suppress_tokens", &C::suppress_tokens),
+      int_list_field("begin_suppress_tokens", &C::begin_suppress_tokens),
+      bool_field("renormalize_logits", &C::renormalize_logits),
       int_field("pad_token_id", &C::pad_token_id),
       int_field("bos_token_id", &C::bos_token_id),
-      make_field(
-          "eos_token_id", &C::eos_token_id,
-          [](const json::Value& v, const char* name) {
-            if (v.is_int()) return std::vector<int64_t>{v.as_int()};
-            check(v.is_array(), "generation config: `", name, "` must be an integer or a list of integers");
-            std::vector<int64_t> out;
-            for (const json::Value& id : v.as_array()) {
-              check(id.is_int(), "generation config: `", name, "` must be an integer or a list of integers");
-              out.push_back(id.as_int());
-            }
-            return out;
-          }),
+      int_list_field("eos_token_id", &C::eos_token_id),
       make_field("seed", &C::seed,
                  [](const json::Value& v, const char* name) {
                    const int64_t s = read_int(v, name);
@@ -211,8 +222,13 @@ Issues validate_with(const GenerationConfig& c, const std::set<std::string>* use
     if (c.temperature && *c.temperature != 1.0) greedy_issue("temperature", py(*c.temperature));
     if (c.top_p && *c.top_p != 1.0) greedy_issue("top_p", py(*c.top_p));
     if (c.min_p) greedy_issue("min_p", py(*c.min_p));
+    if (const json::Value* top_h = find_other(c.other, "top_h"); top_h && !top_h->is_null()) {
+      greedy_issue("top_h", py(*top_h));
+    }
     if (c.typical_p && *c.typical_p != 1.0) greedy_issue("typical_p", py(*c.typical_p));
     if (c.top_k && *c.top_k != 50) greedy_issue("top_k", std::to_string(*c.top_k));
+    if (c.epsilon_cutoff && *c.epsilon_cutoff != 0.0) greedy_issue("epsilon_cutoff", py(*c.epsilon_cutoff));
+    if (c.eta_cutoff && *c.eta_cutoff != 0.0) greedy_issue("eta_cutoff", py(*c.eta_cutoff));
   }
 
   if (!c.num_beams || *c.num_beams == 1) {
@@ -242,6 +258,27 @@ Issues validate_with(const GenerationConfig& c, const std::set<std::string>* use
       check(n->as_int() <= *c.num_beams, "`num_return_sequences` (", n->as_int(),
             ") has to be smaller or equal to `num_beams` (", *c.num_beams, ").");
     }
+  }
+
+  // Forcing a token that is also suppressed leaves every score at -inf.
+  if (c.suppress_tokens) {
+    const std::set<int64_t> suppressed(c.suppress_tokens->begin(), c.suppress_tokens->end());
+    auto check_forced = [&](const char* attr, const std::vector<int64_t>& forced) {
+      const std::set<int64_t> f(forced.begin(), forced.end());
+      if (f.empty() || !std::includes(suppressed.begin(), suppressed.end(), f.begin(), f.end())) return;
+      std::string list;
+      for (int64_t id : f) list += (list.empty() ? "" : ", ") + std::to_string(id);
+      throw_error(
+          "Every token in `", attr, "` ([", list,
+          "]) is also in `suppress_tokens`. Forcing a token while suppressing it sets all logits to `-inf` "
+          "at the forcing step, which produces `nan` probabilities and crashes generation. Remove the "
+          "overlapping token(s) from either `",
+          attr,
+          "` or `suppress_tokens` (if you meant to prevent an early EOS token, use `min_new_tokens` "
+          "instead).");
+    };
+    if (c.forced_bos_token_id) check_forced("forced_bos_token_id", {*c.forced_bos_token_id});
+    if (c.forced_eos_token_id) check_forced("forced_eos_token_id", *c.forced_eos_token_id);
   }
 
   for (const char* arg :

@@ -121,6 +121,61 @@ void MinNewTokensLengthLogitsProcessor::operator()(std::span<const int64_t> inpu
   if (static_cast<int64_t>(input_ids.size()) - prompt_length_ < min_new_tokens_) suppress(scores, eos_);
 }
 
+ForcedBOSTokenLogitsProcessor::ForcedBOSTokenLogitsProcessor(int64_t bos_token_id) : bos_(bos_token_id) {}
+
+void ForcedBOSTokenLogitsProcessor::operator()(std::span<const int64_t> input_ids,
+                                               std::span<float> scores) const {
+  if (input_ids.size() != 1) return;
+  const size_t bos = checked_id(bos_, scores.size(), "forced_bos_token_id");
+  std::fill(scores.begin(), scores.end(), kNegInf);
+  scores[bos] = 0;
+}
+
+ForcedEOSTokenLogitsProcessor::ForcedEOSTokenLogitsProcessor(int64_t max_length,
+                                                             std::vector<int64_t> eos_token_ids)
+    : max_length_(max_length), eos_(std::move(eos_token_ids)) {
+  for (int64_t id : eos_) {
+    check(id >= 0, "`eos_token_id` has to be a list of positive integers, but is ",
+          json::dump(json::Array(eos_.begin(), eos_.end())));
+  }
+}
+
+void ForcedEOSTokenLogitsProcessor::operator()(std::span<const int64_t> input_ids,
+                                               std::span<float> scores) const {
+  if (static_cast<int64_t>(input_ids.size()) != max_length_ - 1) return;
+  std::vector<size_t> eos;
+  for (int64_t id : eos_) eos.push_back(checked_id(id, scores.size(), "forced_eos_token_id"));
+  std::fill(scores.begin(), scores.end(), kNegInf);
+  for (size_t i : eos) scores[i] = 0;
+}
+
+void InfNanRemoveLogitsProcessor::operator()(std::span<const int64_t>, std::span<float> scores) const {
+  for (float& s : scores) {
+    if (std::isnan(s))
+      s = 0;
+    else if (s == -kNegInf)
+      s = std::numeric_limits<float>::max();
+    else if (s == kNegInf)
+      s = std::numeric_limits<float>::lowest();
+  }
+}
+
+SuppressTokensLogitsProcessor::SuppressTokensLogitsProcessor(std::vector<int64_t> suppress_tokens)
+    : ids_(std::move(suppress_tokens)) {}
+
+void SuppressTokensLogitsProcessor::operator()(std::span<const int64_t>, std::span<float> scores) const {
+  suppress(scores, ids_);
+}
+
+SuppressTokensAtBeginLogitsProcessor::SuppressTokensAtBeginLogitsProcessor(
+    std::vector<int64_t> begin_suppress_tokens, int64_t begin_index)
+    : ids_(std::move(begin_suppress_tokens)), begin_index_(begin_index) {}
+
+void SuppressTokensAtBeginLogitsProcessor::operator()(std::span<const int64_t> input_ids,
+                                                      std::span<float> scores) const {
+  if (static_cast<int64_t>(input_ids.size()) == begin_index_) suppress(scores, ids_);
+}
+
 TemperatureLogitsWarper::TemperatureLogitsWarper(double temperature) : temperature_(float(temperature)) {
   if (!(temperature > 0)) {
     std::string msg =
@@ -252,6 +307,72 @@ void TypicalLogitsWarper::operator()(std::span<const int64_t>, std::span<float> 
   for (size_t i : removed) scores[i] = kNegInf;
 }
 
+namespace {
+
+// The value of the k-th highest score (k clipped to the row), below which epsilon and eta may filter.
+float kth_highest(std::span<const float> scores, int64_t k) {
+  std::vector<float> sorted(scores.begin(), scores.end());
+  const size_t n = std::min<size_t>(sorted.size(), size_t(k));
+  std::nth_element(sorted.begin(), sorted.begin() + static_cast<ptrdiff_t>(n - 1), sorted.end(),
+                   std::greater<float>());
+  return sorted[n - 1];
+}
+
+void check_cutoff(double epsilon, const char* name) {
+  check(epsilon > 0 && epsilon < 1, "`", name, "` has to be a float > 0 and < 1, but is ", py(epsilon));
+}
+
+void filter_below(std::span<float> scores, const std::vector<float>& probs, float cut,
+                  int64_t min_tokens_to_keep) {
+  const float kth = kth_highest(scores, min_tokens_to_keep);
+  for (size_t i = 0; i < scores.size(); ++i) {
+    if (probs[i] < cut && scores[i] < kth) scores[i] = kNegInf;
+  }
+}
+
+}  // namespace
+
+EpsilonLogitsWarper::EpsilonLogitsWarper(double epsilon, int64_t min_tokens_to_keep)
+    : epsilon_(epsilon), min_tokens_to_keep_(min_tokens_to_keep) {
+  check_cutoff(epsilon, "epsilon_cutoff");
+  check(min_tokens_to_keep >= 1, "`min_tokens_to_keep` has to be a strictly positive integer, but is ",
+        min_tokens_to_keep);
+}
+
+void EpsilonLogitsWarper::operator()(std::span<const int64_t>, std::span<float> scores) const {
+  filter_below(scores, softmax(scores), float(epsilon_), min_tokens_to_keep_);
+}
+
+EtaLogitsWarper::EtaLogitsWarper(double epsilon, int64_t min_tokens_to_keep)
+    : epsilon_(epsilon), min_tokens_to_keep_(min_tokens_to_keep) {
+  check_cutoff(epsilon, "eta_cutoff");
+  check(min_tokens_to_keep >= 1, "`min_tokens_to_keep` has to be a strictly positive integer, but is ",
+        min_tokens_to_keep);
+}
+
+void EtaLogitsWarper::operator()(std::span<const int64_t>, std::span<float> scores) const {
+  const std::vector<float> probs = softmax(scores);
+  // Categorical(logits=scores).entropy(): -sum p * log p, with -inf log-probabilities contributing nothing.
+  const float max = *std::max_element(scores.begin(), scores.end());
+  double sum = 0;
+  for (float s : scores) sum += std::exp(double(s) - double(max));
+  double entropy = 0;
+  for (size_t i = 0; i < scores.size(); ++i) {
+    if (scores[i] != kNegInf) entropy -= double(probs[i]) * (double(scores[i]) - double(max) - std::log(sum));
+  }
+  const float eps = float(epsilon_);
+  const float eta = std::min(eps, std::sqrt(eps) * float(std::exp(-entropy)));
+  filter_below(scores, probs, eta, min_tokens_to_keep_);
+}
+
+void LogitNormalization::operator()(std::span<const int64_t>, std::span<float> scores) const {
+  const float max = *std::max_element(scores.begin(), scores.end());
+  double sum = 0;
+  for (float s : scores) sum += std::exp(double(s) - double(max));
+  const double log_sum = std::log(sum);
+  for (float& s : scores) s = float(double(s) - double(max) - log_sum);
+}
+
 void LogitsProcessorList::operator()(std::span<const int64_t> input_ids, std::span<float> scores) const {
   for (const auto& p : processors_) (*p)(input_ids, scores);
 }
@@ -278,13 +399,12 @@ void check_supported(const GenerationConfig& c) {
     const json::Value* v = other_value(c, key);
     return v != nullptr && v->is_number() && predicate(v->as_double());
   };
-  for (const char* key : {"sequence_bias", "bad_words_ids", "forced_bos_token_id", "forced_eos_token_id",
-                          "exponential_decay_length_penalty", "suppress_tokens", "begin_suppress_tokens",
+  for (const char* key : {"sequence_bias", "bad_words_ids", "exponential_decay_length_penalty",
                           "watermarking_config", "constraints", "force_words_ids", "dola_layers",
                           "prompt_lookup_num_tokens", "assistant_early_exit"}) {
     if (other_value(c, key)) refuse(key);
   }
-  for (const char* key : {"remove_invalid_values", "renormalize_logits", "token_healing", "use_mtp"}) {
+  for (const char* key : {"token_healing", "use_mtp"}) {
     const json::Value* v = other_value(c, key);
     if (v && v->is_bool() && v->as_bool()) refuse(key);
   }
@@ -293,17 +413,13 @@ void check_supported(const GenerationConfig& c) {
       c.do_sample != true) {
     refuse("penalty_alpha");
   }
-  if (c.do_sample == true) {
-    if (other_value(c, "top_h")) refuse("top_h");
-    if (number_is("epsilon_cutoff", [](double e) { return 0 < e && e < 1; })) refuse("epsilon_cutoff");
-    if (number_is("eta_cutoff", [](double e) { return 0 < e && e < 1; })) refuse("eta_cutoff");
-  }
+  if (c.do_sample == true && other_value(c, "top_h")) refuse("top_h");
 }
 
 }  // namespace
 
 LogitsProcessorList build_logits_processors(const GenerationConfig& c, int64_t prompt_length,
-                                            int64_t min_length) {
+                                            const LengthLimits& limits) {
   check_supported(c);
   LogitsProcessorList list;
   if (c.repetition_penalty && *c.repetition_penalty != 1.0) {
@@ -312,12 +428,25 @@ LogitsProcessorList build_logits_processors(const GenerationConfig& c, int64_t p
   if (c.no_repeat_ngram_size && *c.no_repeat_ngram_size > 0) {
     list.push_back(std::make_unique<NoRepeatNGramLogitsProcessor>(*c.no_repeat_ngram_size));
   }
-  if (c.eos_token_id && min_length > 0) {
-    list.push_back(std::make_unique<MinLengthLogitsProcessor>(min_length, *c.eos_token_id));
+  if (c.eos_token_id && limits.min_length > 0) {
+    list.push_back(std::make_unique<MinLengthLogitsProcessor>(limits.min_length, *c.eos_token_id));
   }
   if (c.eos_token_id && c.min_new_tokens && *c.min_new_tokens > 0) {
     list.push_back(std::make_unique<MinNewTokensLengthLogitsProcessor>(prompt_length, *c.min_new_tokens,
                                                                        *c.eos_token_id));
+  }
+  if (c.forced_bos_token_id)
+    list.push_back(std::make_unique<ForcedBOSTokenLogitsProcessor>(*c.forced_bos_token_id));
+  if (c.forced_eos_token_id) {
+    list.push_back(
+        std::make_unique<ForcedEOSTokenLogitsProcessor>(limits.max_length, *c.forced_eos_token_id));
+  }
+  if (c.remove_invalid_values == true) list.push_back(std::make_unique<InfNanRemoveLogitsProcessor>());
+  if (c.suppress_tokens) list.push_back(std::make_unique<SuppressTokensLogitsProcessor>(*c.suppress_tokens));
+  if (c.begin_suppress_tokens) {
+    // The first generated token; one later when a forced BOS fills an empty prompt.
+    const int64_t begin = prompt_length > 1 || !c.forced_bos_token_id ? prompt_length : prompt_length + 1;
+    list.push_back(std::make_unique<SuppressTokensAtBeginLogitsProcessor>(*c.begin_suppress_tokens, begin));
   }
   if (c.do_sample == true) {
     const int64_t min_tokens_to_keep = 1;  // more only for beam search
@@ -332,7 +461,14 @@ LogitsProcessorList build_logits_processors(const GenerationConfig& c, int64_t p
     if (c.typical_p && *c.typical_p < 1.0) {
       list.push_back(std::make_unique<TypicalLogitsWarper>(*c.typical_p, min_tokens_to_keep));
     }
+    if (c.epsilon_cutoff && 0.0 < *c.epsilon_cutoff && *c.epsilon_cutoff < 1.0) {
+      list.push_back(std::make_unique<EpsilonLogitsWarper>(*c.epsilon_cutoff, min_tokens_to_keep));
+    }
+    if (c.eta_cutoff && 0.0 < *c.eta_cutoff && *c.eta_cutoff < 1.0) {
+      list.push_back(std::make_unique<EtaLogitsWarper>(*c.eta_cutoff, min_tokens_to_keep));
+    }
   }
+  if (c.renormalize_logits == true) list.push_back(std::make_unique<LogitNormalization>());
   return list;
 }
 
