@@ -4,17 +4,18 @@
 #include <functional>
 #include <set>
 #include <sstream>
+#include <type_traits>
 
 #include "tfm/core/error.h"
 
 namespace tfm {
 namespace {
 
-// One typed field: how to read it from JSON, write it back, test whether it is set, and unset it. The table
-// below is the single list of GenerationConfig's fields, in Transformers' order.
+// One typed field: how to read it from JSON (null unsets it) and write it back (nullopt when unset). The
+// table below is the single list of GenerationConfig's fields, in Transformers' order.
 struct Field {
   const char* name;
-  std::function<void(GenerationConfig&, const json::Value&)> read;  // null unsets
+  std::function<void(GenerationConfig&, const json::Value&)> read;
   std::function<std::optional<json::Value>(const GenerationConfig&)> write;
 };
 
@@ -140,15 +141,15 @@ const Field* find_field(std::string_view name) {
   return nullptr;
 }
 
-json::Value* find_other(json::Object& other, std::string_view key) {
-  for (auto& [k, v] : other) {
-    if (k == key) return &v;
+// The entry of `other` named key (of a const or mutable object), or nullptr.
+template <typename Object>
+auto find_other(Object& other, std::string_view key) -> decltype(&other.front().second) {
+  for (auto& member : other) {
+    if (member.first == key) return &member.second;
   }
   return nullptr;
 }
-const json::Value* find_other(const json::Object& other, std::string_view key) {
-  return find_other(const_cast<json::Object&>(other), key);
-}
+
 // Python's str() of a float, as Transformers' messages print values.
 std::string py(double d) {
   return json::python_float_repr(d);
@@ -412,19 +413,38 @@ PreparedGenerationConfig prepare_generation_config(const GenerationConfig& model
   out.has_default_max_length = !kwarg_set("max_length") && !model_config.max_length;
   out.has_default_min_length = !kwarg_set("min_length") && !model_config.min_length;
 
-  // generate(): a fresh config takes the model's values, then the global defaults for what is still unset,
-  // then the call's kwargs.
-  GenerationConfig& c = out.config;
-  c.update(model_config.to_json().as_object(), /*defaults_only=*/true, /*allow_custom_entries=*/true);
-  // Defaults fill fields and known entries of `other` only; a default for a key absent from both is added
-  // too, since a fresh Transformers config has every attribute.
-  for (const auto& [key, value] : GenerationConfig::global_defaults()) {
-    if (!find_field(key) && !find_other(c.other, key)) c.other.emplace_back(key, nullptr);
-  }
-  c.update(GenerationConfig::global_defaults(), /*defaults_only=*/true);
+  // Transformers logs each distinct warning once; every update step below validates and may add one.
+  auto report = [&](const Issues& issues) {
+    if (issues.empty()) return;
+    std::string flags;
+    for (size_t i = 0; i < issues.size(); ++i) flags += (i ? ", '" : "'") + issues[i].first + "'";
+    std::vector<std::string> lines = {"The following generation flags are not valid and may be ignored: [" +
+                                      flags + "]."};
+    for (const auto& [flag, description] : issues) lines.push_back("- `" + flag + "`: " + description);
+    for (std::string& line : lines) {
+      if (std::find(out.warnings.begin(), out.warnings.end(), line) == out.warnings.end()) {
+        out.warnings.push_back(std::move(line));
+      }
+    }
+  };
+  auto update_step = [&](const json::Object& values, bool defaults_only, bool allow_custom_entries) {
+    std::set<std::string> updated;
+    std::vector<std::string> unused =
+        update_with(out.config, values, defaults_only, allow_custom_entries, updated);
+    report(validate_with(out.config, &updated));
+    return unused;
+  };
 
-  std::set<std::string> updated;
-  const std::vector<std::string> unused = update_with(c, kwargs, false, false, updated);
+  // generate(): a fresh config takes the model's values, then the global defaults for what is still unset,
+  // then the call's kwargs. A fresh Transformers config has every attribute, so defaults also fill entries of
+  // `other` that neither the model nor tfm's fields have.
+  update_step(model_config.to_json().as_object(), /*defaults_only=*/true, /*allow_custom_entries=*/true);
+  for (const auto& [key, value] : GenerationConfig::global_defaults()) {
+    if (!find_field(key) && !find_other(out.config.other, key)) out.config.other.emplace_back(key, nullptr);
+  }
+  update_step(GenerationConfig::global_defaults(), /*defaults_only=*/true, /*allow_custom_entries=*/false);
+
+  const std::vector<std::string> unused = update_step(kwargs, false, false);
   if (!unused.empty()) {
     std::ostringstream names;
     names << "[";
@@ -432,14 +452,6 @@ PreparedGenerationConfig prepare_generation_config(const GenerationConfig& model
     names << "]";
     throw_error("The following `model_kwargs` are not used by the model: ", names.str(),
                 " (note: typos in the generate arguments will also show up in this list)");
-  }
-  const Issues issues = validate_with(c, &updated);
-  if (!issues.empty()) {
-    std::string flags;
-    for (size_t i = 0; i < issues.size(); ++i) flags += (i ? ", '" : "'") + issues[i].first + "'";
-    out.warnings.push_back("The following generation flags are not valid and may be ignored: [" + flags +
-                           "].");
-    for (const auto& [flag, description] : issues) out.warnings.push_back("- `" + flag + "`: " + description);
   }
   return out;
 }
