@@ -21,9 +21,11 @@ std::string py(double d) {
 // softmax(scores) computed in double and rounded to float32, as the float32 tensors Transformers compares.
 std::vector<float> softmax(std::span<const float> scores) {
   const float max = *std::max_element(scores.begin(), scores.end());
-  std::vector<double> e(scores.size());
+  std::vector<double> e(scores.size(), 0.0);
   double sum = 0;
-  for (size_t i = 0; i < scores.size(); ++i) sum += e[i] = std::exp(double(scores[i]) - double(max));
+  for (size_t i = 0; i < scores.size(); ++i) {
+    if (scores[i] != kNegInf) sum += e[i] = std::exp(double(scores[i]) - double(max));  // filtered: exactly 0
+  }
   std::vector<float> p(scores.size());
   for (size_t i = 0; i < scores.size(); ++i) p[i] = float(e[i] / sum);
   return p;
@@ -35,12 +37,29 @@ bool ascending(float a, float b) {
   return a < b || (std::isnan(b) && !std::isnan(a));
 }
 
-std::vector<size_t> ascending_order(std::span<const float> keys) {
-  std::vector<size_t> order(keys.size());
-  std::iota(order.begin(), order.end(), size_t{0});
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return ascending(keys[a], keys[b]); });
-  return order;
+// Sorts `indices` by ascending keys[index], ties by index.
+void sort_ascending(std::span<const float> keys, std::vector<size_t>& indices) {
+  std::vector<std::pair<float, size_t>> keyed(indices.size());
+  for (size_t i = 0; i < indices.size(); ++i) keyed[i] = {keys[indices[i]], indices[i]};
+  std::sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) {
+    return ascending(a.first, b.first) || (!ascending(b.first, a.first) && a.second < b.second);
+  });
+  for (size_t i = 0; i < indices.size(); ++i) indices[i] = keyed[i].second;
+}
+
+// The k-th highest score (k clipped to the row): a min-heap of the k best, one pass over the row.
+float kth_highest(std::span<const float> scores, int64_t k) {
+  const size_t n = std::min<size_t>(scores.size(), size_t(k));
+  std::vector<float> heap(scores.begin(), scores.begin() + static_cast<ptrdiff_t>(n));
+  std::make_heap(heap.begin(), heap.end(), std::greater<float>());
+  for (size_t i = n; i < scores.size(); ++i) {
+    if (scores[i] > heap.front()) {
+      std::pop_heap(heap.begin(), heap.end(), std::greater<float>());
+      heap.back() = scores[i];
+      std::push_heap(heap.begin(), heap.end(), std::greater<float>());
+    }
+  }
+  return heap.front();
 }
 
 size_t checked_id(int64_t id, size_t vocab_size, std::string_view what) {
@@ -197,12 +216,8 @@ TopKLogitsWarper::TopKLogitsWarper(int64_t top_k, int64_t min_tokens_to_keep)
 }
 
 void TopKLogitsWarper::operator()(std::span<const int64_t>, std::span<float> scores) const {
-  const size_t k = static_cast<size_t>(std::min<int64_t>(top_k_, static_cast<int64_t>(scores.size())));
-  if (k == 0) return;
-  std::vector<float> sorted(scores.begin(), scores.end());
-  std::nth_element(sorted.begin(), sorted.begin() + static_cast<ptrdiff_t>(k - 1), sorted.end(),
-                   std::greater<float>());
-  const float kth = sorted[k - 1];
+  if (scores.empty()) return;
+  const float kth = kth_highest(scores, top_k_);
   for (float& s : scores) {
     if (s < kth) s = kNegInf;
   }
@@ -222,8 +237,7 @@ void TopPLogitsWarper::operator()(std::span<const int64_t>, std::span<float> sco
   for (size_t i = 0; i < scores.size(); ++i) {
     if (scores[i] != kNegInf) order.push_back(i);
   }
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return ascending(scores[a], scores[b]); });
+  sort_ascending(scores, order);
   std::vector<float> sorted(order.size());
   for (size_t i = 0; i < order.size(); ++i) sorted[i] = scores[order[i]];
   if (sorted.empty()) return;
@@ -286,7 +300,9 @@ void TypicalLogitsWarper::operator()(std::span<const int64_t>, std::span<float> 
   std::vector<float> shifted(n);
   for (size_t i = 0; i < n; ++i) shifted[i] = std::fabs(-normalized[i] - ent);
 
-  const std::vector<size_t> order = ascending_order(shifted);
+  std::vector<size_t> order(n);
+  std::iota(order.begin(), order.end(), size_t{0});
+  sort_ascending(shifted, order);
   std::vector<float> sorted_logits(n);
   for (size_t i = 0; i < n; ++i) sorted_logits[i] = scores[order[i]];
   const std::vector<float> probs = softmax(sorted_logits);
@@ -308,15 +324,6 @@ void TypicalLogitsWarper::operator()(std::span<const int64_t>, std::span<float> 
 }
 
 namespace {
-
-// The value of the k-th highest score (k clipped to the row), below which epsilon and eta may filter.
-float kth_highest(std::span<const float> scores, int64_t k) {
-  std::vector<float> sorted(scores.begin(), scores.end());
-  const size_t n = std::min<size_t>(sorted.size(), size_t(k));
-  std::nth_element(sorted.begin(), sorted.begin() + static_cast<ptrdiff_t>(n - 1), sorted.end(),
-                   std::greater<float>());
-  return sorted[n - 1];
-}
 
 void check_cutoff(double epsilon, const char* name) {
   check(epsilon > 0 && epsilon < 1, "`", name, "` has to be a float > 0 and < 1, but is ", py(epsilon));
