@@ -55,6 +55,15 @@ TEST(GenerationConfig, GlobalDefaultsAreTransformers) {
   EXPECT_EQ(json::Value(GenerationConfig::global_defaults()), refs->at("global_defaults"));
 }
 
+TEST(PrepareGenerationConfig, AcceptsEveryTransformersAttributeAsAKwarg) {
+  const auto refs = testing::load_refs("config_streamer_refs.json");
+  ASSERT_TRUE(refs);
+  for (const json::Value& name : refs->at("attributes").as_array()) {
+    json::Object kwargs = {{name.as_string(), nullptr}};
+    EXPECT_NO_THROW(prepare_generation_config(GenerationConfig(), kwargs)) << name.as_string();
+  }
+}
+
 TEST(GenerationConfig, KeepsUnknownKeysInOrderAndWritesThemBack) {
   const json::Value in =
       json::parse(R"({"transformers_version": "4.51.0", "top_k": 20, "custom": [1, {"a": null}],

@@ -49,6 +49,22 @@ TEST(RepetitionPenalty, DividesPositiveAndMultipliesNegativeScoresOfSeenTokensOn
             "`penalty` has to be a strictly positive float, but is 0.0");
 }
 
+TEST(SequenceBias, BiasesTheTokenThatCompletesASequence) {
+  SequenceBiasLogitsProcessor p(
+      {{{1}, 2.0f}, {{3, 2}, -1.0f}, {{0, 2}, 0.5f}, {{1}, 3.0f}});  // {1}: last wins
+  EXPECT_EQ(apply(p, {5, 3}, {0, 0, 0, 0}), (std::vector<float>{0, 3, -1, 0}));
+  EXPECT_EQ(apply(p, {3, 0}, {0, 0, 0, 0}), (std::vector<float>{0, 3, 0.5, 0}));
+  EXPECT_EQ(error_of([] {
+              apply(SequenceBiasLogitsProcessor({{{9}, 1.0f}}), {}, {0, 0, 0});
+            }),
+            "The model vocabulary size is 3, but the following tokens were being biased: [9]");
+  NoBadWordsLogitsProcessor bad({{4}, {2}, {5, 1}}, {2});  // [2] alone is an EOS: kept possible
+  EXPECT_EQ(mask(apply(bad, {0, 5}, std::vector<float>(6, 0))), ".x..x.");
+  EXPECT_EQ(mask(apply(bad, {5}, std::vector<float>(6, 0))),
+            "....x.");  // as Transformers: needs len + 1 tokens
+  EXPECT_EQ(mask(apply(bad, {1}, std::vector<float>(6, 0))), "....x.");
+}
+
 TEST(NoRepeatNGram, BansTokensThatWouldRepeatAnNGram) {
   NoRepeatNGramLogitsProcessor bigram(2);
   EXPECT_EQ(mask(apply(bigram, {1, 2, 1, 3, 1}, std::vector<float>(5, 0))), "..xx.");
@@ -166,19 +182,20 @@ GenerationConfig prepared(const char* model_json, const char* kwargs_json = "{}"
 
 TEST(BuildLogitsProcessors, FollowsTransformersOrderAndConditions) {
   const GenerationConfig all = prepared(
-      R"({"eos_token_id": 2, "do_sample": true, "temperature": 0.7, "top_k": 10, "top_p": 0.9, "min_p": 0.05,
+      R"({"eos_token_id": 2, "do_sample": true, "temperature": 0.7, "sequence_bias": [[[1, 2], 1.5]],
+          "bad_words_ids": [[7], [8, 9]], "top_k": 10, "top_p": 0.9, "min_p": 0.05,
           "typical_p": 0.9, "repetition_penalty": 1.1, "no_repeat_ngram_size": 3, "min_new_tokens": 2,
           "forced_bos_token_id": 1, "forced_eos_token_id": 2, "remove_invalid_values": true, "suppress_tokens": [3],
           "begin_suppress_tokens": [4], "epsilon_cutoff": 3e-4, "eta_cutoff": 2e-3, "renormalize_logits": true})");
   EXPECT_EQ(
       names(build_logits_processors(all, 5, limits(7))),
       (std::vector<std::string>{
-          "RepetitionPenaltyLogitsProcessor", "NoRepeatNGramLogitsProcessor", "MinLengthLogitsProcessor",
-          "MinNewTokensLengthLogitsProcessor", "ForcedBOSTokenLogitsProcessor",
-          "ForcedEOSTokenLogitsProcessor", "InfNanRemoveLogitsProcessor", "SuppressTokensLogitsProcessor",
-          "SuppressTokensAtBeginLogitsProcessor", "TemperatureLogitsWarper", "TopKLogitsWarper",
-          "TopPLogitsWarper", "MinPLogitsWarper", "TypicalLogitsWarper", "EpsilonLogitsWarper",
-          "EtaLogitsWarper", "LogitNormalization"}));
+          "SequenceBiasLogitsProcessor", "RepetitionPenaltyLogitsProcessor", "NoRepeatNGramLogitsProcessor",
+          "NoBadWordsLogitsProcessor", "MinLengthLogitsProcessor", "MinNewTokensLengthLogitsProcessor",
+          "ForcedBOSTokenLogitsProcessor", "ForcedEOSTokenLogitsProcessor", "InfNanRemoveLogitsProcessor",
+          "SuppressTokensLogitsProcessor", "SuppressTokensAtBeginLogitsProcessor", "TemperatureLogitsWarper",
+          "TopKLogitsWarper", "TopPLogitsWarper", "MinPLogitsWarper", "TypicalLogitsWarper",
+          "EpsilonLogitsWarper", "EtaLogitsWarper", "LogitNormalization"}));
   // Greedy: no warpers; the min-length processors need an EOS.
   const GenerationConfig greedy = prepared(R"({"temperature": 0.7, "min_new_tokens": 2})");
   EXPECT_EQ(names(build_logits_processors(greedy, 5, limits(7))), std::vector<std::string>{});
@@ -202,9 +219,13 @@ TEST(BuildLogitsProcessors, RejectsInvalidValuesAndUnimplementedFeatures) {
       error_of([] { build_logits_processors(prepared(R"({"num_beams": 4})"), 1, limits(0)); }),
       "generation config: num_beams=4 asks for beam search, which tfm does not implement (it runs greedy "
       "search and sampling, num_beams=1)");
-  EXPECT_EQ(
-      error_of([] { build_logits_processors(prepared(R"({"bad_words_ids": [[1, 2]]})"), 1, limits(0)); }),
-      "generation config: `bad_words_ids` is set, but tfm does not implement that generation feature");
+  EXPECT_EQ(error_of([] {
+              build_logits_processors(prepared(R"({"exponential_decay_length_penalty": [5, 1.5]})"), 1,
+                                      limits(0));
+            }),
+            "generation config: `exponential_decay_length_penalty` is set, but tfm does not implement that "
+            "generation "
+            "feature");
   // Cutoffs outside (0, 1) build no warper, so they raise nothing (as in Transformers).
   EXPECT_EQ(names(build_logits_processors(prepared(R"({"do_sample": true, "top_k": 0, "eta_cutoff": 1.5})"),
                                           1, limits(0))),
@@ -254,6 +275,18 @@ std::unique_ptr<LogitsProcessor> make(const std::string& name, const json::Value
     return std::make_unique<SuppressTokensAtBeginLogitsProcessor>(
         testing::ids_of(a.at("begin_suppress_tokens")), a.at("begin_index").as_int());
   if (name == "LogitNormalization") return std::make_unique<LogitNormalization>();
+  if (name == "SequenceBiasLogitsProcessor") {
+    std::vector<SequenceBiasLogitsProcessor::Bias> biases;
+    for (const json::Value& pair : a.at("sequence_bias").as_array()) {
+      biases.emplace_back(testing::ids_of(pair[0]), static_cast<float>(pair[1].as_double()));
+    }
+    return std::make_unique<SequenceBiasLogitsProcessor>(biases);
+  }
+  if (name == "NoBadWordsLogitsProcessor") {
+    std::vector<std::vector<int64_t>> words;
+    for (const json::Value& w : a.at("bad_words_ids").as_array()) words.push_back(testing::ids_of(w));
+    return std::make_unique<NoBadWordsLogitsProcessor>(words, testing::ids_of(a.at("eos_token_id")));
+  }
   throw Error("unknown processor " + name);
 }
 

@@ -401,6 +401,88 @@ const json::Object& GenerationConfig::global_defaults() {
   return defaults;
 }
 
+namespace {
+
+// Every attribute a fresh Transformers GenerationConfig has (GenerationConfig().__dict__), so that generate()
+// accepts each of them as a kwarg. The typed fields of GenerationConfig are among them.
+const std::vector<std::string_view>& transformers_attributes() {
+  static const std::vector<std::string_view> names = {"max_length",
+                                                      "max_new_tokens",
+                                                      "min_length",
+                                                      "min_new_tokens",
+                                                      "early_stopping",
+                                                      "max_time",
+                                                      "stop_strings",
+                                                      "do_sample",
+                                                      "num_beams",
+                                                      "use_mtp",
+                                                      "use_cache",
+                                                      "cache_implementation",
+                                                      "cache_config",
+                                                      "max_cache_len",
+                                                      "temperature",
+                                                      "top_k",
+                                                      "top_p",
+                                                      "min_p",
+                                                      "top_h",
+                                                      "typical_p",
+                                                      "epsilon_cutoff",
+                                                      "eta_cutoff",
+                                                      "repetition_penalty",
+                                                      "encoder_repetition_penalty",
+                                                      "length_penalty",
+                                                      "no_repeat_ngram_size",
+                                                      "bad_words_ids",
+                                                      "renormalize_logits",
+                                                      "forced_bos_token_id",
+                                                      "forced_eos_token_id",
+                                                      "remove_invalid_values",
+                                                      "exponential_decay_length_penalty",
+                                                      "suppress_tokens",
+                                                      "begin_suppress_tokens",
+                                                      "sequence_bias",
+                                                      "token_healing",
+                                                      "guidance_scale",
+                                                      "watermarking_config",
+                                                      "num_return_sequences",
+                                                      "output_attentions",
+                                                      "output_hidden_states",
+                                                      "output_scores",
+                                                      "output_logits",
+                                                      "return_dict_in_generate",
+                                                      "pad_token_id",
+                                                      "bos_token_id",
+                                                      "eos_token_id",
+                                                      "encoder_no_repeat_ngram_size",
+                                                      "decoder_start_token_id",
+                                                      "is_assistant",
+                                                      "num_assistant_tokens",
+                                                      "num_assistant_tokens_schedule",
+                                                      "assistant_confidence_threshold",
+                                                      "prompt_lookup_num_tokens",
+                                                      "max_matching_ngram_size",
+                                                      "assistant_early_exit",
+                                                      "assistant_lookbehind",
+                                                      "target_lookbehind",
+                                                      "assistant_ensemble_weight",
+                                                      "speculation_type",
+                                                      "compile_config",
+                                                      "disable_compile",
+                                                      "continuous_batching_config",
+                                                      "low_memory",
+                                                      "penalty_alpha",
+                                                      "dola_layers",
+                                                      "diversity_penalty",
+                                                      "num_beam_groups",
+                                                      "constraints",
+                                                      "force_words_ids",
+                                                      "prefill_chunk_size",
+                                                      "transformers_version"};
+  return names;
+}
+
+}  // namespace
+
 PreparedGenerationConfig prepare_generation_config(const GenerationConfig& model_config,
                                                    const json::Object& kwargs) {
   auto kwarg_set = [&](std::string_view key) {
@@ -436,10 +518,10 @@ PreparedGenerationConfig prepare_generation_config(const GenerationConfig& model
   };
 
   // generate(): a fresh config takes the model's values, then the global defaults for what is still unset,
-  // then the call's kwargs. A fresh Transformers config has every attribute, so defaults also fill entries of
-  // `other` that neither the model nor tfm's fields have.
+  // then the call's kwargs. A fresh Transformers config has every attribute (unset), so `other` gets the ones
+  // that neither the model nor tfm's fields have.
   update_step(model_config.to_json().as_object(), /*defaults_only=*/true, /*allow_custom_entries=*/true);
-  for (const auto& [key, value] : GenerationConfig::global_defaults()) {
+  for (std::string_view key : transformers_attributes()) {
     if (!find_field(key) && !find_other(out.config.other, key)) out.config.other.emplace_back(key, nullptr);
   }
   update_step(GenerationConfig::global_defaults(), /*defaults_only=*/true, /*allow_custom_entries=*/false);

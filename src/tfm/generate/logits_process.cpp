@@ -97,6 +97,70 @@ void RepetitionPenaltyLogitsProcessor::operator()(std::span<const int64_t> input
   for (size_t i : seen) scores[i] = scores[i] < 0 ? scores[i] * penalty_ : scores[i] / penalty_;
 }
 
+SequenceBiasLogitsProcessor::SequenceBiasLogitsProcessor(const std::vector<Bias>& sequence_bias) {
+  for (const Bias& b : sequence_bias) {
+    check(!b.first.empty(), "`sequence_bias` holds an empty sequence");
+    for (int64_t id : b.first) check(id >= 0, "`sequence_bias` holds a negative token id ", id);
+    auto same =
+        std::find_if(biases_.begin(), biases_.end(), [&](const Bias& x) { return x.first == b.first; });
+    if (same != biases_.end()) {
+      same->second = b.second;
+    } else {
+      biases_.push_back(b);
+    }
+  }
+}
+
+void SequenceBiasLogitsProcessor::operator()(std::span<const int64_t> input_ids,
+                                             std::span<float> scores) const {
+  std::vector<int64_t> invalid;
+  for (const Bias& b : biases_) {
+    for (int64_t id : b.first) {
+      if (static_cast<uint64_t>(id) >= scores.size()) invalid.push_back(id);
+    }
+  }
+  if (!invalid.empty()) {
+    throw_error("The model vocabulary size is ", scores.size(),
+                ", but the following tokens were being biased: ",
+                json::dump(json::Array(invalid.begin(), invalid.end())));
+  }
+  // The bias row in float32 as Transformers sums it: one-token biases set, longer matching sequences added.
+  std::vector<float> bias(scores.size(), 0.0f);
+  for (const Bias& b : biases_) {
+    if (b.first.size() == 1) bias[static_cast<size_t>(b.first[0])] = b.second;
+  }
+  for (const auto& [ids, value] : biases_) {
+    if (ids.size() == 1 || ids.size() > input_ids.size()) continue;
+    const size_t prefix = ids.size() - 1;
+    if (std::equal(ids.begin(), ids.end() - 1, input_ids.end() - static_cast<ptrdiff_t>(prefix))) {
+      bias[static_cast<size_t>(ids.back())] += value;
+    }
+  }
+  for (size_t i = 0; i < scores.size(); ++i) scores[i] += bias[i];
+}
+
+namespace {
+
+std::vector<SequenceBiasLogitsProcessor::Bias> bad_words_as_biases(
+    const std::vector<std::vector<int64_t>>& bad_words, const std::vector<int64_t>& eos) {
+  check(!bad_words.empty(), "`bad_words_ids` has to be a non-empty list, but is []");
+  std::vector<SequenceBiasLogitsProcessor::Bias> out;
+  for (const std::vector<int64_t>& words : bad_words) {
+    for (int64_t id : words) {
+      check(id >= 0, "Each list in `bad_words_ids` has to be a list of positive integers, but is ", id);
+    }
+    const bool is_eos = words.size() == 1 && std::find(eos.begin(), eos.end(), words[0]) != eos.end();
+    if (!is_eos) out.emplace_back(words, -std::numeric_limits<float>::infinity());
+  }
+  return out;
+}
+
+}  // namespace
+
+NoBadWordsLogitsProcessor::NoBadWordsLogitsProcessor(const std::vector<std::vector<int64_t>>& bad_words_ids,
+                                                     const std::vector<int64_t>& eos_token_ids)
+    : SequenceBiasLogitsProcessor(bad_words_as_biases(bad_words_ids, eos_token_ids)) {}
+
 NoRepeatNGramLogitsProcessor::NoRepeatNGramLogitsProcessor(int64_t ngram_size) : n_(size_t(ngram_size)) {
   check(ngram_size > 0, "`ngram_size` has to be a strictly positive integer, but is ", ngram_size);
 }
@@ -393,6 +457,40 @@ const json::Value* other_value(const GenerationConfig& c, std::string_view key) 
   return nullptr;
 }
 
+// sequence_bias as generation_config.json writes it: a list of [[token ids], bias] pairs.
+std::vector<SequenceBiasLogitsProcessor::Bias> parse_sequence_bias(const json::Value& v) {
+  const char* what = "`sequence_bias` has to be a non-empty list of [[token ids], float] pairs";
+  check(v.is_array() && v.size() > 0, what, ", but is ", json::dump(v));
+  std::vector<SequenceBiasLogitsProcessor::Bias> out;
+  for (const json::Value& pair : v.as_array()) {
+    check(pair.is_array() && pair.size() == 2 && pair[0].is_array() && pair[1].is_number(), what, ", but is ",
+          json::dump(v));
+    std::vector<int64_t> ids;
+    for (const json::Value& id : pair[0].as_array()) {
+      check(id.is_int(), what, ", but is ", json::dump(v));
+      ids.push_back(id.as_int());
+    }
+    out.emplace_back(std::move(ids), static_cast<float>(pair[1].as_double()));
+  }
+  return out;
+}
+
+std::vector<std::vector<int64_t>> parse_bad_words(const json::Value& v) {
+  check(v.is_array(), "`bad_words_ids` has to be a non-empty list, but is ", json::dump(v));
+  std::vector<std::vector<int64_t>> out;
+  for (const json::Value& words : v.as_array()) {
+    check(words.is_array(), "`bad_words_ids` has to be a list of lists, but is ", json::dump(v));
+    std::vector<int64_t> ids;
+    for (const json::Value& id : words.as_array()) {
+      check(id.is_int(), "Each list in `bad_words_ids` has to be a list of positive integers, but is ",
+            json::dump(v));
+      ids.push_back(id.as_int());
+    }
+    out.push_back(std::move(ids));
+  }
+  return out;
+}
+
 // Generation features Transformers would act on that tfm does not implement: refusing them is better than
 // generating something else than asked.
 void check_supported(const GenerationConfig& c) {
@@ -406,9 +504,9 @@ void check_supported(const GenerationConfig& c) {
     const json::Value* v = other_value(c, key);
     return v != nullptr && v->is_number() && predicate(v->as_double());
   };
-  for (const char* key : {"sequence_bias", "bad_words_ids", "exponential_decay_length_penalty",
-                          "watermarking_config", "constraints", "force_words_ids", "dola_layers",
-                          "prompt_lookup_num_tokens", "assistant_early_exit"}) {
+  for (const char* key :
+       {"exponential_decay_length_penalty", "watermarking_config", "constraints", "force_words_ids",
+        "dola_layers", "prompt_lookup_num_tokens", "assistant_early_exit"}) {
     if (other_value(c, key)) refuse(key);
   }
   for (const char* key : {"token_healing", "use_mtp"}) {
@@ -429,11 +527,18 @@ LogitsProcessorList build_logits_processors(const GenerationConfig& c, int64_t p
                                             const LengthLimits& limits) {
   check_supported(c);
   LogitsProcessorList list;
+  if (const json::Value* bias = other_value(c, "sequence_bias")) {
+    list.push_back(std::make_unique<SequenceBiasLogitsProcessor>(parse_sequence_bias(*bias)));
+  }
   if (c.repetition_penalty && *c.repetition_penalty != 1.0) {
     list.push_back(std::make_unique<RepetitionPenaltyLogitsProcessor>(*c.repetition_penalty));
   }
   if (c.no_repeat_ngram_size && *c.no_repeat_ngram_size > 0) {
     list.push_back(std::make_unique<NoRepeatNGramLogitsProcessor>(*c.no_repeat_ngram_size));
+  }
+  if (const json::Value* bad_words = other_value(c, "bad_words_ids")) {
+    list.push_back(std::make_unique<NoBadWordsLogitsProcessor>(
+        parse_bad_words(*bad_words), c.eos_token_id.value_or(std::vector<int64_t>{})));
   }
   if (c.eos_token_id && limits.min_length > 0) {
     list.push_back(std::make_unique<MinLengthLogitsProcessor>(limits.min_length, *c.eos_token_id));

@@ -3,10 +3,10 @@
 // sequence's prompt and every token generated so far.
 //
 // build_logits_processors() builds the list in the order GenerationMixin._get_logits_processor builds it:
-// repetition penalty, no-repeat n-gram, min length, min new tokens, forced BOS, forced EOS, inf/NaN removal,
-// suppressed tokens, suppressed first tokens; then, when sampling, temperature, top-k, top-p, min-p,
-// typical-p, epsilon, eta; and last the log-softmax of renormalize_logits. Greedy search is the argmax of the
-// processed row; sampling draws from its softmax.
+// sequence bias, repetition penalty, no-repeat n-gram, bad words, min length, min new tokens, forced BOS,
+// forced EOS, inf/NaN removal, suppressed tokens, suppressed first tokens; then, when sampling, temperature,
+// top-k, top-p, min-p, typical-p, epsilon, eta; and last the log-softmax of renormalize_logits. Greedy search
+// is the argmax of the processed row; sampling draws from its softmax.
 #pragma once
 
 #include <cstdint>
@@ -37,6 +37,29 @@ class RepetitionPenaltyLogitsProcessor : public LogitsProcessor {
 
  private:
   float penalty_;
+};
+
+// Adds a bias to the token that would complete a biased sequence: a one-token sequence always, a longer one
+// when input_ids ends with all but its last token. Biases of several sequences ending in one token add up.
+class SequenceBiasLogitsProcessor : public LogitsProcessor {
+ public:
+  using Bias = std::pair<std::vector<int64_t>, float>;
+  // Later entries for the same sequence replace earlier ones (Transformers keeps them in a dict).
+  explicit SequenceBiasLogitsProcessor(const std::vector<Bias>& sequence_bias);
+  void operator()(std::span<const int64_t> input_ids, std::span<float> scores) const override;
+  std::string_view name() const override { return "SequenceBiasLogitsProcessor"; }
+
+ private:
+  std::vector<Bias> biases_;
+};
+
+// Bans the token that would complete a bad-word sequence (a sequence bias of -inf). Sequences that are
+// exactly one EOS id are dropped, so EOS stays possible.
+class NoBadWordsLogitsProcessor : public SequenceBiasLogitsProcessor {
+ public:
+  NoBadWordsLogitsProcessor(const std::vector<std::vector<int64_t>>& bad_words_ids,
+                            const std::vector<int64_t>& eos_token_ids);
+  std::string_view name() const override { return "NoBadWordsLogitsProcessor"; }
 };
 
 // Bans (-inf) every token that would complete an n-gram already present in input_ids.
