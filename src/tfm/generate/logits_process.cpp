@@ -243,6 +243,35 @@ void InfNanRemoveLogitsProcessor::operator()(std::span<const int64_t>, std::span
   }
 }
 
+ExponentialDecayLengthPenalty::ExponentialDecayLengthPenalty(int64_t start_index, double factor,
+                                                             std::vector<int64_t> eos_token_ids,
+                                                             int64_t prompt_length)
+    : regulation_start_(start_index + prompt_length), factor_(factor), eos_(std::move(eos_token_ids)) {
+  check(!eos_.empty(), "`exponential_decay_length_penalty` needs an `eos_token_id`");
+  for (int64_t id : eos_) {
+    check(id >= 0, "`eos_token_id` has to be a list of positive integers, but is ",
+          json::dump(json::Array(eos_.begin(), eos_.end())));
+  }
+}
+
+void ExponentialDecayLengthPenalty::operator()(std::span<const int64_t> input_ids,
+                                               std::span<float> scores) const {
+  const int64_t length = static_cast<int64_t>(input_ids.size());
+  if (length <= regulation_start_) return;
+  const float growth = float(std::pow(factor_, double(length - regulation_start_)) - 1.0);
+  // Penalties are computed from the scores before any is added (an EOS id listed twice counts once).
+  std::vector<std::pair<size_t, float>> penalties;
+  for (int64_t id : eos_) {
+    const size_t i = checked_id(id, scores.size(), "exponential_decay_length_penalty");
+    penalties.emplace_back(i, std::fabs(scores[i]) * growth);
+  }
+  std::vector<bool> done(scores.size(), false);
+  for (const auto& [i, penalty] : penalties) {
+    if (!done[i]) scores[i] += penalty;
+    done[i] = true;
+  }
+}
+
 SuppressTokensLogitsProcessor::SuppressTokensLogitsProcessor(std::vector<int64_t> suppress_tokens)
     : ids_(std::move(suppress_tokens)) {}
 
@@ -504,9 +533,8 @@ void check_supported(const GenerationConfig& c) {
     const json::Value* v = other_value(c, key);
     return v != nullptr && v->is_number() && predicate(v->as_double());
   };
-  for (const char* key :
-       {"exponential_decay_length_penalty", "watermarking_config", "constraints", "force_words_ids",
-        "dola_layers", "prompt_lookup_num_tokens", "assistant_early_exit"}) {
+  for (const char* key : {"watermarking_config", "constraints", "force_words_ids", "dola_layers",
+                          "prompt_lookup_num_tokens", "assistant_early_exit"}) {
     if (other_value(c, key)) refuse(key);
   }
   for (const char* key : {"token_healing", "use_mtp"}) {
@@ -554,6 +582,14 @@ LogitsProcessorList build_logits_processors(const GenerationConfig& c, int64_t p
         std::make_unique<ForcedEOSTokenLogitsProcessor>(limits.max_length, *c.forced_eos_token_id));
   }
   if (c.remove_invalid_values == true) list.push_back(std::make_unique<InfNanRemoveLogitsProcessor>());
+  if (const json::Value* decay = other_value(c, "exponential_decay_length_penalty")) {
+    check(decay->is_array() && decay->size() == 2 && (*decay)[0].is_int() && (*decay)[1].is_number(),
+          "`exponential_decay_length_penalty` has to be a pair (start_index, decay_factor), but is ",
+          json::dump(*decay));
+    list.push_back(std::make_unique<ExponentialDecayLengthPenalty>(
+        (*decay)[0].as_int(), (*decay)[1].as_double(), c.eos_token_id.value_or(std::vector<int64_t>{}),
+        prompt_length));
+  }
   if (c.suppress_tokens) list.push_back(std::make_unique<SuppressTokensLogitsProcessor>(*c.suppress_tokens));
   if (c.begin_suppress_tokens) {
     // The first generated token; one later when a forced BOS fills an empty prompt.

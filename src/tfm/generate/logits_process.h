@@ -4,9 +4,9 @@
 //
 // build_logits_processors() builds the list in the order GenerationMixin._get_logits_processor builds it:
 // sequence bias, repetition penalty, no-repeat n-gram, bad words, min length, min new tokens, forced BOS,
-// forced EOS, inf/NaN removal, suppressed tokens, suppressed first tokens; then, when sampling, temperature,
-// top-k, top-p, min-p, typical-p, epsilon, eta; and last the log-softmax of renormalize_logits. Greedy search
-// is the argmax of the processed row; sampling draws from its softmax.
+// forced EOS, inf/NaN removal, exponential length penalty, suppressed tokens, suppressed first tokens; then,
+// when sampling, temperature, top-k, top-p, min-p, typical-p, epsilon, eta; and last the log-softmax of
+// renormalize_logits. Greedy search is the argmax of the processed row; sampling draws from its softmax.
 #pragma once
 
 #include <cstdint>
@@ -127,6 +127,21 @@ class InfNanRemoveLogitsProcessor : public LogitsProcessor {
  public:
   void operator()(std::span<const int64_t> input_ids, std::span<float> scores) const override;
   std::string_view name() const override { return "InfNanRemoveLogitsProcessor"; }
+};
+
+// exponential_decay_length_penalty = (start_index, factor): once more than start_index tokens follow the
+// prompt, each EOS score grows by |score| * (factor^(tokens past start_index) - 1).
+class ExponentialDecayLengthPenalty : public LogitsProcessor {
+ public:
+  ExponentialDecayLengthPenalty(int64_t start_index, double factor, std::vector<int64_t> eos_token_ids,
+                                int64_t prompt_length);
+  void operator()(std::span<const int64_t> input_ids, std::span<float> scores) const override;
+  std::string_view name() const override { return "ExponentialDecayLengthPenalty"; }
+
+ private:
+  int64_t regulation_start_;
+  double factor_;
+  std::vector<int64_t> eos_;
 };
 
 // The listed ids always get -inf.
