@@ -28,8 +28,8 @@ json::Value normalised(const std::string& key, const json::Value& v) {
 }
 
 TEST(GenerationConfig, MatchesTransformersOnRecordedConfigs) {
-  const auto refs = testing::load_refs("generation_config_refs.json");
-  ASSERT_TRUE(refs) << "tests/generate/generation_config_refs.json is missing";
+  const auto refs = testing::load_refs("config_streamer_refs.json");
+  ASSERT_TRUE(refs) << "tests/generate/config_streamer_refs.json is missing";
   for (const json::Value& c : refs->at("cases").as_array()) {
     SCOPED_TRACE(c.at("name").as_string());
     if (const json::Value* error = c.find("error")) {
@@ -50,9 +50,18 @@ TEST(GenerationConfig, MatchesTransformersOnRecordedConfigs) {
 }
 
 TEST(GenerationConfig, GlobalDefaultsAreTransformers) {
-  const auto refs = testing::load_refs("generation_config_refs.json");
+  const auto refs = testing::load_refs("config_streamer_refs.json");
   ASSERT_TRUE(refs);
   EXPECT_EQ(json::Value(GenerationConfig::global_defaults()), refs->at("global_defaults"));
+}
+
+TEST(PrepareGenerationConfig, AcceptsEveryTransformersAttributeAsAKwarg) {
+  const auto refs = testing::load_refs("config_streamer_refs.json");
+  ASSERT_TRUE(refs);
+  for (const json::Value& name : refs->at("attributes").as_array()) {
+    json::Object kwargs = {{name.as_string(), nullptr}};
+    EXPECT_NO_THROW(prepare_generation_config(GenerationConfig(), kwargs)) << name.as_string();
+  }
 }
 
 TEST(GenerationConfig, KeepsUnknownKeysInOrderAndWritesThemBack) {

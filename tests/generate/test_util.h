@@ -77,4 +77,17 @@ struct FakeByteDecoder {
   }
 };
 
+// The decoder of a recorded {"<id>": "<hex bytes>"} table.
+inline FakeByteDecoder decoder_from_hex(const json::Value& token_bytes) {
+  FakeByteDecoder d;
+  for (const auto& [id, hex] : token_bytes.as_object()) {
+    std::string bytes;
+    const std::string& h = hex.as_string();
+    for (size_t i = 0; i + 1 < h.size(); i += 2)
+      bytes += static_cast<char>(std::stoi(h.substr(i, 2), nullptr, 16));
+    d.bytes[std::stoll(id)] = bytes;
+  }
+  return d;
+}
+
 }  // namespace tfm::testing

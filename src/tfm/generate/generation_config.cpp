@@ -4,17 +4,18 @@
 #include <functional>
 #include <set>
 #include <sstream>
+#include <type_traits>
 
 #include "tfm/core/error.h"
 
 namespace tfm {
 namespace {
 
-// One typed field: how to read it from JSON, write it back, test whether it is set, and unset it. The table
-// below is the single list of GenerationConfig's fields, in Transformers' order.
+// One typed field: how to read it from JSON (null unsets it) and write it back (nullopt when unset). The
+// table below is the single list of GenerationConfig's fields, in Transformers' order.
 struct Field {
   const char* name;
-  std::function<void(GenerationConfig&, const json::Value&)> read;  // null unsets
+  std::function<void(GenerationConfig&, const json::Value&)> read;
   std::function<std::optional<json::Value>(const GenerationConfig&)> write;
 };
 
@@ -68,6 +69,20 @@ Field bool_field(const char* name, std::optional<bool> GenerationConfig::*m) {
   return make_field(name, m, read_bool);
 }
 
+// A list of token ids; a single integer means a list of one (as eos_token_id may be written).
+Field int_list_field(const char* name, std::optional<std::vector<int64_t>> GenerationConfig::*m) {
+  return make_field(name, m, [](const json::Value& v, const char* key) {
+    if (v.is_int()) return std::vector<int64_t>{v.as_int()};
+    check(v.is_array(), "generation config: `", key, "` must be an integer or a list of integers");
+    std::vector<int64_t> out;
+    for (const json::Value& id : v.as_array()) {
+      check(id.is_int(), "generation config: `", key, "` must be an integer or a list of integers");
+      out.push_back(id.as_int());
+    }
+    return out;
+  });
+}
+
 const std::vector<Field>& fields() {
   using C = GenerationConfig;
   static const std::vector<Field> table = {
@@ -96,22 +111,19 @@ const std::vector<Field>& fields() {
       float_field("top_p", &C::top_p),
       float_field("min_p", &C::min_p),
       float_field("typical_p", &C::typical_p),
+      float_field("epsilon_cutoff", &C::epsilon_cutoff),
+      float_field("eta_cutoff", &C::eta_cutoff),
       float_field("repetition_penalty", &C::repetition_penalty),
       int_field("no_repeat_ngram_size", &C::no_repeat_ngram_size),
+      int_field("forced_bos_token_id", &C::forced_bos_token_id),
+      int_list_field("forced_eos_token_id", &C::forced_eos_token_id),
+      bool_field("remove_invalid_values", &C::remove_invalid_values),
+      int_list_field("suppress_tokens", &C::suppress_tokens),
+      int_list_field("begin_suppress_tokens", &C::begin_suppress_tokens),
+      bool_field("renormalize_logits", &C::renormalize_logits),
       int_field("pad_token_id", &C::pad_token_id),
       int_field("bos_token_id", &C::bos_token_id),
-      make_field(
-          "eos_token_id", &C::eos_token_id,
-          [](const json::Value& v, const char* name) {
-            if (v.is_int()) return std::vector<int64_t>{v.as_int()};
-            check(v.is_array(), "generation config: `", name, "` must be an integer or a list of integers");
-            std::vector<int64_t> out;
-            for (const json::Value& id : v.as_array()) {
-              check(id.is_int(), "generation config: `", name, "` must be an integer or a list of integers");
-              out.push_back(id.as_int());
-            }
-            return out;
-          }),
+      int_list_field("eos_token_id", &C::eos_token_id),
       make_field("seed", &C::seed,
                  [](const json::Value& v, const char* name) {
                    const int64_t s = read_int(v, name);
@@ -129,15 +141,15 @@ const Field* find_field(std::string_view name) {
   return nullptr;
 }
 
-json::Value* find_other(json::Object& other, std::string_view key) {
-  for (auto& [k, v] : other) {
-    if (k == key) return &v;
+// The entry of `other` named key (of a const or mutable object), or nullptr.
+template <typename Object>
+auto find_other(Object& other, std::string_view key) -> decltype(&other.front().second) {
+  for (auto& member : other) {
+    if (member.first == key) return &member.second;
   }
   return nullptr;
 }
-const json::Value* find_other(const json::Object& other, std::string_view key) {
-  return find_other(const_cast<json::Object&>(other), key);
-}
+
 // Python's str() of a float, as Transformers' messages print values.
 std::string py(double d) {
   return json::python_float_repr(d);
@@ -211,8 +223,13 @@ Issues validate_with(const GenerationConfig& c, const std::set<std::string>* use
     if (c.temperature && *c.temperature != 1.0) greedy_issue("temperature", py(*c.temperature));
     if (c.top_p && *c.top_p != 1.0) greedy_issue("top_p", py(*c.top_p));
     if (c.min_p) greedy_issue("min_p", py(*c.min_p));
+    if (const json::Value* top_h = find_other(c.other, "top_h"); top_h && !top_h->is_null()) {
+      greedy_issue("top_h", py(*top_h));
+    }
     if (c.typical_p && *c.typical_p != 1.0) greedy_issue("typical_p", py(*c.typical_p));
     if (c.top_k && *c.top_k != 50) greedy_issue("top_k", std::to_string(*c.top_k));
+    if (c.epsilon_cutoff && *c.epsilon_cutoff != 0.0) greedy_issue("epsilon_cutoff", py(*c.epsilon_cutoff));
+    if (c.eta_cutoff && *c.eta_cutoff != 0.0) greedy_issue("eta_cutoff", py(*c.eta_cutoff));
   }
 
   if (!c.num_beams || *c.num_beams == 1) {
@@ -242,6 +259,27 @@ Issues validate_with(const GenerationConfig& c, const std::set<std::string>* use
       check(n->as_int() <= *c.num_beams, "`num_return_sequences` (", n->as_int(),
             ") has to be smaller or equal to `num_beams` (", *c.num_beams, ").");
     }
+  }
+
+  // Forcing a token that is also suppressed leaves every score at -inf.
+  if (c.suppress_tokens) {
+    const std::set<int64_t> suppressed(c.suppress_tokens->begin(), c.suppress_tokens->end());
+    auto check_forced = [&](const char* attr, const std::vector<int64_t>& forced) {
+      const std::set<int64_t> f(forced.begin(), forced.end());
+      if (f.empty() || !std::includes(suppressed.begin(), suppressed.end(), f.begin(), f.end())) return;
+      std::string list;
+      for (int64_t id : f) list += (list.empty() ? "" : ", ") + std::to_string(id);
+      throw_error(
+          "Every token in `", attr, "` ([", list,
+          "]) is also in `suppress_tokens`. Forcing a token while suppressing it sets all logits to `-inf` "
+          "at the forcing step, which produces `nan` probabilities and crashes generation. Remove the "
+          "overlapping token(s) from either `",
+          attr,
+          "` or `suppress_tokens` (if you meant to prevent an early EOS token, use `min_new_tokens` "
+          "instead).");
+    };
+    if (c.forced_bos_token_id) check_forced("forced_bos_token_id", {*c.forced_bos_token_id});
+    if (c.forced_eos_token_id) check_forced("forced_eos_token_id", *c.forced_eos_token_id);
   }
 
   for (const char* arg :
@@ -363,6 +401,88 @@ const json::Object& GenerationConfig::global_defaults() {
   return defaults;
 }
 
+namespace {
+
+// Every attribute a fresh Transformers GenerationConfig has (GenerationConfig().__dict__), so that generate()
+// accepts each of them as a kwarg. The typed fields of GenerationConfig are among them.
+const std::vector<std::string_view>& transformers_attributes() {
+  static const std::vector<std::string_view> names = {"max_length",
+                                                      "max_new_tokens",
+                                                      "min_length",
+                                                      "min_new_tokens",
+                                                      "early_stopping",
+                                                      "max_time",
+                                                      "stop_strings",
+                                                      "do_sample",
+                                                      "num_beams",
+                                                      "use_mtp",
+                                                      "use_cache",
+                                                      "cache_implementation",
+                                                      "cache_config",
+                                                      "max_cache_len",
+                                                      "temperature",
+                                                      "top_k",
+                                                      "top_p",
+                                                      "min_p",
+                                                      "top_h",
+                                                      "typical_p",
+                                                      "epsilon_cutoff",
+                                                      "eta_cutoff",
+                                                      "repetition_penalty",
+                                                      "encoder_repetition_penalty",
+                                                      "length_penalty",
+                                                      "no_repeat_ngram_size",
+                                                      "bad_words_ids",
+                                                      "renormalize_logits",
+                                                      "forced_bos_token_id",
+                                                      "forced_eos_token_id",
+                                                      "remove_invalid_values",
+                                                      "exponential_decay_length_penalty",
+                                                      "suppress_tokens",
+                                                      "begin_suppress_tokens",
+                                                      "sequence_bias",
+                                                      "token_healing",
+                                                      "guidance_scale",
+                                                      "watermarking_config",
+                                                      "num_return_sequences",
+                                                      "output_attentions",
+                                                      "output_hidden_states",
+                                                      "output_scores",
+                                                      "output_logits",
+                                                      "return_dict_in_generate",
+                                                      "pad_token_id",
+                                                      "bos_token_id",
+                                                      "eos_token_id",
+                                                      "encoder_no_repeat_ngram_size",
+                                                      "decoder_start_token_id",
+                                                      "is_assistant",
+                                                      "num_assistant_tokens",
+                                                      "num_assistant_tokens_schedule",
+                                                      "assistant_confidence_threshold",
+                                                      "prompt_lookup_num_tokens",
+                                                      "max_matching_ngram_size",
+                                                      "assistant_early_exit",
+                                                      "assistant_lookbehind",
+                                                      "target_lookbehind",
+                                                      "assistant_ensemble_weight",
+                                                      "speculation_type",
+                                                      "compile_config",
+                                                      "disable_compile",
+                                                      "continuous_batching_config",
+                                                      "low_memory",
+                                                      "penalty_alpha",
+                                                      "dola_layers",
+                                                      "diversity_penalty",
+                                                      "num_beam_groups",
+                                                      "constraints",
+                                                      "force_words_ids",
+                                                      "prefill_chunk_size",
+                                                      "transformers_version"};
+  return names;
+}
+
+}  // namespace
+
 PreparedGenerationConfig prepare_generation_config(const GenerationConfig& model_config,
                                                    const json::Object& kwargs) {
   auto kwarg_set = [&](std::string_view key) {
@@ -375,19 +495,38 @@ PreparedGenerationConfig prepare_generation_config(const GenerationConfig& model
   out.has_default_max_length = !kwarg_set("max_length") && !model_config.max_length;
   out.has_default_min_length = !kwarg_set("min_length") && !model_config.min_length;
 
-  // generate(): a fresh config takes the model's values, then the global defaults for what is still unset,
-  // then the call's kwargs.
-  GenerationConfig& c = out.config;
-  c.update(model_config.to_json().as_object(), /*defaults_only=*/true, /*allow_custom_entries=*/true);
-  // Defaults fill fields and known entries of `other` only; a default for a key absent from both is added
-  // too, since a fresh Transformers config has every attribute.
-  for (const auto& [key, value] : GenerationConfig::global_defaults()) {
-    if (!find_field(key) && !find_other(c.other, key)) c.other.emplace_back(key, nullptr);
-  }
-  c.update(GenerationConfig::global_defaults(), /*defaults_only=*/true);
+  // Transformers logs each distinct warning once; every update step below validates and may add one.
+  auto report = [&](const Issues& issues) {
+    if (issues.empty()) return;
+    std::string flags;
+    for (size_t i = 0; i < issues.size(); ++i) flags += (i ? ", '" : "'") + issues[i].first + "'";
+    std::vector<std::string> lines = {"The following generation flags are not valid and may be ignored: [" +
+                                      flags + "]."};
+    for (const auto& [flag, description] : issues) lines.push_back("- `" + flag + "`: " + description);
+    for (std::string& line : lines) {
+      if (std::find(out.warnings.begin(), out.warnings.end(), line) == out.warnings.end()) {
+        out.warnings.push_back(std::move(line));
+      }
+    }
+  };
+  auto update_step = [&](const json::Object& values, bool defaults_only, bool allow_custom_entries) {
+    std::set<std::string> updated;
+    std::vector<std::string> unused =
+        update_with(out.config, values, defaults_only, allow_custom_entries, updated);
+    report(validate_with(out.config, &updated));
+    return unused;
+  };
 
-  std::set<std::string> updated;
-  const std::vector<std::string> unused = update_with(c, kwargs, false, false, updated);
+  // generate(): a fresh config takes the model's values, then the global defaults for what is still unset,
+  // then the call's kwargs. A fresh Transformers config has every attribute (unset), so `other` gets the ones
+  // that neither the model nor tfm's fields have.
+  update_step(model_config.to_json().as_object(), /*defaults_only=*/true, /*allow_custom_entries=*/true);
+  for (std::string_view key : transformers_attributes()) {
+    if (!find_field(key) && !find_other(out.config.other, key)) out.config.other.emplace_back(key, nullptr);
+  }
+  update_step(GenerationConfig::global_defaults(), /*defaults_only=*/true, /*allow_custom_entries=*/false);
+
+  const std::vector<std::string> unused = update_step(kwargs, false, false);
   if (!unused.empty()) {
     std::ostringstream names;
     names << "[";
@@ -395,14 +534,6 @@ PreparedGenerationConfig prepare_generation_config(const GenerationConfig& model
     names << "]";
     throw_error("The following `model_kwargs` are not used by the model: ", names.str(),
                 " (note: typos in the generate arguments will also show up in this list)");
-  }
-  const Issues issues = validate_with(c, &updated);
-  if (!issues.empty()) {
-    std::string flags;
-    for (size_t i = 0; i < issues.size(); ++i) flags += (i ? ", '" : "'") + issues[i].first + "'";
-    out.warnings.push_back("The following generation flags are not valid and may be ignored: [" + flags +
-                           "].");
-    for (const auto& [flag, description] : issues) out.warnings.push_back("- `" + flag + "`: " + description);
   }
   return out;
 }

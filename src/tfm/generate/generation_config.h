@@ -33,8 +33,16 @@ struct GenerationConfig {
   std::optional<double> top_p;
   std::optional<double> min_p;
   std::optional<double> typical_p;
+  std::optional<double> epsilon_cutoff;
+  std::optional<double> eta_cutoff;
   std::optional<double> repetition_penalty;
   std::optional<int64_t> no_repeat_ngram_size;
+  std::optional<int64_t> forced_bos_token_id;               // forced as the first token of an empty prompt
+  std::optional<std::vector<int64_t>> forced_eos_token_id;  // forced as the last token (int or list in JSON)
+  std::optional<bool> remove_invalid_values;                // NaN -> 0, +-inf -> the largest finite float
+  std::optional<std::vector<int64_t>> suppress_tokens;      // always -inf
+  std::optional<std::vector<int64_t>> begin_suppress_tokens;  // -inf for the first generated token
+  std::optional<bool> renormalize_logits;                     // log_softmax after every other processor
 
   // Special tokens. eos_token_id may be an int or a list in JSON; it is kept as a list (any id stops).
   std::optional<int64_t> pad_token_id;

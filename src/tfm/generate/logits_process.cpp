@@ -21,20 +21,45 @@ std::string py(double d) {
 // softmax(scores) computed in double and rounded to float32, as the float32 tensors Transformers compares.
 std::vector<float> softmax(std::span<const float> scores) {
   const float max = *std::max_element(scores.begin(), scores.end());
-  std::vector<double> e(scores.size());
+  std::vector<double> e(scores.size(), 0.0);
   double sum = 0;
-  for (size_t i = 0; i < scores.size(); ++i) sum += e[i] = std::exp(double(scores[i]) - double(max));
+  for (size_t i = 0; i < scores.size(); ++i) {
+    if (scores[i] != kNegInf) sum += e[i] = std::exp(double(scores[i]) - double(max));  // filtered: exactly 0
+  }
   std::vector<float> p(scores.size());
   for (size_t i = 0; i < scores.size(); ++i) p[i] = float(e[i] / sum);
   return p;
 }
 
-// Indices ordered by ascending key, ties in index order (torch.sort on the CPU is stable).
-std::vector<size_t> ascending_order(std::span<const float> keys) {
-  std::vector<size_t> order(keys.size());
-  std::iota(order.begin(), order.end(), size_t{0});
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return keys[a] < keys[b]; });
-  return order;
+// Ascending order with NaN above everything (as torch.sort places it), so the comparison stays a strict weak
+// order; ties keep index order (torch leaves the order of ties unspecified: its CPU sort is not stable).
+bool ascending(float a, float b) {
+  return a < b || (std::isnan(b) && !std::isnan(a));
+}
+
+// Sorts `indices` by ascending keys[index], ties by index.
+void sort_ascending(std::span<const float> keys, std::vector<size_t>& indices) {
+  std::vector<std::pair<float, size_t>> keyed(indices.size());
+  for (size_t i = 0; i < indices.size(); ++i) keyed[i] = {keys[indices[i]], indices[i]};
+  std::sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) {
+    return ascending(a.first, b.first) || (!ascending(b.first, a.first) && a.second < b.second);
+  });
+  for (size_t i = 0; i < indices.size(); ++i) indices[i] = keyed[i].second;
+}
+
+// The k-th highest score (k clipped to the row): a min-heap of the k best, one pass over the row.
+float kth_highest(std::span<const float> scores, int64_t k) {
+  const size_t n = std::min<size_t>(scores.size(), size_t(k));
+  std::vector<float> heap(scores.begin(), scores.begin() + static_cast<ptrdiff_t>(n));
+  std::make_heap(heap.begin(), heap.end(), std::greater<float>());
+  for (size_t i = n; i < scores.size(); ++i) {
+    if (scores[i] > heap.front()) {
+      std::pop_heap(heap.begin(), heap.end(), std::greater<float>());
+      heap.back() = scores[i];
+      std::push_heap(heap.begin(), heap.end(), std::greater<float>());
+    }
+  }
+  return heap.front();
 }
 
 size_t checked_id(int64_t id, size_t vocab_size, std::string_view what) {
@@ -71,6 +96,70 @@ void RepetitionPenaltyLogitsProcessor::operator()(std::span<const int64_t> input
   seen.erase(std::unique(seen.begin(), seen.end()), seen.end());
   for (size_t i : seen) scores[i] = scores[i] < 0 ? scores[i] * penalty_ : scores[i] / penalty_;
 }
+
+SequenceBiasLogitsProcessor::SequenceBiasLogitsProcessor(const std::vector<Bias>& sequence_bias) {
+  for (const Bias& b : sequence_bias) {
+    check(!b.first.empty(), "`sequence_bias` holds an empty sequence");
+    for (int64_t id : b.first) check(id >= 0, "`sequence_bias` holds a negative token id ", id);
+    auto same =
+        std::find_if(biases_.begin(), biases_.end(), [&](const Bias& x) { return x.first == b.first; });
+    if (same != biases_.end()) {
+      same->second = b.second;
+    } else {
+      biases_.push_back(b);
+    }
+  }
+}
+
+void SequenceBiasLogitsProcessor::operator()(std::span<const int64_t> input_ids,
+                                             std::span<float> scores) const {
+  std::vector<int64_t> invalid;
+  for (const Bias& b : biases_) {
+    for (int64_t id : b.first) {
+      if (static_cast<uint64_t>(id) >= scores.size()) invalid.push_back(id);
+    }
+  }
+  if (!invalid.empty()) {
+    throw_error("The model vocabulary size is ", scores.size(),
+                ", but the following tokens were being biased: ",
+                json::dump(json::Array(invalid.begin(), invalid.end())));
+  }
+  // The bias row in float32 as Transformers sums it: one-token biases set, longer matching sequences added.
+  std::vector<float> bias(scores.size(), 0.0f);
+  for (const Bias& b : biases_) {
+    if (b.first.size() == 1) bias[static_cast<size_t>(b.first[0])] = b.second;
+  }
+  for (const auto& [ids, value] : biases_) {
+    if (ids.size() == 1 || ids.size() > input_ids.size()) continue;
+    const size_t prefix = ids.size() - 1;
+    if (std::equal(ids.begin(), ids.end() - 1, input_ids.end() - static_cast<ptrdiff_t>(prefix))) {
+      bias[static_cast<size_t>(ids.back())] += value;
+    }
+  }
+  for (size_t i = 0; i < scores.size(); ++i) scores[i] += bias[i];
+}
+
+namespace {
+
+std::vector<SequenceBiasLogitsProcessor::Bias> bad_words_as_biases(
+    const std::vector<std::vector<int64_t>>& bad_words, const std::vector<int64_t>& eos) {
+  check(!bad_words.empty(), "`bad_words_ids` has to be a non-empty list, but is []");
+  std::vector<SequenceBiasLogitsProcessor::Bias> out;
+  for (const std::vector<int64_t>& words : bad_words) {
+    for (int64_t id : words) {
+      check(id >= 0, "Each list in `bad_words_ids` has to be a list of positive integers, but is ", id);
+    }
+    const bool is_eos = words.size() == 1 && std::find(eos.begin(), eos.end(), words[0]) != eos.end();
+    if (!is_eos) out.emplace_back(words, -std::numeric_limits<float>::infinity());
+  }
+  return out;
+}
+
+}  // namespace
+
+NoBadWordsLogitsProcessor::NoBadWordsLogitsProcessor(const std::vector<std::vector<int64_t>>& bad_words_ids,
+                                                     const std::vector<int64_t>& eos_token_ids)
+    : SequenceBiasLogitsProcessor(bad_words_as_biases(bad_words_ids, eos_token_ids)) {}
 
 NoRepeatNGramLogitsProcessor::NoRepeatNGramLogitsProcessor(int64_t ngram_size) : n_(size_t(ngram_size)) {
   check(ngram_size > 0, "`ngram_size` has to be a strictly positive integer, but is ", ngram_size);
@@ -115,6 +204,90 @@ void MinNewTokensLengthLogitsProcessor::operator()(std::span<const int64_t> inpu
   if (static_cast<int64_t>(input_ids.size()) - prompt_length_ < min_new_tokens_) suppress(scores, eos_);
 }
 
+ForcedBOSTokenLogitsProcessor::ForcedBOSTokenLogitsProcessor(int64_t bos_token_id) : bos_(bos_token_id) {}
+
+void ForcedBOSTokenLogitsProcessor::operator()(std::span<const int64_t> input_ids,
+                                               std::span<float> scores) const {
+  if (input_ids.size() != 1) return;
+  const size_t bos = checked_id(bos_, scores.size(), "forced_bos_token_id");
+  std::fill(scores.begin(), scores.end(), kNegInf);
+  scores[bos] = 0;
+}
+
+ForcedEOSTokenLogitsProcessor::ForcedEOSTokenLogitsProcessor(int64_t max_length,
+                                                             std::vector<int64_t> eos_token_ids)
+    : max_length_(max_length), eos_(std::move(eos_token_ids)) {
+  for (int64_t id : eos_) {
+    check(id >= 0, "`eos_token_id` has to be a list of positive integers, but is ",
+          json::dump(json::Array(eos_.begin(), eos_.end())));
+  }
+}
+
+void ForcedEOSTokenLogitsProcessor::operator()(std::span<const int64_t> input_ids,
+                                               std::span<float> scores) const {
+  if (static_cast<int64_t>(input_ids.size()) != max_length_ - 1) return;
+  std::vector<size_t> eos;
+  for (int64_t id : eos_) eos.push_back(checked_id(id, scores.size(), "forced_eos_token_id"));
+  std::fill(scores.begin(), scores.end(), kNegInf);
+  for (size_t i : eos) scores[i] = 0;
+}
+
+void InfNanRemoveLogitsProcessor::operator()(std::span<const int64_t>, std::span<float> scores) const {
+  for (float& s : scores) {
+    if (std::isnan(s))
+      s = 0;
+    else if (s == -kNegInf)
+      s = std::numeric_limits<float>::max();
+    else if (s == kNegInf)
+      s = std::numeric_limits<float>::lowest();
+  }
+}
+
+ExponentialDecayLengthPenalty::ExponentialDecayLengthPenalty(int64_t start_index, double factor,
+                                                             std::vector<int64_t> eos_token_ids,
+                                                             int64_t prompt_length)
+    : regulation_start_(start_index + prompt_length), factor_(factor), eos_(std::move(eos_token_ids)) {
+  check(!eos_.empty(), "`exponential_decay_length_penalty` needs an `eos_token_id`");
+  for (int64_t id : eos_) {
+    check(id >= 0, "`eos_token_id` has to be a list of positive integers, but is ",
+          json::dump(json::Array(eos_.begin(), eos_.end())));
+  }
+}
+
+void ExponentialDecayLengthPenalty::operator()(std::span<const int64_t> input_ids,
+                                               std::span<float> scores) const {
+  const int64_t length = static_cast<int64_t>(input_ids.size());
+  if (length <= regulation_start_) return;
+  const float growth = float(std::pow(factor_, double(length - regulation_start_)) - 1.0);
+  // Penalties are computed from the scores before any is added (an EOS id listed twice counts once).
+  std::vector<std::pair<size_t, float>> penalties;
+  for (int64_t id : eos_) {
+    const size_t i = checked_id(id, scores.size(), "exponential_decay_length_penalty");
+    penalties.emplace_back(i, std::fabs(scores[i]) * growth);
+  }
+  std::vector<bool> done(scores.size(), false);
+  for (const auto& [i, penalty] : penalties) {
+    if (!done[i]) scores[i] += penalty;
+    done[i] = true;
+  }
+}
+
+SuppressTokensLogitsProcessor::SuppressTokensLogitsProcessor(std::vector<int64_t> suppress_tokens)
+    : ids_(std::move(suppress_tokens)) {}
+
+void SuppressTokensLogitsProcessor::operator()(std::span<const int64_t>, std::span<float> scores) const {
+  suppress(scores, ids_);
+}
+
+SuppressTokensAtBeginLogitsProcessor::SuppressTokensAtBeginLogitsProcessor(
+    std::vector<int64_t> begin_suppress_tokens, int64_t begin_index)
+    : ids_(std::move(begin_suppress_tokens)), begin_index_(begin_index) {}
+
+void SuppressTokensAtBeginLogitsProcessor::operator()(std::span<const int64_t> input_ids,
+                                                      std::span<float> scores) const {
+  if (static_cast<int64_t>(input_ids.size()) == begin_index_) suppress(scores, ids_);
+}
+
 TemperatureLogitsWarper::TemperatureLogitsWarper(double temperature) : temperature_(float(temperature)) {
   if (!(temperature > 0)) {
     std::string msg =
@@ -136,12 +309,8 @@ TopKLogitsWarper::TopKLogitsWarper(int64_t top_k, int64_t min_tokens_to_keep)
 }
 
 void TopKLogitsWarper::operator()(std::span<const int64_t>, std::span<float> scores) const {
-  const size_t k = static_cast<size_t>(std::min<int64_t>(top_k_, static_cast<int64_t>(scores.size())));
-  if (k == 0) return;
-  std::vector<float> sorted(scores.begin(), scores.end());
-  std::nth_element(sorted.begin(), sorted.begin() + static_cast<ptrdiff_t>(k - 1), sorted.end(),
-                   std::greater<float>());
-  const float kth = sorted[k - 1];
+  if (scores.empty()) return;
+  const float kth = kth_highest(scores, top_k_);
   for (float& s : scores) {
     if (s < kth) s = kNegInf;
   }
@@ -155,9 +324,16 @@ TopPLogitsWarper::TopPLogitsWarper(double top_p, int64_t min_tokens_to_keep)
 }
 
 void TopPLogitsWarper::operator()(std::span<const int64_t>, std::span<float> scores) const {
-  const std::vector<size_t> order = ascending_order(scores);
-  std::vector<float> sorted(scores.size());
+  // Tokens already at -inf have probability 0 and sort first, so they would be removed (again): leaving them
+  // out gives the same result and makes the sort cheap after top-k.
+  std::vector<size_t> order;
+  for (size_t i = 0; i < scores.size(); ++i) {
+    if (scores[i] != kNegInf) order.push_back(i);
+  }
+  sort_ascending(scores, order);
+  std::vector<float> sorted(order.size());
   for (size_t i = 0; i < order.size(); ++i) sorted[i] = scores[order[i]];
+  if (sorted.empty()) return;
   const std::vector<float> probs = softmax(sorted);
   // Remove the low tail whose cumulative probability stays within 1 - top_p; keep the top min_tokens_to_keep.
   const float threshold = float(1.0 - top_p_);
@@ -217,7 +393,9 @@ void TypicalLogitsWarper::operator()(std::span<const int64_t>, std::span<float> 
   std::vector<float> shifted(n);
   for (size_t i = 0; i < n; ++i) shifted[i] = std::fabs(-normalized[i] - ent);
 
-  const std::vector<size_t> order = ascending_order(shifted);
+  std::vector<size_t> order(n);
+  std::iota(order.begin(), order.end(), size_t{0});
+  sort_ascending(shifted, order);
   std::vector<float> sorted_logits(n);
   for (size_t i = 0; i < n; ++i) sorted_logits[i] = scores[order[i]];
   const std::vector<float> probs = softmax(sorted_logits);
@@ -238,6 +416,63 @@ void TypicalLogitsWarper::operator()(std::span<const int64_t>, std::span<float> 
   for (size_t i : removed) scores[i] = kNegInf;
 }
 
+namespace {
+
+void check_cutoff(double epsilon, const char* name) {
+  check(epsilon > 0 && epsilon < 1, "`", name, "` has to be a float > 0 and < 1, but is ", py(epsilon));
+}
+
+void filter_below(std::span<float> scores, const std::vector<float>& probs, float cut,
+                  int64_t min_tokens_to_keep) {
+  const float kth = kth_highest(scores, min_tokens_to_keep);
+  for (size_t i = 0; i < scores.size(); ++i) {
+    if (probs[i] < cut && scores[i] < kth) scores[i] = kNegInf;
+  }
+}
+
+}  // namespace
+
+EpsilonLogitsWarper::EpsilonLogitsWarper(double epsilon, int64_t min_tokens_to_keep)
+    : epsilon_(epsilon), min_tokens_to_keep_(min_tokens_to_keep) {
+  check_cutoff(epsilon, "epsilon_cutoff");
+  check(min_tokens_to_keep >= 1, "`min_tokens_to_keep` has to be a strictly positive integer, but is ",
+        min_tokens_to_keep);
+}
+
+void EpsilonLogitsWarper::operator()(std::span<const int64_t>, std::span<float> scores) const {
+  filter_below(scores, softmax(scores), float(epsilon_), min_tokens_to_keep_);
+}
+
+EtaLogitsWarper::EtaLogitsWarper(double epsilon, int64_t min_tokens_to_keep)
+    : epsilon_(epsilon), min_tokens_to_keep_(min_tokens_to_keep) {
+  check_cutoff(epsilon, "eta_cutoff");
+  check(min_tokens_to_keep >= 1, "`min_tokens_to_keep` has to be a strictly positive integer, but is ",
+        min_tokens_to_keep);
+}
+
+void EtaLogitsWarper::operator()(std::span<const int64_t>, std::span<float> scores) const {
+  const std::vector<float> probs = softmax(scores);
+  // Categorical(logits=scores).entropy(): -sum p * log p, with -inf log-probabilities contributing nothing.
+  const float max = *std::max_element(scores.begin(), scores.end());
+  double sum = 0;
+  for (float s : scores) sum += std::exp(double(s) - double(max));
+  double entropy = 0;
+  for (size_t i = 0; i < scores.size(); ++i) {
+    if (scores[i] != kNegInf) entropy -= double(probs[i]) * (double(scores[i]) - double(max) - std::log(sum));
+  }
+  const float eps = float(epsilon_);
+  const float eta = std::min(eps, std::sqrt(eps) * float(std::exp(-entropy)));
+  filter_below(scores, probs, eta, min_tokens_to_keep_);
+}
+
+void LogitNormalization::operator()(std::span<const int64_t>, std::span<float> scores) const {
+  const float max = *std::max_element(scores.begin(), scores.end());
+  double sum = 0;
+  for (float s : scores) sum += std::exp(double(s) - double(max));
+  const double log_sum = std::log(sum);
+  for (float& s : scores) s = float(double(s) - double(max) - log_sum);
+}
+
 void LogitsProcessorList::operator()(std::span<const int64_t> input_ids, std::span<float> scores) const {
   for (const auto& p : processors_) (*p)(input_ids, scores);
 }
@@ -249,6 +484,40 @@ const json::Value* other_value(const GenerationConfig& c, std::string_view key) 
     if (k == key) return v.is_null() ? nullptr : &v;
   }
   return nullptr;
+}
+
+// sequence_bias as generation_config.json writes it: a list of [[token ids], bias] pairs.
+std::vector<SequenceBiasLogitsProcessor::Bias> parse_sequence_bias(const json::Value& v) {
+  const char* what = "`sequence_bias` has to be a non-empty list of [[token ids], float] pairs";
+  check(v.is_array() && v.size() > 0, what, ", but is ", json::dump(v));
+  std::vector<SequenceBiasLogitsProcessor::Bias> out;
+  for (const json::Value& pair : v.as_array()) {
+    check(pair.is_array() && pair.size() == 2 && pair[0].is_array() && pair[1].is_number(), what, ", but is ",
+          json::dump(v));
+    std::vector<int64_t> ids;
+    for (const json::Value& id : pair[0].as_array()) {
+      check(id.is_int(), what, ", but is ", json::dump(v));
+      ids.push_back(id.as_int());
+    }
+    out.emplace_back(std::move(ids), static_cast<float>(pair[1].as_double()));
+  }
+  return out;
+}
+
+std::vector<std::vector<int64_t>> parse_bad_words(const json::Value& v) {
+  check(v.is_array(), "`bad_words_ids` has to be a non-empty list, but is ", json::dump(v));
+  std::vector<std::vector<int64_t>> out;
+  for (const json::Value& words : v.as_array()) {
+    check(words.is_array(), "`bad_words_ids` has to be a list of lists, but is ", json::dump(v));
+    std::vector<int64_t> ids;
+    for (const json::Value& id : words.as_array()) {
+      check(id.is_int(), "Each list in `bad_words_ids` has to be a list of positive integers, but is ",
+            json::dump(v));
+      ids.push_back(id.as_int());
+    }
+    out.push_back(std::move(ids));
+  }
+  return out;
 }
 
 // Generation features Transformers would act on that tfm does not implement: refusing them is better than
@@ -264,13 +533,11 @@ void check_supported(const GenerationConfig& c) {
     const json::Value* v = other_value(c, key);
     return v != nullptr && v->is_number() && predicate(v->as_double());
   };
-  for (const char* key : {"sequence_bias", "bad_words_ids", "forced_bos_token_id", "forced_eos_token_id",
-                          "exponential_decay_length_penalty", "suppress_tokens", "begin_suppress_tokens",
-                          "watermarking_config", "constraints", "force_words_ids", "dola_layers",
+  for (const char* key : {"watermarking_config", "constraints", "force_words_ids", "dola_layers",
                           "prompt_lookup_num_tokens", "assistant_early_exit"}) {
     if (other_value(c, key)) refuse(key);
   }
-  for (const char* key : {"remove_invalid_values", "renormalize_logits", "token_healing", "use_mtp"}) {
+  for (const char* key : {"token_healing", "use_mtp"}) {
     const json::Value* v = other_value(c, key);
     if (v && v->is_bool() && v->as_bool()) refuse(key);
   }
@@ -279,31 +546,55 @@ void check_supported(const GenerationConfig& c) {
       c.do_sample != true) {
     refuse("penalty_alpha");
   }
-  if (c.do_sample == true) {
-    if (other_value(c, "top_h")) refuse("top_h");
-    if (number_is("epsilon_cutoff", [](double e) { return 0 < e && e < 1; })) refuse("epsilon_cutoff");
-    if (number_is("eta_cutoff", [](double e) { return 0 < e && e < 1; })) refuse("eta_cutoff");
-  }
+  if (c.do_sample == true && other_value(c, "top_h")) refuse("top_h");
 }
 
 }  // namespace
 
 LogitsProcessorList build_logits_processors(const GenerationConfig& c, int64_t prompt_length,
-                                            int64_t min_length) {
+                                            const LengthLimits& limits) {
   check_supported(c);
   LogitsProcessorList list;
+  if (const json::Value* bias = other_value(c, "sequence_bias")) {
+    list.push_back(std::make_unique<SequenceBiasLogitsProcessor>(parse_sequence_bias(*bias)));
+  }
   if (c.repetition_penalty && *c.repetition_penalty != 1.0) {
     list.push_back(std::make_unique<RepetitionPenaltyLogitsProcessor>(*c.repetition_penalty));
   }
   if (c.no_repeat_ngram_size && *c.no_repeat_ngram_size > 0) {
     list.push_back(std::make_unique<NoRepeatNGramLogitsProcessor>(*c.no_repeat_ngram_size));
   }
-  if (c.eos_token_id && min_length > 0) {
-    list.push_back(std::make_unique<MinLengthLogitsProcessor>(min_length, *c.eos_token_id));
+  if (const json::Value* bad_words = other_value(c, "bad_words_ids")) {
+    list.push_back(std::make_unique<NoBadWordsLogitsProcessor>(
+        parse_bad_words(*bad_words), c.eos_token_id.value_or(std::vector<int64_t>{})));
+  }
+  if (c.eos_token_id && limits.min_length > 0) {
+    list.push_back(std::make_unique<MinLengthLogitsProcessor>(limits.min_length, *c.eos_token_id));
   }
   if (c.eos_token_id && c.min_new_tokens && *c.min_new_tokens > 0) {
     list.push_back(std::make_unique<MinNewTokensLengthLogitsProcessor>(prompt_length, *c.min_new_tokens,
                                                                        *c.eos_token_id));
+  }
+  if (c.forced_bos_token_id)
+    list.push_back(std::make_unique<ForcedBOSTokenLogitsProcessor>(*c.forced_bos_token_id));
+  if (c.forced_eos_token_id) {
+    list.push_back(
+        std::make_unique<ForcedEOSTokenLogitsProcessor>(limits.max_length, *c.forced_eos_token_id));
+  }
+  if (c.remove_invalid_values == true) list.push_back(std::make_unique<InfNanRemoveLogitsProcessor>());
+  if (const json::Value* decay = other_value(c, "exponential_decay_length_penalty")) {
+    check(decay->is_array() && decay->size() == 2 && (*decay)[0].is_int() && (*decay)[1].is_number(),
+          "`exponential_decay_length_penalty` has to be a pair (start_index, decay_factor), but is ",
+          json::dump(*decay));
+    list.push_back(std::make_unique<ExponentialDecayLengthPenalty>(
+        (*decay)[0].as_int(), (*decay)[1].as_double(), c.eos_token_id.value_or(std::vector<int64_t>{}),
+        prompt_length));
+  }
+  if (c.suppress_tokens) list.push_back(std::make_unique<SuppressTokensLogitsProcessor>(*c.suppress_tokens));
+  if (c.begin_suppress_tokens) {
+    // The first generated token; one later when a forced BOS fills an empty prompt.
+    const int64_t begin = prompt_length > 1 || !c.forced_bos_token_id ? prompt_length : prompt_length + 1;
+    list.push_back(std::make_unique<SuppressTokensAtBeginLogitsProcessor>(*c.begin_suppress_tokens, begin));
   }
   if (c.do_sample == true) {
     const int64_t min_tokens_to_keep = 1;  // more only for beam search
@@ -318,7 +609,14 @@ LogitsProcessorList build_logits_processors(const GenerationConfig& c, int64_t p
     if (c.typical_p && *c.typical_p < 1.0) {
       list.push_back(std::make_unique<TypicalLogitsWarper>(*c.typical_p, min_tokens_to_keep));
     }
+    if (c.epsilon_cutoff && 0.0 < *c.epsilon_cutoff && *c.epsilon_cutoff < 1.0) {
+      list.push_back(std::make_unique<EpsilonLogitsWarper>(*c.epsilon_cutoff, min_tokens_to_keep));
+    }
+    if (c.eta_cutoff && 0.0 < *c.eta_cutoff && *c.eta_cutoff < 1.0) {
+      list.push_back(std::make_unique<EtaLogitsWarper>(*c.eta_cutoff, min_tokens_to_keep));
+    }
   }
+  if (c.renormalize_logits == true) list.push_back(std::make_unique<LogitNormalization>());
   return list;
 }
 

@@ -3,8 +3,10 @@
 // sequence's prompt and every token generated so far.
 //
 // build_logits_processors() builds the list in the order GenerationMixin._get_logits_processor builds it:
-// repetition penalty, no-repeat n-gram, min length, min new tokens, then (when sampling) temperature, top-k,
-// top-p, min-p, typical-p. Greedy search is the argmax of the processed row; sampling draws from its softmax.
+// sequence bias, repetition penalty, no-repeat n-gram, bad words, min length, min new tokens, forced BOS,
+// forced EOS, inf/NaN removal, exponential length penalty, suppressed tokens, suppressed first tokens; then,
+// when sampling, temperature, top-k, top-p, min-p, typical-p, epsilon, eta; and last the log-softmax of
+// renormalize_logits. Greedy search is the argmax of the processed row; sampling draws from its softmax.
 #pragma once
 
 #include <cstdint>
@@ -35,6 +37,29 @@ class RepetitionPenaltyLogitsProcessor : public LogitsProcessor {
 
  private:
   float penalty_;
+};
+
+// Adds a bias to the token that would complete a biased sequence: a one-token sequence always, a longer one
+// when input_ids ends with all but its last token. Biases of several sequences ending in one token add up.
+class SequenceBiasLogitsProcessor : public LogitsProcessor {
+ public:
+  using Bias = std::pair<std::vector<int64_t>, float>;
+  // Later entries for the same sequence replace earlier ones (Transformers keeps them in a dict).
+  explicit SequenceBiasLogitsProcessor(const std::vector<Bias>& sequence_bias);
+  void operator()(std::span<const int64_t> input_ids, std::span<float> scores) const override;
+  std::string_view name() const override { return "SequenceBiasLogitsProcessor"; }
+
+ private:
+  std::vector<Bias> biases_;
+};
+
+// Bans the token that would complete a bad-word sequence (a sequence bias of -inf). Sequences that are
+// exactly one EOS id are dropped, so EOS stays possible.
+class NoBadWordsLogitsProcessor : public SequenceBiasLogitsProcessor {
+ public:
+  NoBadWordsLogitsProcessor(const std::vector<std::vector<int64_t>>& bad_words_ids,
+                            const std::vector<int64_t>& eos_token_ids);
+  std::string_view name() const override { return "NoBadWordsLogitsProcessor"; }
 };
 
 // Bans (-inf) every token that would complete an n-gram already present in input_ids.
@@ -72,6 +97,74 @@ class MinNewTokensLengthLogitsProcessor : public LogitsProcessor {
   int64_t prompt_length_;
   int64_t min_new_tokens_;
   std::vector<int64_t> eos_;
+};
+
+// With an empty prompt (input_ids of length 1), every token but bos_token_id gets -inf and it gets 0.
+class ForcedBOSTokenLogitsProcessor : public LogitsProcessor {
+ public:
+  explicit ForcedBOSTokenLogitsProcessor(int64_t bos_token_id);
+  void operator()(std::span<const int64_t> input_ids, std::span<float> scores) const override;
+  std::string_view name() const override { return "ForcedBOSTokenLogitsProcessor"; }
+
+ private:
+  int64_t bos_;
+};
+
+// When one token is left before max_length, only the EOS ids stay possible (at 0).
+class ForcedEOSTokenLogitsProcessor : public LogitsProcessor {
+ public:
+  ForcedEOSTokenLogitsProcessor(int64_t max_length, std::vector<int64_t> eos_token_ids);  // ids >= 0
+  void operator()(std::span<const int64_t> input_ids, std::span<float> scores) const override;
+  std::string_view name() const override { return "ForcedEOSTokenLogitsProcessor"; }
+
+ private:
+  int64_t max_length_;
+  std::vector<int64_t> eos_;
+};
+
+// NaN becomes 0, +inf and -inf the largest and lowest finite float32.
+class InfNanRemoveLogitsProcessor : public LogitsProcessor {
+ public:
+  void operator()(std::span<const int64_t> input_ids, std::span<float> scores) const override;
+  std::string_view name() const override { return "InfNanRemoveLogitsProcessor"; }
+};
+
+// exponential_decay_length_penalty = (start_index, factor): once more than start_index tokens follow the
+// prompt, each EOS score grows by |score| * (factor^(tokens past start_index) - 1).
+class ExponentialDecayLengthPenalty : public LogitsProcessor {
+ public:
+  ExponentialDecayLengthPenalty(int64_t start_index, double factor, std::vector<int64_t> eos_token_ids,
+                                int64_t prompt_length);
+  void operator()(std::span<const int64_t> input_ids, std::span<float> scores) const override;
+  std::string_view name() const override { return "ExponentialDecayLengthPenalty"; }
+
+ private:
+  int64_t regulation_start_;
+  double factor_;
+  std::vector<int64_t> eos_;
+};
+
+// The listed ids always get -inf.
+class SuppressTokensLogitsProcessor : public LogitsProcessor {
+ public:
+  explicit SuppressTokensLogitsProcessor(std::vector<int64_t> suppress_tokens);
+  void operator()(std::span<const int64_t> input_ids, std::span<float> scores) const override;
+  std::string_view name() const override { return "SuppressTokensLogitsProcessor"; }
+
+ private:
+  std::vector<int64_t> ids_;
+};
+
+// The listed ids get -inf when input_ids has exactly begin_index tokens (the first generated token).
+class SuppressTokensAtBeginLogitsProcessor : public LogitsProcessor {
+ public:
+  SuppressTokensAtBeginLogitsProcessor(std::vector<int64_t> begin_suppress_tokens, int64_t begin_index);
+  void operator()(std::span<const int64_t> input_ids, std::span<float> scores) const override;
+  std::string_view name() const override { return "SuppressTokensAtBeginLogitsProcessor"; }
+
+ private:
+  std::vector<int64_t> ids_;
+  int64_t begin_index_;
 };
 
 class TemperatureLogitsWarper : public LogitsProcessor {
@@ -132,6 +225,37 @@ class TypicalLogitsWarper : public LogitsProcessor {
   int64_t min_tokens_to_keep_;
 };
 
+// Drops tokens whose probability is below epsilon, keeping the min_tokens_to_keep highest scores.
+class EpsilonLogitsWarper : public LogitsProcessor {
+ public:
+  explicit EpsilonLogitsWarper(double epsilon, int64_t min_tokens_to_keep = 1);  // 0 < epsilon < 1
+  void operator()(std::span<const int64_t> input_ids, std::span<float> scores) const override;
+  std::string_view name() const override { return "EpsilonLogitsWarper"; }
+
+ private:
+  double epsilon_;
+  int64_t min_tokens_to_keep_;
+};
+
+// Eta sampling: the cut is min(epsilon, sqrt(epsilon) * exp(-entropy)).
+class EtaLogitsWarper : public LogitsProcessor {
+ public:
+  explicit EtaLogitsWarper(double epsilon, int64_t min_tokens_to_keep = 1);  // 0 < epsilon < 1
+  void operator()(std::span<const int64_t> input_ids, std::span<float> scores) const override;
+  std::string_view name() const override { return "EtaLogitsWarper"; }
+
+ private:
+  double epsilon_;
+  int64_t min_tokens_to_keep_;
+};
+
+// log_softmax of the row (renormalize_logits), always the last processor.
+class LogitNormalization : public LogitsProcessor {
+ public:
+  void operator()(std::span<const int64_t> input_ids, std::span<float> scores) const override;
+  std::string_view name() const override { return "LogitNormalization"; }
+};
+
 class LogitsProcessorList {
  public:
   void push_back(std::unique_ptr<LogitsProcessor> p) { processors_.push_back(std::move(p)); }
@@ -146,11 +270,11 @@ class LogitsProcessorList {
 };
 
 // The processors generate() applies for `config` (prepared: defaults filled, see prepare_generation_config)
-// to a sequence whose prompt has `prompt_length` tokens and whose minimum total length is `min_length` (see
-// resolve_length_limits). Invalid values throw tfm::Error with Transformers' message (temperature <= 0 when
+// to a sequence whose prompt has `prompt_length` tokens and whose lengths are `limits`
+// (resolve_length_limits). Invalid values throw tfm::Error with Transformers' message (temperature <= 0 when
 // sampling, top_p outside [0, 1], ...); generation features tfm does not implement (beam search,
-// bad_words_ids, suppress_tokens, ...) throw tfm::Error naming the field rather than being ignored.
+// bad_words_ids, sequence_bias, ...) throw tfm::Error naming the field rather than being ignored.
 LogitsProcessorList build_logits_processors(const GenerationConfig& config, int64_t prompt_length,
-                                            int64_t min_length);
+                                            const LengthLimits& limits);
 
 }  // namespace tfm

@@ -1,7 +1,6 @@
 #include "tfm/generate/sampling.h"
 
 #include <cmath>
-#include <vector>
 
 #include "tfm/core/error.h"
 
@@ -32,17 +31,22 @@ int64_t Sampler::sample(std::span<const float> scores) {
   }
   check(max != -INFINITY,
         "probability tensor contains either `inf`, `nan` or element < 0 (every token is -inf)");
-  std::vector<double> weights(scores.size());
+  // Two passes over the row instead of a stored softmax: -inf (filtered) tokens cost nothing, which matters
+  // after top-k on a vocabulary of 150k.
+  auto weight = [&](size_t i) {
+    return scores[i] == -INFINITY ? 0.0 : std::exp(double(scores[i]) - double(max));
+  };
   double total = 0;
-  for (size_t i = 0; i < scores.size(); ++i) total += weights[i] = std::exp(double(scores[i]) - double(max));
+  for (size_t i = 0; i < scores.size(); ++i) total += weight(i);
   // A uniform double in [0, 1) from the top 53 bits, independent of the standard library's distributions.
   const double u = double(rng_() >> 11) * 0x1.0p-53;
   const double target = u * total;
   double cumulative = 0;
   size_t last_nonzero = 0;
-  for (size_t i = 0; i < weights.size(); ++i) {
-    if (weights[i] == 0) continue;
-    cumulative += weights[i];
+  for (size_t i = 0; i < scores.size(); ++i) {
+    const double w = weight(i);
+    if (w == 0) continue;
+    cumulative += w;
     last_nonzero = i;
     if (target < cumulative) return static_cast<int64_t>(i);
   }
