@@ -61,13 +61,11 @@ GenerateOutput generate(CausalLM& model, const std::vector<std::vector<int64_t>>
     const int64_t prompt_length = static_cast<int64_t>(s.prompt_length);
     const LengthLimits limits = resolve_length_limits(prepared, prompt_length, model.config().max_position_embeddings);
     out.warnings.insert(out.warnings.end(), limits.warnings.begin(), limits.warnings.end());
-    s.processors = build_logits_processors(config, prompt_length, limits.min_length);
+    s.processors = build_logits_processors(config, prompt_length, limits);
     s.stopping = std::make_unique<StoppingCriteria>(config, limits.max_length, callbacks.decode);
     if (sample) s.sampler = std::make_unique<Sampler>(seed, i);
     cache_blocks += blocks_for(std::max(limits.max_length, prompt_length + 1), CausalLM::kDefaultBlockSize);
     out.prompt_tokens += prompt_length;
-    // A prompt already at the length limit generates nothing, as in Transformers.
-    if (prompt_length >= limits.max_length) s.stop = StopReason::max_length;
   }
   KVCache cache = model.make_cache(cache_blocks);
 
