@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Packs binaries built here, with the shared libraries they need that a bare CUDA image lacks, into one archive
+# to carry to the GPU machine (which has no Debian packages and cannot install any):
+#   bench/device_bundle.sh BUILD_DIR OUT.tar.xz PROGRAM...
+# There: tar xJf OUT.tar.xz -C /tmp/b; LD_LIBRARY_PATH=/tmp/b/lib:$CUBLAS_DIR /tmp/b/bin/PROGRAM
+# glibc and the C++ runtime come from the machine (newer there); cuBLAS from its CUDA Python packages.
+set -euo pipefail
+build=$1
+out=$2
+shift 2
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+mkdir -p "$stage/bin" "$stage/lib"
+for program in "$@"; do
+  cp "$build/$program" "$stage/bin/"
+  ldd "$build/$program" | awk '$3 ~ /^\// {print $3}' | while read -r lib; do
+    case "$(basename "$lib")" in
+      libc.so*|libm.so*|libdl.so*|libpthread.so*|librt.so*|ld-linux*|libstdc++.so*|libgcc_s.so*|libcublas*|libcuda.so*) ;;
+      *) cp -L "$lib" "$stage/lib/" ;;
+    esac
+  done
+done
+strip --strip-unneeded "$stage"/bin/* 2>/dev/null || true
+tar cJf "$out" -C "$stage" bin lib
+ls -la "$out"

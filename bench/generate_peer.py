@@ -1,0 +1,55 @@
+#!/usr/bin/env python3
+"""The Transformers peer of `tfm generate --json`: greedy generation from the same prompt ids on the same model
+folder, timed the same way (prefill = the first step, decode = every later step).
+
+    python3 bench/generate_peer.py --model DIR --device cuda --dtype float32 --prompt-tokens 128 --new-tokens 128
+Prints one JSON object: prompt tokens/s and decode tokens/s, the median of --repeat runs after a warm-up.
+"""
+import argparse
+import json
+import statistics
+import time
+
+import torch
+from transformers import AutoModelForCausalLM
+
+
+def prompt_ids(n, vocab):
+    return [(i * 7919 + 13) % min(vocab, 32000) for i in range(n)]
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--model", required=True)
+    p.add_argument("--device", default="cuda")
+    p.add_argument("--dtype", default="float32")
+    p.add_argument("--attn", default="sdpa")
+    p.add_argument("--prompt-tokens", type=int, default=128)
+    p.add_argument("--new-tokens", type=int, default=128)
+    p.add_argument("--repeat", type=int, default=3)
+    a = p.parse_args()
+    torch.backends.cuda.matmul.allow_tf32 = False
+    model = AutoModelForCausalLM.from_pretrained(a.model, dtype=getattr(torch, a.dtype), attn_implementation=a.attn)
+    model = model.to(a.device).eval()
+    ids = torch.tensor([prompt_ids(a.prompt_tokens, model.config.vocab_size)], device=a.device)
+
+    def timed(n):
+        if a.device.startswith("cuda"):
+            torch.cuda.synchronize()
+        start = time.perf_counter()
+        with torch.no_grad():
+            model.generate(ids, max_new_tokens=n, min_new_tokens=n, do_sample=False)
+        if a.device.startswith("cuda"):
+            torch.cuda.synchronize()
+        return time.perf_counter() - start
+
+    timed(a.new_tokens)  # warm-up
+    prefill = statistics.median(timed(1) for _ in range(a.repeat))
+    total = statistics.median(timed(a.new_tokens) for _ in range(a.repeat))
+    print(json.dumps({"peer": "transformers", "device": a.device, "dtype": a.dtype, "attn": a.attn,
+                      "prompt_tokens_per_s": a.prompt_tokens / prefill,
+                      "decode_tokens_per_s": (a.new_tokens - 1) / (total - prefill)}))
+
+
+if __name__ == "__main__":
+    main()
