@@ -2,6 +2,7 @@
 // against what Transformers does (goldens/loading.json, goldens/special_tokens.json).
 #include <gtest/gtest.h>
 
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -116,6 +117,25 @@ TEST(ChatLayer, RejectsWhatTransformersRejects) {
   ChatTemplates several;
   several.named = {{"a", "A"}, {"b", "B"}};
   EXPECT_THROW(apply_chat_template(several, json::Object{}, user_message()), Error);
+}
+
+TEST(ChatLayer, StrftimeNowFormatsTheLocalTime) {
+  ChatTemplates t;
+  t.single = "{{ strftime_now('%Y-%m-%d') }}|{{ strftime_now('%d %B %Y') | length > 8 }}";
+  char expected[32];
+  const std::time_t now = std::time(nullptr);
+  std::tm local{};
+  localtime_r(&now, &local);
+  std::strftime(expected, sizeof expected, "%Y-%m-%d", &local);
+  EXPECT_EQ(apply_chat_template(t, json::Object{}, user_message()), std::string(expected) + "|True");
+}
+
+TEST(ChatLayer, ReservedNamesCannotBeVariables) {
+  ChatTemplates t;
+  t.single = "{{ messages }}";
+  ChatTemplateInputs in = user_message();
+  in.variables.emplace_back("messages", "x");
+  EXPECT_THROW(apply_chat_template(t, json::Object{}, in), Error);
 }
 
 TEST(ChatLayer, VariablesOverrideSpecialTokens) {

@@ -565,8 +565,11 @@ void add_tests(Environment& env) {
 void add_globals(Environment& env) {
   env.globals["range"] = Value::callable("range", range);
   env.globals["dict"] = Value::callable("dict", [](Context&, Args& a) { return dict_from_args(a, false); });
-  env.globals["namespace"] =
-      Value::callable("namespace", [](Context&, Args& a) { return dict_from_args(a, true); });
+  env.globals["namespace"] = Value::callable("namespace", [](Context& ctx, Args& a) {
+    Value ns = dict_from_args(a, true);
+    ctx.namespaces.push_back(ns);
+    return ns;
+  });
   env.globals["joiner"] = Value::callable("joiner", [](Context&, Args& a) {
     const std::string sep = arg(a, 0, "sep", Value(", ")).str();
     auto used = std::make_shared<bool>(false);

@@ -394,6 +394,7 @@ Flow BlockSetNode::do_render(Context& ctx, std::string&) const {
 
 Value MacroNode::make_macro(Context& ctx, const Value& caller) const {
   std::shared_ptr<Scope> closure = ctx.scope;
+  ctx.macro_scopes.push_back(closure);
   return Value::callable(name, [this, closure, caller](Context& c, Args& args) -> Value {
     if (c.depth >= c.limits.max_depth)
       throw_error("macro calls nested more than ", c.limits.max_depth, " deep (endless recursion?)");

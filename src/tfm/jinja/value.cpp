@@ -101,13 +101,19 @@ void Value::fail_undefined() const {
   throw Error(m.empty() ? "'Undefined' is undefined" : m);
 }
 
+void Value::wrong_type(const char* expected) const {
+  if (is_undefined()) fail_undefined();
+  throw_error("expected ", expected, ", got ", type_name());
+}
+
 int64_t Value::as_int() const {
   if (is_bool()) return as_bool() ? 1 : 0;
-  return std::get<int64_t>(v_);
+  return get<int64_t>("int");
 }
 
 double Value::as_double() const {
   if (is_float()) return std::get<double>(v_);
+  if (!is_number()) wrong_type("a number");
   return static_cast<double>(as_int());
 }
 

@@ -87,16 +87,17 @@ class Value {
   int nesting() const;  // 0 for scalars, 1 for a flat list or dict
   bool is_iterable() const { return is_string() || is_list() || is_dict() || is_undefined(); }
 
-  bool as_bool() const { return std::get<bool>(v_); }
+  // Typed access; the wrong type throws tfm::Error ("expected str, got int").
+  bool as_bool() const { return get<bool>("bool"); }
   int64_t as_int() const;    // ints and bools
   double as_double() const;  // ints, bools and floats
-  const std::string& as_string() const { return std::get<std::string>(v_); }
-  const std::vector<Value>& items() const { return std::get<std::shared_ptr<ListData>>(v_)->items; }
-  const DictData& dict() const { return *std::get<std::shared_ptr<DictData>>(v_); }
-  DictData& mutable_dict() const { return *std::get<std::shared_ptr<DictData>>(v_); }
-  const CallableData& callable_data() const { return *std::get<std::shared_ptr<const CallableData>>(v_); }
+  const std::string& as_string() const { return get<std::string>("str"); }
+  const std::vector<Value>& items() const { return get<std::shared_ptr<ListData>>("list")->items; }
+  const DictData& dict() const { return *get<std::shared_ptr<DictData>>("dict"); }
+  DictData& mutable_dict() const { return *get<std::shared_ptr<DictData>>("dict"); }
+  const CallableData& callable_data() const { return *get<std::shared_ptr<const CallableData>>("function"); }
   const std::string& undefined_message() const {
-    return std::get<std::shared_ptr<const UndefinedData>>(v_)->message;
+    return get<std::shared_ptr<const UndefinedData>>("undefined")->message;
   }
   // Throws the error an undefined value gives when it is used (called, indexed, added...).
   [[noreturn]] void fail_undefined() const;
@@ -112,6 +113,13 @@ class Value {
   bool less(const Value& other) const;
 
  private:
+  template <typename T>
+  const T& get(const char* expected) const {
+    if (const T* p = std::get_if<T>(&v_)) return *p;
+    wrong_type(expected);
+  }
+  [[noreturn]] void wrong_type(const char* expected) const;
+
   std::variant<std::shared_ptr<const UndefinedData>, std::monostate, bool, int64_t, double, std::string,
                std::shared_ptr<ListData>, std::shared_ptr<DictData>, std::shared_ptr<const CallableData>>
       v_;

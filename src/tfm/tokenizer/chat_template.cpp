@@ -252,6 +252,9 @@ std::string render_chat_template(const std::string& source, const json::Value& t
     for (const auto& doc : inputs.documents->as_array())
       check(doc.is_object(), "documents should be a list of dicts with 'title' and 'text' keys");
   }
+  for (const auto& [k, v] : inputs.variables)
+    check(k != "messages" && k != "tools" && k != "documents" && k != "add_generation_prompt",
+          "apply_chat_template got multiple values for '", k, "'");
   json::Value messages = inputs.messages;
   std::string final_text;
   if (inputs.continue_final_message) {
