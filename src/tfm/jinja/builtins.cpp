@@ -114,6 +114,7 @@ Value string_method(const Value& self, const std::string& name, Args& a) {
   if (name == "upper") return pystr::upper(s);
   if (name == "lower" || name == "casefold") return pystr::lower(s);
   if (name == "title") return pystr::title(s);
+  if (name == "swapcase") return pystr::swapcase(s);
   if (name == "capitalize") return pystr::capitalize(s);
   if (name == "format") return pystr::format(s, a);
   if (name == "join") {
@@ -223,12 +224,12 @@ Value dict_method(const Value& self, const std::string& name, Args& a) {
 }
 
 const std::set<std::string, std::less<>> kStrMethods = {
-    "startswith", "endswith",  "strip",     "lstrip",  "rstrip",   "split",        "rsplit",
-    "splitlines", "replace",   "upper",     "lower",   "casefold", "title",        "capitalize",
-    "format",     "join",      "find",      "rfind",   "index",    "rindex",       "count",
-    "isdigit",    "isnumeric", "isdecimal", "isalpha", "isalnum",  "isspace",      "isupper",
-    "islower",    "zfill",     "center",    "ljust",   "rjust",    "removeprefix", "removesuffix",
-    "partition",  "rpartition"};
+    "startswith", "endswith",   "strip",     "lstrip",  "rstrip",   "split",        "rsplit",
+    "splitlines", "replace",    "upper",     "lower",   "casefold", "title",        "capitalize",
+    "format",     "join",       "find",      "rfind",   "index",    "rindex",       "count",
+    "isdigit",    "isnumeric",  "isdecimal", "isalpha", "isalnum",  "isspace",      "isupper",
+    "islower",    "zfill",      "center",    "ljust",   "rjust",    "removeprefix", "removesuffix",
+    "partition",  "rpartition", "swapcase"};
 const std::set<std::string, std::less<>> kListMethods = {"index", "count", "copy"};
 const std::set<std::string, std::less<>> kListMutators = {"append", "extend",  "insert", "pop",
                                                           "remove", "reverse", "sort",   "clear"};

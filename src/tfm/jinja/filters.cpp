@@ -527,7 +527,8 @@ void add_tests(Environment& env) {
   t["mapping"] = [](Context&, const Value& v, Args&) { return v.is_dict() && !v.is_namespace(); };
   t["iterable"] = [](Context&, const Value& v, Args&) { return v.is_iterable() && !v.is_namespace(); };
   t["sequence"] = [](Context&, const Value& v, Args&) { return v.is_iterable() && !v.is_namespace(); };
-  t["callable"] = [](Context&, const Value& v, Args&) { return v.is_callable(); };
+  // Jinja2's Undefined has a __call__ (that raises), so it counts as callable.
+  t["callable"] = [](Context&, const Value& v, Args&) { return v.is_callable() || v.is_undefined(); };
   t["escaped"] = [](Context&, const Value&, Args&) { return false; };
   t["lower"] = [](Context&, const Value& v, Args&) {
     const std::string s = v.str();

@@ -216,6 +216,15 @@ std::string title(std::string_view s) {
   });
 }
 
+std::string swapcase(std::string_view s) {
+  return map_code_points(s, [](utf8proc_int32_t cp) {
+    const auto cat = utf8proc_category(cp);
+    if (cat == UTF8PROC_CATEGORY_LU || cat == UTF8PROC_CATEGORY_LT) return utf8proc_tolower(cp);
+    if (cat == UTF8PROC_CATEGORY_LL) return utf8proc_toupper(cp);
+    return cp;
+  });
+}
+
 std::string capitalize(std::string_view s) {
   bool first = true;
   return map_code_points(s, [&](utf8proc_int32_t cp) {
