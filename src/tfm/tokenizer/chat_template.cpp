@@ -177,6 +177,21 @@ ChatTemplates load_chat_templates(const std::string& model_dir, const json::Valu
   return t;
 }
 
+json::Value read_tokenizer_config(const std::string& model_dir) {
+  const fs::path dir(model_dir);
+  json::Value config = json::Object{};
+  if (fs::is_regular_file(dir / "tokenizer_config.json")) {
+    config = json::parse_file((dir / "tokenizer_config.json").string());
+    check(config.is_object(), (dir / "tokenizer_config.json").string(), ": expected a JSON object");
+  }
+  if (!config.contains("added_tokens_decoder") && fs::is_regular_file(dir / "special_tokens_map.json")) {
+    const json::Value map = json::parse_file((dir / "special_tokens_map.json").string());
+    check(map.is_object(), (dir / "special_tokens_map.json").string(), ": expected a JSON object");
+    for (const auto& [key, value] : map.as_object()) config.set(key, value);
+  }
+  return config;
+}
+
 std::string select_chat_template(const ChatTemplates& templates, const ChatTemplateInputs& inputs) {
   if (!templates.named.empty()) {
     auto find = [&](std::string_view name) -> const std::string* {
