@@ -7,6 +7,17 @@
 
 namespace tfm::jinja {
 
+Value Args::get(size_t i, std::string_view name, Value fallback) const {
+  if (i < positional.size()) return positional[i];
+  for (const auto& [k, v] : keyword)
+    if (k == name) return v;
+  return fallback;
+}
+
+Value Args::get(size_t i, std::string_view name) const {
+  return get(i, name, Value());
+}
+
 Value::Value() {
   static const auto plain = std::make_shared<const UndefinedData>();
   v_ = plain;

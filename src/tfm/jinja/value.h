@@ -23,6 +23,9 @@ class Context;
 struct Args {
   std::vector<Value> positional;
   std::vector<std::pair<std::string, Value>> keyword;
+  // The argument at position i or with keyword `name` (as Python binds them), else the fallback.
+  Value get(size_t i, std::string_view name, Value fallback) const;
+  Value get(size_t i, std::string_view name) const;  // undefined when absent
 };
 
 using Function = std::function<Value(Context&, Args&)>;
