@@ -56,8 +56,7 @@ std::vector<std::string> split(std::string_view s, const Value& sep, int64_t max
       if (maxsplit >= 0 && static_cast<int64_t>(out.size()) == maxsplit) {
         std::string rest;
         for (size_t k = i; k < cs.size(); ++k) rest += cs[k];
-        // Python keeps the remainder as is, but trailing whitespace is stripped.
-        out.push_back(strip(rest, Value(nullptr), false, true));
+        out.push_back(std::move(rest));  // Python keeps the remainder as it is
         break;
       }
       std::string word;
@@ -94,7 +93,7 @@ std::vector<std::string> rsplit(std::string_view s, const Value& sep, int64_t ma
     }
     std::string head;
     for (size_t i = 0; i < e; ++i) head += cs[i];
-    std::vector<std::string> out{strip(head, Value(nullptr), true, true)};
+    std::vector<std::string> out{strip(head, Value(nullptr), false, true)};
     out.insert(out.end(), words.end() - maxsplit, words.end());
     return out;
   }
