@@ -259,6 +259,10 @@ Value get_attribute(const Value& obj, const std::string& name) {
         return Value::undefined("access to attribute '" + name + "' of 'dict' object is unsafe.");
       if (const Value* v = obj.dict().find(Value(name))) return *v;
       break;
+    case Value::Kind::callable:
+      if (const auto& attributes = obj.callable_data().attributes)
+        if (const Value* v = attributes->find(Value(name))) return *v;
+      break;
     default:
       break;
   }

@@ -50,9 +50,10 @@ Value Value::undefined(std::string message) {
   return v;
 }
 
-Value Value::callable(std::string name, Function function) {
+Value Value::callable(std::string name, Function function, std::shared_ptr<const DictData> attributes) {
   Value v;
-  v.v_ = std::make_shared<const CallableData>(CallableData{std::move(name), std::move(function)});
+  v.v_ = std::make_shared<const CallableData>(
+      CallableData{std::move(name), std::move(function), std::move(attributes)});
   return v;
 }
 

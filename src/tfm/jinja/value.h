@@ -52,6 +52,7 @@ struct UndefinedData {
 struct CallableData {
   std::string name;
   Function function;
+  std::shared_ptr<const DictData> attributes;  // a callable with attributes: the `loop` of a for loop
 };
 
 class Value {
@@ -71,7 +72,8 @@ class Value {
   Value(std::shared_ptr<DictData> dict) : v_(std::move(dict)) {}
 
   static Value undefined(std::string message);
-  static Value callable(std::string name, Function function);
+  static Value callable(std::string name, Function function,
+                        std::shared_ptr<const DictData> attributes = nullptr);
   static Value from_json(const json::Value& j);
 
   Kind kind() const { return static_cast<Kind>(v_.index()); }
