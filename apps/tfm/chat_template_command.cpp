@@ -15,9 +15,7 @@ int run(Args& args) {
   check(model.has_value(), "chat-template needs --model DIR");
   check(std::filesystem::is_directory(*model), "--model: ", *model, " is not a directory");
 
-  const std::string config_path = *model + "/tokenizer_config.json";
-  const json::Value config = std::filesystem::is_regular_file(config_path) ? json::parse_file(config_path)
-                                                                           : json::Value(json::Object{});
+  const json::Value config = read_tokenizer_config(*model);
   const ChatTemplates templates = load_chat_templates(*model, config);
 
   const json::Value request = json::parse(read_stdin());

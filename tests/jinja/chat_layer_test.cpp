@@ -2,6 +2,7 @@
 // against what Transformers does (goldens/loading.json, goldens/special_tokens.json).
 #include <gtest/gtest.h>
 
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -89,12 +90,28 @@ TEST(ChatLayer, SpecialTokensMatchTransformers) {
   const json::Value base =
       json::parse_file(TFM_SOURCE_DIR "/../shared/assets/tokenizers/qwen3/tokenizer_config.json");
   const json::Value cases = json::parse_file(kGoldens + "special_tokens.json");
+  ASSERT_GE(cases.size(), 5u);
   for (const auto& c : cases.as_array()) {
     SCOPED_TRACE(c.at("name").as_string());
-    json::Value config = base;
-    for (const auto& [k, v] : c.at("changes").as_object()) config.set(k, v);
+    TempDir dir;
+    json::Object config;
+    for (const auto& [k, v] : base.as_object()) {
+      const json::Value* change = c.at("changes").find(k);
+      if (!change)
+        config.emplace_back(k, v);
+      else if (!change->is_null())
+        config.emplace_back(k, *change);
+    }
+    for (const auto& [k, v] : c.at("changes").as_object()) {
+      if (k == "special_tokens_map.json")
+        dir.write(k, json::dump(v));
+      else if (!base.contains(k))
+        config.emplace_back(k, v);
+    }
+    dir.write("tokenizer_config.json", json::dump(json::Value(config)));
     json::Value got = json::Object{};
-    for (const auto& [k, v] : chat_template_special_tokens(config)) got.set(k, v);
+    for (const auto& [k, v] : chat_template_special_tokens(read_tokenizer_config(dir.path().string())))
+      got.set(k, v);
     const json::Value& expected = c.at("special_tokens_map");
     EXPECT_EQ(got.size(), expected.size()) << json::dump(got);
     for (const auto& [k, v] : expected.as_object()) {
@@ -116,6 +133,25 @@ TEST(ChatLayer, RejectsWhatTransformersRejects) {
   ChatTemplates several;
   several.named = {{"a", "A"}, {"b", "B"}};
   EXPECT_THROW(apply_chat_template(several, json::Object{}, user_message()), Error);
+}
+
+TEST(ChatLayer, StrftimeNowFormatsTheLocalTime) {
+  ChatTemplates t;
+  t.single = "{{ strftime_now('%Y-%m-%d') }}|{{ strftime_now('%d %B %Y') | length > 8 }}";
+  char expected[32];
+  const std::time_t now = std::time(nullptr);
+  std::tm local{};
+  localtime_r(&now, &local);
+  std::strftime(expected, sizeof expected, "%Y-%m-%d", &local);
+  EXPECT_EQ(apply_chat_template(t, json::Object{}, user_message()), std::string(expected) + "|True");
+}
+
+TEST(ChatLayer, ReservedNamesCannotBeVariables) {
+  ChatTemplates t;
+  t.single = "{{ messages }}";
+  ChatTemplateInputs in = user_message();
+  in.variables.emplace_back("messages", "x");
+  EXPECT_THROW(apply_chat_template(t, json::Object{}, in), Error);
 }
 
 TEST(ChatLayer, VariablesOverrideSpecialTokens) {

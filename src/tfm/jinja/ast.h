@@ -150,6 +150,8 @@ void assign(Context& ctx, const std::vector<Target>& targets, const Value& value
 struct ForNode : Node {
   using Node::Node;
   Flow do_render(Context& ctx, std::string& out) const override;
+  // One run of the loop over `seq`; a recursive loop's loop(children) runs it again one level deeper.
+  Flow run(Context& ctx, const Value& seq, int depth, std::string& out) const;
   std::vector<Target> targets;
   ExprPtr iterable, filter;
   Body body, otherwise;

@@ -21,20 +21,13 @@ Value missing_attribute(const Value& obj, const std::string& name) {
   return Value::undefined("'" + object_name(obj) + "' has no attribute '" + name + "'");
 }
 
-const Value& arg(const Args& a, size_t i, const char* name, const Value& fallback) {
-  if (i < a.positional.size()) return a.positional[i];
-  for (const auto& [k, v] : a.keyword)
-    if (k == name) return v;
-  return fallback;
-}
-
 void check_arity(const Args& a, size_t max, const std::string& name) {
   if (a.positional.size() > max)
     throw_error(name, "() takes at most ", max, " argument", max == 1 ? "" : "s", " (", a.positional.size(),
                 " given)");
 }
 
-const std::string& string_arg(const Value& v, const char* what) {
+std::string string_arg(const Value& v, const char* what) {
   if (!v.is_string()) throw_error(what, " must be str, not ", v.type_name());
   return v.as_string();
 }
@@ -69,7 +62,7 @@ bool affix_match(const std::string& s, const Value& affix, bool prefix) {
 }
 
 std::string align(const std::string& s, const Args& a, char how) {
-  const int64_t width = int_arg(arg(a, 0, "width", Value()), 0);
+  const int64_t width = int_arg(a.get(0, "width"), 0);
   const std::string fill = a.positional.size() > 1 ? a.positional[1].as_string() : " ";
   const auto len = static_cast<int64_t>(utf8_length(s));
   if (width <= len) return s;
@@ -91,34 +84,35 @@ Value string_method(const Value& self, const std::string& name, Args& a) {
   const Value none(nullptr);
   if (name == "startswith" || name == "endswith") {
     check_arity(a, 1, name);
-    return affix_match(s, arg(a, 0, "prefix", Value()), name == "startswith");
+    return affix_match(s, a.get(0, "prefix"), name == "startswith");
   }
   if (name == "strip" || name == "lstrip" || name == "rstrip") {
     check_arity(a, 1, name);
-    return pystr::strip(s, arg(a, 0, "chars", none), name != "rstrip", name != "lstrip");
+    return pystr::strip(s, a.get(0, "chars", none), name != "rstrip", name != "lstrip");
   }
   if (name == "split" || name == "rsplit") {
     check_arity(a, 2, name);
-    const Value& sep = arg(a, 0, "sep", none);
-    const int64_t maxsplit = int_arg(arg(a, 1, "maxsplit", Value()), -1);
+    const Value sep = a.get(0, "sep", none);
+    const int64_t maxsplit = int_arg(a.get(1, "maxsplit"), -1);
     return string_list(name == "split" ? pystr::split(s, sep, maxsplit) : pystr::rsplit(s, sep, maxsplit));
   }
   if (name == "splitlines")
-    return string_list(pystr::splitlines(s, arg(a, 0, "keepends", Value(false)).truthy()));
+    return string_list(pystr::splitlines(s, a.get(0, "keepends", Value(false)).truthy()));
   if (name == "replace") {
     check_arity(a, 3, name);
-    return pystr::replace(s, string_arg(arg(a, 0, "old", Value()), "replace() argument 1"),
-                          string_arg(arg(a, 1, "new", Value()), "replace() argument 2"),
-                          int_arg(arg(a, 2, "count", Value()), -1));
+    return pystr::replace(s, string_arg(a.get(0, "old"), "replace() argument 1"),
+                          string_arg(a.get(1, "new"), "replace() argument 2"),
+                          int_arg(a.get(2, "count"), -1));
   }
   if (name == "upper") return pystr::upper(s);
   if (name == "lower" || name == "casefold") return pystr::lower(s);
   if (name == "title") return pystr::title(s);
+  if (name == "swapcase") return pystr::swapcase(s);
   if (name == "capitalize") return pystr::capitalize(s);
   if (name == "format") return pystr::format(s, a);
   if (name == "join") {
     std::string out;
-    const auto items = arg(a, 0, "iterable", Value()).iterate();
+    const auto items = a.get(0, "iterable").iterate();
     for (size_t i = 0; i < items.size(); ++i) {
       if (i) out += s;
       out += string_arg(items[i], "sequence item");
@@ -126,7 +120,7 @@ Value string_method(const Value& self, const std::string& name, Args& a) {
     return out;
   }
   if (name == "find" || name == "rfind" || name == "index" || name == "rindex" || name == "count") {
-    const std::string& x = string_arg(arg(a, 0, "sub", Value()), "must be str");
+    const std::string& x = string_arg(a.get(0, "sub"), "must be str");
     if (name == "count") {
       if (x.empty()) return static_cast<int64_t>(utf8_length(s) + 1);
       int64_t n = 0;
@@ -161,7 +155,7 @@ Value string_method(const Value& self, const std::string& name, Args& a) {
     return name == "isupper" || name == "islower" ? cased : true;
   }
   if (name == "zfill") {
-    const int64_t width = int_arg(arg(a, 0, "width", Value()), 0);
+    const int64_t width = int_arg(a.get(0, "width"), 0);
     const auto len = static_cast<int64_t>(utf8_length(s));
     if (width <= len) return s;
     const size_t sign = !s.empty() && (s[0] == '-' || s[0] == '+') ? 1 : 0;
@@ -171,12 +165,12 @@ Value string_method(const Value& self, const std::string& name, Args& a) {
   if (name == "ljust") return align(s, a, '<');
   if (name == "rjust") return align(s, a, '>');
   if (name == "removeprefix" || name == "removesuffix") {
-    const std::string& x = string_arg(arg(a, 0, "affix", Value()), name.c_str());
+    const std::string& x = string_arg(a.get(0, "affix"), name.c_str());
     if (name == "removeprefix") return s.compare(0, x.size(), x) == 0 ? s.substr(x.size()) : s;
     return affix_match(s, x, false) ? s.substr(0, s.size() - x.size()) : s;
   }
   if (name == "partition" || name == "rpartition") {
-    const std::string& x = string_arg(arg(a, 0, "sep", Value()), name.c_str());
+    const std::string& x = string_arg(a.get(0, "sep"), name.c_str());
     if (x.empty()) throw_error("empty separator");
     const size_t p = name == "partition" ? s.find(x) : s.rfind(x);
     if (p == std::string::npos)
@@ -190,7 +184,7 @@ Value string_method(const Value& self, const std::string& name, Args& a) {
 Value list_method(const Value& self, const std::string& name, Args& a) {
   const auto& items = self.items();
   if (name == "index" || name == "count") {
-    const Value& x = arg(a, 0, "value", Value());
+    const Value x = a.get(0, "value");
     int64_t n = 0;
     for (size_t i = 0; i < items.size(); ++i) {
       if (!(items[i] == x)) continue;
@@ -223,12 +217,12 @@ Value dict_method(const Value& self, const std::string& name, Args& a) {
 }
 
 const std::set<std::string, std::less<>> kStrMethods = {
-    "startswith", "endswith",  "strip",     "lstrip",  "rstrip",   "split",        "rsplit",
-    "splitlines", "replace",   "upper",     "lower",   "casefold", "title",        "capitalize",
-    "format",     "join",      "find",      "rfind",   "index",    "rindex",       "count",
-    "isdigit",    "isnumeric", "isdecimal", "isalpha", "isalnum",  "isspace",      "isupper",
-    "islower",    "zfill",     "center",    "ljust",   "rjust",    "removeprefix", "removesuffix",
-    "partition",  "rpartition"};
+    "startswith", "endswith",   "strip",     "lstrip",  "rstrip",   "split",        "rsplit",
+    "splitlines", "replace",    "upper",     "lower",   "casefold", "title",        "capitalize",
+    "format",     "join",       "find",      "rfind",   "index",    "rindex",       "count",
+    "isdigit",    "isnumeric",  "isdecimal", "isalpha", "isalnum",  "isspace",      "isupper",
+    "islower",    "zfill",      "center",    "ljust",   "rjust",    "removeprefix", "removesuffix",
+    "partition",  "rpartition", "swapcase"};
 const std::set<std::string, std::less<>> kListMethods = {"index", "count", "copy"};
 const std::set<std::string, std::less<>> kListMutators = {"append", "extend",  "insert", "pop",
                                                           "remove", "reverse", "sort",   "clear"};
@@ -264,6 +258,10 @@ Value get_attribute(const Value& obj, const std::string& name) {
       if (kDictMutators.count(name))
         return Value::undefined("access to attribute '" + name + "' of 'dict' object is unsafe.");
       if (const Value* v = obj.dict().find(Value(name))) return *v;
+      break;
+    case Value::Kind::callable:
+      if (const auto& attributes = obj.callable_data().attributes)
+        if (const Value* v = attributes->find(Value(name))) return *v;
       break;
     default:
       break;

@@ -21,6 +21,11 @@ void Scope::set(const std::string& name, Value value) {
   vars_.emplace_back(name, std::move(value));
 }
 
+Context::~Context() {
+  for (auto& s : macro_scopes) s->clear();
+  for (auto& ns : namespaces) ns.mutable_dict().items.clear();
+}
+
 Value Context::lookup(std::string_view name) const {
   if (const Value* v = scope->find(name)) return *v;
   auto it = env.globals.find(name);

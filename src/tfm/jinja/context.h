@@ -18,6 +18,7 @@ class Scope {
   explicit Scope(std::shared_ptr<Scope> parent = nullptr) : parent_(std::move(parent)) {}
   const Value* find(std::string_view name) const;
   void set(const std::string& name, Value value);
+  void clear() { vars_.clear(); }
   const std::shared_ptr<Scope>& parent() const { return parent_; }
 
  private:
@@ -50,12 +51,20 @@ class Context {
  public:
   Context(const Environment& env, std::shared_ptr<Scope> scope, Limits limits)
       : env(env), scope(std::move(scope)), limits(limits) {}
+  ~Context();
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
 
   const Environment& env;
   std::shared_ptr<Scope> scope;  // innermost
   Limits limits;
   size_t steps = 0;
   size_t depth = 0;
+
+  // Macros hold their defining scope and scopes hold macros; namespaces may hold themselves. Both are
+  // registered here and emptied when the render ends, so these reference cycles never leak.
+  std::vector<std::shared_ptr<Scope>> macro_scopes;
+  std::vector<Value> namespaces;
 
   Value lookup(std::string_view name) const;
   void step();                          // counts one unit of work against max_steps

@@ -12,14 +12,6 @@
 namespace tfm::jinja {
 namespace {
 
-// The argument at a position or with a keyword, as Python binds them.
-Value arg(const Args& a, size_t i, const char* name, Value fallback = Value()) {
-  if (i < a.positional.size()) return a.positional[i];
-  for (const auto& [k, v] : a.keyword)
-    if (k == name) return v;
-  return fallback;
-}
-
 // Jinja2's attribute getter for map/selectattr/sort...: "a.b.0" walks attributes and items.
 Value get_path(const Value& v, const std::string& path) {
   Value cur = v;
@@ -120,8 +112,8 @@ std::optional<double> parse_float(const std::string& text) {
 }
 
 Value do_int(const Value& v, const Args& a) {
-  const Value fallback = arg(a, 0, "default", Value(int64_t{0}));
-  const int base = static_cast<int>(arg(a, 1, "base", Value(int64_t{10})).as_int());
+  const Value fallback = a.get(0, "default", Value(int64_t{0}));
+  const int base = static_cast<int>(a.get(1, "base", Value(int64_t{10})).as_int());
   if (v.is_number()) return v.is_float() ? Value(static_cast<int64_t>(v.as_double())) : Value(v.as_int());
   if (v.is_string()) {
     if (auto i = parse_int(v.as_string(), base)) return *i;
@@ -131,7 +123,7 @@ Value do_int(const Value& v, const Args& a) {
 }
 
 Value do_float(const Value& v, const Args& a) {
-  const Value fallback = arg(a, 0, "default", Value(0.0));
+  const Value fallback = a.get(0, "default", Value(0.0));
   if (v.is_number()) return v.as_double();
   if (v.is_string())
     if (auto d = parse_float(v.as_string())) return *d;
@@ -142,7 +134,7 @@ Value do_tojson(const Value& v, const Args& a) {
   // Jinja2's own tojson: keys sorted, and <, >, &, ' escaped for HTML.
   json::DumpOptions o;
   o.sort_keys = true;
-  const Value indent = arg(a, 0, "indent", Value(nullptr));
+  const Value indent = a.get(0, "indent", Value(nullptr));
   if (!indent.is_none()) {
     o.indent = static_cast<int>(indent.as_int());
     o.item_separator = ",";
@@ -171,11 +163,11 @@ Value do_tojson(const Value& v, const Args& a) {
 }
 
 Value do_indent(const Value& v, const Args& a) {
-  const Value w = arg(a, 0, "width", Value(int64_t{4}));
+  const Value w = a.get(0, "width", Value(int64_t{4}));
   const std::string indention =
       w.is_string() ? w.as_string() : std::string(static_cast<size_t>(w.as_int()), ' ');
-  const bool first = arg(a, 1, "first", Value(false)).truthy();
-  const bool blank = arg(a, 2, "blank", Value(false)).truthy();
+  const bool first = a.get(1, "first", Value(false)).truthy();
+  const bool blank = a.get(2, "blank", Value(false)).truthy();
   const std::vector<std::string> lines = pystr::splitlines(v.str() + "\n", false);
   std::string rv;
   if (blank) {
@@ -230,9 +222,9 @@ Value select(Context& ctx, const Value& seq, Args& a, bool keep, bool by_attribu
 
 Value do_map(Context& ctx, const Value& seq, Args& a) {
   std::vector<Value> out;
-  const Value attribute = arg(Args{{}, a.keyword}, 99, "attribute");
+  const Value attribute = a.get(SIZE_MAX, "attribute");
   if (!attribute.is_undefined()) {
-    const Value fallback = arg(Args{{}, a.keyword}, 99, "default");
+    const Value fallback = a.get(SIZE_MAX, "default");
     for (const auto& item : seq.iterate()) {
       Value v = get_path(item, attribute.str());
       out.push_back(v.is_undefined() && !fallback.is_undefined() ? fallback : v);
@@ -252,9 +244,9 @@ Value do_map(Context& ctx, const Value& seq, Args& a) {
 }
 
 Value do_sort(const Value& seq, const Args& a) {
-  const bool reverse = arg(a, 0, "reverse", Value(false)).truthy();
-  const bool case_sensitive = arg(a, 1, "case_sensitive", Value(false)).truthy();
-  const Value attribute = arg(a, 2, "attribute");
+  const bool reverse = a.get(0, "reverse", Value(false)).truthy();
+  const bool case_sensitive = a.get(1, "case_sensitive", Value(false)).truthy();
+  const Value attribute = a.get(2, "attribute");
   std::vector<Value> items = seq.iterate();
   std::vector<std::pair<Value, size_t>> keyed;
   for (size_t i = 0; i < items.size(); ++i)
@@ -268,8 +260,8 @@ Value do_sort(const Value& seq, const Args& a) {
 }
 
 Value do_min_max(const Value& seq, const Args& a, bool max) {
-  const bool case_sensitive = arg(a, 0, "case_sensitive", Value(false)).truthy();
-  const Value attribute = arg(a, 1, "attribute");
+  const bool case_sensitive = a.get(0, "case_sensitive", Value(false)).truthy();
+  const Value attribute = a.get(1, "attribute");
   const std::vector<Value> items = seq.iterate();
   if (items.empty()) return Value::undefined(std::string("No aggregated item, sequence was empty."));
   size_t best = 0;
@@ -344,15 +336,15 @@ void add_filters(Environment& env) {
   };
   f["attr"] = [](Context&, const Value& v, Args& a) {
     // Attributes only: a dict's members are items, not attributes, so only its methods are found.
-    const std::string name = arg(a, 0, "name").str();
+    const std::string name = a.get(0, "name").str();
     if (v.is_dict() && !v.is_namespace() && !get_attribute(make_dict(), name).is_callable())
       return Value::undefined("'dict object' has no attribute '" + name + "'");
     return get_attribute(v, name);
   };
   f["batch"] = [](Context&, const Value& v, Args& a) {
-    const int64_t n = arg(a, 0, "linecount").as_int();
+    const int64_t n = a.get(0, "linecount").as_int();
     if (n <= 0) throw_error("batch size must be positive");
-    const Value fill = arg(a, 1, "fill_with", Value(nullptr));
+    const Value fill = a.get(1, "fill_with", Value(nullptr));
     std::vector<Value> out, cur;
     for (const auto& item : v.iterate()) {
       cur.push_back(item);
@@ -367,20 +359,20 @@ void add_filters(Environment& env) {
   };
   f["capitalize"] = [](Context&, const Value& v, Args&) { return Value(pystr::capitalize(v.str())); };
   f["center"] = [](Context& ctx, const Value& v, Args& a) {
-    Args ca{{arg(a, 0, "width", Value(int64_t{80}))}, {}};
+    Args ca{{a.get(0, "width", Value(int64_t{80}))}, {}};
     return ctx.call(get_attribute(Value(v.str()), "center"), ca);
   };
   f["default"] = [](Context&, const Value& v, Args& a) {
-    const bool boolean = arg(a, 1, "boolean", Value(false)).truthy();
-    if (v.is_undefined() || (boolean && !v.truthy())) return arg(a, 0, "default_value", Value(""));
+    const bool boolean = a.get(1, "boolean", Value(false)).truthy();
+    if (v.is_undefined() || (boolean && !v.truthy())) return a.get(0, "default_value", Value(""));
     return v;
   };
   f["d"] = f["default"];
   f["dictsort"] = [](Context&, const Value& v, Args& a) {
     if (!v.is_dict()) throw_error("You can only sort by either \"key\" or \"value\" of a mapping");
-    const bool case_sensitive = arg(a, 0, "case_sensitive", Value(false)).truthy();
-    const std::string by = arg(a, 1, "by", Value("key")).str();
-    const bool reverse = arg(a, 2, "reverse", Value(false)).truthy();
+    const bool case_sensitive = a.get(0, "case_sensitive", Value(false)).truthy();
+    const std::string by = a.get(1, "by", Value("key")).str();
+    const bool reverse = a.get(2, "reverse", Value(false)).truthy();
     std::vector<Value> pairs;
     for (const auto& [k, x] : v.dict().items) pairs.push_back(Value({k, x}, true));
     const size_t pos = by == "value" ? 1 : 0;
@@ -418,8 +410,8 @@ void add_filters(Environment& env) {
     return Value(std::move(out));
   };
   f["join"] = [](Context& ctx, const Value& v, Args& a) {
-    const std::string sep = arg(a, 0, "d", Value("")).str();
-    const Value attribute = arg(a, 1, "attribute");
+    const std::string sep = a.get(0, "d", Value("")).str();
+    const Value attribute = a.get(1, "attribute");
     std::string out;
     const auto items = v.iterate();
     for (size_t i = 0; i < items.size(); ++i) {
@@ -443,8 +435,8 @@ void add_filters(Environment& env) {
   f["select"] = [](Context& ctx, const Value& v, Args& a) { return select(ctx, v, a, true, false); };
   f["selectattr"] = [](Context& ctx, const Value& v, Args& a) { return select(ctx, v, a, true, true); };
   f["replace"] = [](Context& ctx, const Value& v, Args& a) {
-    const Value count = arg(a, 2, "count", Value(nullptr));
-    std::string out = pystr::replace(v.str(), arg(a, 0, "old").str(), arg(a, 1, "new").str(),
+    const Value count = a.get(2, "count", Value(nullptr));
+    std::string out = pystr::replace(v.str(), a.get(0, "old").str(), a.get(1, "new").str(),
                                      count.is_none() ? -1 : count.as_int());
     ctx.check_size(out.size());
     return Value(std::move(out));
@@ -456,8 +448,8 @@ void add_filters(Environment& env) {
     return Value(std::move(items));
   };
   f["round"] = [](Context&, const Value& v, Args& a) {
-    const int64_t precision = arg(a, 0, "precision", Value(int64_t{0})).as_int();
-    const std::string method = arg(a, 1, "method", Value("common")).str();
+    const int64_t precision = a.get(0, "precision", Value(int64_t{0})).as_int();
+    const std::string method = a.get(1, "method", Value("common")).str();
     if (!v.is_number()) throw_error("type ", v.type_name(), " doesn't define __round__ method");
     if (method == "common")
       return v.is_float() ? Value(python_round(v.as_double(), precision)) : Value(v.as_int());
@@ -470,8 +462,8 @@ void add_filters(Environment& env) {
   f["string"] = f["safe"];
   f["sort"] = [](Context&, const Value& v, Args& a) { return do_sort(v, a); };
   f["sum"] = [](Context&, const Value& v, Args& a) {
-    const Value attribute = arg(a, 0, "attribute");
-    Value total = arg(a, 1, "start", Value(int64_t{0}));
+    const Value attribute = a.get(0, "attribute");
+    Value total = a.get(1, "start", Value(int64_t{0}));
     for (const auto& item : v.iterate()) {
       const Value x =
           attribute.is_undefined() || attribute.is_none() ? item : get_path(item, attribute.str());
@@ -485,11 +477,11 @@ void add_filters(Environment& env) {
   f["title"] = [](Context&, const Value& v, Args&) { return Value(jinja_title(v.str())); };
   f["tojson"] = [](Context&, const Value& v, Args& a) { return do_tojson(v, a); };
   f["trim"] = [](Context&, const Value& v, Args& a) {
-    return Value(pystr::strip(v.str(), arg(a, 0, "chars", Value(nullptr)), true, true));
+    return Value(pystr::strip(v.str(), a.get(0, "chars", Value(nullptr)), true, true));
   };
   f["unique"] = [](Context&, const Value& v, Args& a) {
-    const bool case_sensitive = arg(a, 0, "case_sensitive", Value(false)).truthy();
-    const Value attribute = arg(a, 1, "attribute");
+    const bool case_sensitive = a.get(0, "case_sensitive", Value(false)).truthy();
+    const Value attribute = a.get(1, "attribute");
     std::vector<Value> out, seen;
     for (const auto& item : v.iterate()) {
       Value k = sort_key(item, case_sensitive, attribute);
@@ -527,7 +519,8 @@ void add_tests(Environment& env) {
   t["mapping"] = [](Context&, const Value& v, Args&) { return v.is_dict() && !v.is_namespace(); };
   t["iterable"] = [](Context&, const Value& v, Args&) { return v.is_iterable() && !v.is_namespace(); };
   t["sequence"] = [](Context&, const Value& v, Args&) { return v.is_iterable() && !v.is_namespace(); };
-  t["callable"] = [](Context&, const Value& v, Args&) { return v.is_callable(); };
+  // Jinja2's Undefined has a __call__ (that raises), so it counts as callable.
+  t["callable"] = [](Context&, const Value& v, Args&) { return v.is_callable() || v.is_undefined(); };
   t["escaped"] = [](Context&, const Value&, Args&) { return false; };
   t["lower"] = [](Context&, const Value& v, Args&) {
     const std::string s = v.str();
@@ -540,24 +533,24 @@ void add_tests(Environment& env) {
   t["even"] = [](Context&, const Value& v, Args&) { return v.as_int() % 2 == 0; };
   t["odd"] = [](Context&, const Value& v, Args&) { return v.as_int() % 2 != 0; };
   t["divisibleby"] = [](Context&, const Value& v, Args& a) {
-    const int64_t n = arg(a, 0, "num").as_int();
+    const int64_t n = a.get(0, "num").as_int();
     if (n == 0) throw_error("integer division or modulo by zero");
     return v.as_int() % n == 0;
   };
-  t["eq"] = [](Context&, const Value& v, Args& a) { return v == arg(a, 0, "other"); };
+  t["eq"] = [](Context&, const Value& v, Args& a) { return v == a.get(0, "other"); };
   t["equalto"] = t["=="] = t["eq"];
-  t["ne"] = [](Context&, const Value& v, Args& a) { return !(v == arg(a, 0, "other")); };
+  t["ne"] = [](Context&, const Value& v, Args& a) { return !(v == a.get(0, "other")); };
   t["!="] = t["ne"];
-  t["lt"] = [](Context&, const Value& v, Args& a) { return v.less(arg(a, 0, "other")); };
+  t["lt"] = [](Context&, const Value& v, Args& a) { return v.less(a.get(0, "other")); };
   t["lessthan"] = t["<"] = t["lt"];
-  t["gt"] = [](Context&, const Value& v, Args& a) { return arg(a, 0, "other").less(v); };
+  t["gt"] = [](Context&, const Value& v, Args& a) { return a.get(0, "other").less(v); };
   t["greaterthan"] = t[">"] = t["gt"];
-  t["le"] = [](Context&, const Value& v, Args& a) { return !arg(a, 0, "other").less(v); };
+  t["le"] = [](Context&, const Value& v, Args& a) { return !a.get(0, "other").less(v); };
   t["<="] = t["le"];
-  t["ge"] = [](Context&, const Value& v, Args& a) { return !v.less(arg(a, 0, "other")); };
+  t["ge"] = [](Context&, const Value& v, Args& a) { return !v.less(a.get(0, "other")); };
   t[">="] = t["ge"];
-  t["in"] = [](Context&, const Value& v, Args& a) { return contains(arg(a, 0, "seq"), v); };
-  t["sameas"] = [](Context&, const Value& v, Args& a) { return same_as(v, arg(a, 0, "other")); };
+  t["in"] = [](Context&, const Value& v, Args& a) { return contains(a.get(0, "seq"), v); };
+  t["sameas"] = [](Context&, const Value& v, Args& a) { return same_as(v, a.get(0, "other")); };
   t["filter"] = [](Context& ctx, const Value& v, Args&) { return ctx.env.filters.count(v.str()) > 0; };
   t["test"] = [](Context& ctx, const Value& v, Args&) { return ctx.env.tests.count(v.str()) > 0; };
 }
@@ -565,10 +558,13 @@ void add_tests(Environment& env) {
 void add_globals(Environment& env) {
   env.globals["range"] = Value::callable("range", range);
   env.globals["dict"] = Value::callable("dict", [](Context&, Args& a) { return dict_from_args(a, false); });
-  env.globals["namespace"] =
-      Value::callable("namespace", [](Context&, Args& a) { return dict_from_args(a, true); });
+  env.globals["namespace"] = Value::callable("namespace", [](Context& ctx, Args& a) {
+    Value ns = dict_from_args(a, true);
+    ctx.namespaces.push_back(ns);
+    return ns;
+  });
   env.globals["joiner"] = Value::callable("joiner", [](Context&, Args& a) {
-    const std::string sep = arg(a, 0, "sep", Value(", ")).str();
+    const std::string sep = a.get(0, "sep", Value(", ")).str();
     auto used = std::make_shared<bool>(false);
     return Value::callable("joiner", [sep, used](Context&, Args&) {
       if (!*used) {

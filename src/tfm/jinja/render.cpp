@@ -1,6 +1,7 @@
 // Evaluation of expressions and rendering of nodes, with Python's semantics for operators.
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "tfm/core/error.h"
 #include "tfm/jinja/ast.h"
@@ -143,10 +144,23 @@ std::optional<int64_t> slice_part(Context& ctx, const ExprPtr& e) {
   return v.as_int();
 }
 
-Value make_loop(size_t i, const std::vector<Value>& items, const Value& cycle) {
+// The `loop` variable of one iteration: a callable (loop(children) in a recursive loop) with attributes.
+Value make_loop(size_t i, const std::vector<Value>& items, int depth, Function recurse,
+                const std::shared_ptr<std::optional<Value>>& last_changed) {
   const auto n = static_cast<int64_t>(items.size());
   const auto k = static_cast<int64_t>(i);
-  std::vector<std::pair<Value, Value>> f{
+  const Value cycle = Value::callable("cycle", [k](Context&, Args& args) -> Value {
+    if (args.positional.empty()) throw_error("no items for cycling given");
+    return args.positional[static_cast<size_t>(k) % args.positional.size()];
+  });
+  const Value changed = Value::callable("changed", [last_changed](Context&, Args& args) -> Value {
+    Value now(args.positional);
+    if (*last_changed && **last_changed == now) return false;
+    *last_changed = std::move(now);
+    return true;
+  });
+  auto attributes = std::make_shared<DictData>();
+  attributes->items = {
       {"index", k + 1},
       {"index0", k},
       {"revindex", n - k},
@@ -154,13 +168,14 @@ Value make_loop(size_t i, const std::vector<Value>& items, const Value& cycle) {
       {"first", k == 0},
       {"last", k == n - 1},
       {"length", n},
-      {"depth", 1},
-      {"depth0", 0},
+      {"depth", depth},
+      {"depth0", depth - 1},
       {"previtem", k > 0 ? items[i - 1] : Value::undefined("there is no previous item")},
       {"nextitem", k + 1 < n ? items[i + 1] : Value::undefined("there is no next item")},
       {"cycle", cycle},
+      {"changed", changed},
   };
-  return make_dict(std::move(f));
+  return Value::callable("loop", std::move(recurse), std::move(attributes));
 }
 
 }  // namespace
@@ -346,8 +361,10 @@ void assign(Context& ctx, const std::vector<Target>& targets, const Value& value
 }
 
 Flow ForNode::do_render(Context& ctx, std::string& out) const {
-  if (recursive) throw_error("recursive for loops are not supported");
-  const Value seq = iterable->evaluate(ctx);
+  return run(ctx, iterable->evaluate(ctx), 1, out);
+}
+
+Flow ForNode::run(Context& ctx, const Value& seq, int depth, std::string& out) const {
   std::vector<Value> items = seq.iterate();
   if (filter) {
     std::vector<Value> kept;
@@ -363,15 +380,25 @@ Flow ForNode::do_render(Context& ctx, std::string& out) const {
     ScopeGuard guard(ctx, std::make_shared<Scope>(ctx.scope));
     return render_body(otherwise, ctx, out);
   }
+  Function recurse = [this, depth](Context& c, Args& args) -> Value {
+    if (!recursive) throw_error("The loop must have the 'recursive' marker to be called recursively.");
+    if (args.positional.size() != 1) throw_error("loop() takes exactly one argument");
+    if (c.depth >= c.limits.max_depth)
+      throw_error("recursive loop nested more than ", c.limits.max_depth, " deep (endless recursion?)");
+    ++c.depth;
+    struct DepthGuard {
+      Context& c;
+      ~DepthGuard() { --c.depth; }
+    } depth_guard{c};
+    std::string text;
+    run(c, args.positional[0], depth + 1, text);
+    return text;
+  };
+  const auto last_changed = std::make_shared<std::optional<Value>>();
   for (size_t i = 0; i < items.size(); ++i) {
     ctx.step();
     ScopeGuard guard(ctx, std::make_shared<Scope>(ctx.scope));
-    const auto index = static_cast<int64_t>(i);
-    const Value cycle = Value::callable("cycle", [index](Context&, Args& args) -> Value {
-      if (args.positional.empty()) throw_error("no items for cycling given");
-      return args.positional[static_cast<size_t>(index) % args.positional.size()];
-    });
-    ctx.scope->set("loop", make_loop(i, items, cycle));
+    ctx.scope->set("loop", make_loop(i, items, depth, recurse, last_changed));
     assign(ctx, targets, items[i], line);
     if (render_body(body, ctx, out) == Flow::break_loop) break;
   }
@@ -394,6 +421,7 @@ Flow BlockSetNode::do_render(Context& ctx, std::string&) const {
 
 Value MacroNode::make_macro(Context& ctx, const Value& caller) const {
   std::shared_ptr<Scope> closure = ctx.scope;
+  ctx.macro_scopes.push_back(closure);
   return Value::callable(name, [this, closure, caller](Context& c, Args& args) -> Value {
     if (c.depth >= c.limits.max_depth)
       throw_error("macro calls nested more than ", c.limits.max_depth, " deep (endless recursion?)");

@@ -56,8 +56,7 @@ std::vector<std::string> split(std::string_view s, const Value& sep, int64_t max
       if (maxsplit >= 0 && static_cast<int64_t>(out.size()) == maxsplit) {
         std::string rest;
         for (size_t k = i; k < cs.size(); ++k) rest += cs[k];
-        // Python keeps the remainder as is, but trailing whitespace is stripped.
-        out.push_back(strip(rest, Value(nullptr), false, true));
+        out.push_back(std::move(rest));  // Python keeps the remainder as it is
         break;
       }
       std::string word;
@@ -94,7 +93,7 @@ std::vector<std::string> rsplit(std::string_view s, const Value& sep, int64_t ma
     }
     std::string head;
     for (size_t i = 0; i < e; ++i) head += cs[i];
-    std::vector<std::string> out{strip(head, Value(nullptr), true, true)};
+    std::vector<std::string> out{strip(head, Value(nullptr), false, true)};
     out.insert(out.end(), words.end() - maxsplit, words.end());
     return out;
   }
@@ -213,6 +212,15 @@ std::string title(std::string_view s) {
     const utf8proc_int32_t r = cased ? (prev_cased ? utf8proc_tolower(cp) : utf8proc_totitle(cp)) : cp;
     prev_cased = cased;
     return r;
+  });
+}
+
+std::string swapcase(std::string_view s) {
+  return map_code_points(s, [](utf8proc_int32_t cp) {
+    const auto cat = utf8proc_category(cp);
+    if (cat == UTF8PROC_CATEGORY_LU || cat == UTF8PROC_CATEGORY_LT) return utf8proc_tolower(cp);
+    if (cat == UTF8PROC_CATEGORY_LL) return utf8proc_toupper(cp);
+    return cp;
   });
 }
 

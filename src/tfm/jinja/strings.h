@@ -19,6 +19,7 @@ std::string upper(std::string_view s);
 std::string lower(std::string_view s);
 std::string title(std::string_view s);       // str.title()
 std::string capitalize(std::string_view s);  // str.capitalize()
+std::string swapcase(std::string_view s);
 // Python's format(value, spec) for the common specs: fill, align, sign, width, precision, s/d/f/e/g/x/%.
 std::string format_value(const Value& v, std::string_view spec);
 // str.format(*args, **kwargs).

@@ -7,6 +7,17 @@
 
 namespace tfm::jinja {
 
+Value Args::get(size_t i, std::string_view name, Value fallback) const {
+  if (i < positional.size()) return positional[i];
+  for (const auto& [k, v] : keyword)
+    if (k == name) return v;
+  return fallback;
+}
+
+Value Args::get(size_t i, std::string_view name) const {
+  return get(i, name, Value());
+}
+
 Value::Value() {
   static const auto plain = std::make_shared<const UndefinedData>();
   v_ = plain;
@@ -39,9 +50,10 @@ Value Value::undefined(std::string message) {
   return v;
 }
 
-Value Value::callable(std::string name, Function function) {
+Value Value::callable(std::string name, Function function, std::shared_ptr<const DictData> attributes) {
   Value v;
-  v.v_ = std::make_shared<const CallableData>(CallableData{std::move(name), std::move(function)});
+  v.v_ = std::make_shared<const CallableData>(
+      CallableData{std::move(name), std::move(function), std::move(attributes)});
   return v;
 }
 
@@ -101,13 +113,19 @@ void Value::fail_undefined() const {
   throw Error(m.empty() ? "'Undefined' is undefined" : m);
 }
 
+void Value::wrong_type(const char* expected) const {
+  if (is_undefined()) fail_undefined();
+  throw_error("expected ", expected, ", got ", type_name());
+}
+
 int64_t Value::as_int() const {
   if (is_bool()) return as_bool() ? 1 : 0;
-  return std::get<int64_t>(v_);
+  return get<int64_t>("int");
 }
 
 double Value::as_double() const {
   if (is_float()) return std::get<double>(v_);
+  if (!is_number()) wrong_type("a number");
   return static_cast<double>(as_int());
 }
 

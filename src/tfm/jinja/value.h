@@ -23,6 +23,9 @@ class Context;
 struct Args {
   std::vector<Value> positional;
   std::vector<std::pair<std::string, Value>> keyword;
+  // The argument at position i or with keyword `name` (as Python binds them), else the fallback.
+  Value get(size_t i, std::string_view name, Value fallback) const;
+  Value get(size_t i, std::string_view name) const;  // undefined when absent
 };
 
 using Function = std::function<Value(Context&, Args&)>;
@@ -49,6 +52,7 @@ struct UndefinedData {
 struct CallableData {
   std::string name;
   Function function;
+  std::shared_ptr<const DictData> attributes;  // a callable with attributes: the `loop` of a for loop
 };
 
 class Value {
@@ -68,7 +72,8 @@ class Value {
   Value(std::shared_ptr<DictData> dict) : v_(std::move(dict)) {}
 
   static Value undefined(std::string message);
-  static Value callable(std::string name, Function function);
+  static Value callable(std::string name, Function function,
+                        std::shared_ptr<const DictData> attributes = nullptr);
   static Value from_json(const json::Value& j);
 
   Kind kind() const { return static_cast<Kind>(v_.index()); }
@@ -87,16 +92,17 @@ class Value {
   int nesting() const;  // 0 for scalars, 1 for a flat list or dict
   bool is_iterable() const { return is_string() || is_list() || is_dict() || is_undefined(); }
 
-  bool as_bool() const { return std::get<bool>(v_); }
+  // Typed access; the wrong type throws tfm::Error ("expected str, got int").
+  bool as_bool() const { return get<bool>("bool"); }
   int64_t as_int() const;    // ints and bools
   double as_double() const;  // ints, bools and floats
-  const std::string& as_string() const { return std::get<std::string>(v_); }
-  const std::vector<Value>& items() const { return std::get<std::shared_ptr<ListData>>(v_)->items; }
-  const DictData& dict() const { return *std::get<std::shared_ptr<DictData>>(v_); }
-  DictData& mutable_dict() const { return *std::get<std::shared_ptr<DictData>>(v_); }
-  const CallableData& callable_data() const { return *std::get<std::shared_ptr<const CallableData>>(v_); }
+  const std::string& as_string() const { return get<std::string>("str"); }
+  const std::vector<Value>& items() const { return get<std::shared_ptr<ListData>>("list")->items; }
+  const DictData& dict() const { return *get<std::shared_ptr<DictData>>("dict"); }
+  DictData& mutable_dict() const { return *get<std::shared_ptr<DictData>>("dict"); }
+  const CallableData& callable_data() const { return *get<std::shared_ptr<const CallableData>>("function"); }
   const std::string& undefined_message() const {
-    return std::get<std::shared_ptr<const UndefinedData>>(v_)->message;
+    return get<std::shared_ptr<const UndefinedData>>("undefined")->message;
   }
   // Throws the error an undefined value gives when it is used (called, indexed, added...).
   [[noreturn]] void fail_undefined() const;
@@ -112,6 +118,13 @@ class Value {
   bool less(const Value& other) const;
 
  private:
+  template <typename T>
+  const T& get(const char* expected) const {
+    if (const T* p = std::get_if<T>(&v_)) return *p;
+    wrong_type(expected);
+  }
+  [[noreturn]] void wrong_type(const char* expected) const;
+
   std::variant<std::shared_ptr<const UndefinedData>, std::monostate, bool, int64_t, double, std::string,
                std::shared_ptr<ListData>, std::shared_ptr<DictData>, std::shared_ptr<const CallableData>>
       v_;

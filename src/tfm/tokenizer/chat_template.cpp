@@ -40,24 +40,17 @@ std::string strftime_now(const std::string& format) {
   return out;
 }
 
-jinja::Value arg(const jinja::Args& a, size_t i, const char* name, jinja::Value fallback) {
-  if (i < a.positional.size()) return a.positional[i];
-  for (const auto& [k, v] : a.keyword)
-    if (k == name) return v;
-  return fallback;
-}
-
 // Transformers' tojson: json.dumps(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False).
 jinja::Value tojson(jinja::Context&, const jinja::Value& v, jinja::Args& a) {
   json::DumpOptions o;
-  o.ensure_ascii = arg(a, 0, "ensure_ascii", false).truthy();
-  const jinja::Value indent = arg(a, 1, "indent", nullptr);
+  o.ensure_ascii = a.get(0, "ensure_ascii", false).truthy();
+  const jinja::Value indent = a.get(1, "indent", nullptr);
   if (!indent.is_none()) {
     check(indent.is_int(), "tojson: indent must be an integer");
     o.indent = static_cast<int>(indent.as_int());
     o.item_separator = ",";
   }
-  const jinja::Value separators = arg(a, 2, "separators", nullptr);
+  const jinja::Value separators = a.get(2, "separators", nullptr);
   if (!separators.is_none()) {
     check(separators.is_list() && separators.items().size() == 2 && separators.items()[0].is_string() &&
               separators.items()[1].is_string(),
@@ -65,7 +58,7 @@ jinja::Value tojson(jinja::Context&, const jinja::Value& v, jinja::Args& a) {
     o.item_separator = separators.items()[0].as_string();
     o.key_separator = separators.items()[1].as_string();
   }
-  o.sort_keys = arg(a, 3, "sort_keys", false).truthy();
+  o.sort_keys = a.get(3, "sort_keys", false).truthy();
   return json::dump(v.to_json(), o);
 }
 
@@ -118,10 +111,10 @@ jinja::Environment make_environment() {
   env.filters["tojson"] = tojson;
   env.globals["raise_exception"] =
       jinja::Value::callable("raise_exception", [](jinja::Context&, jinja::Args& a) -> jinja::Value {
-        throw_error(arg(a, 0, "message", jinja::Value()).str());
+        throw_error(a.get(0, "message", jinja::Value()).str());
       });
   env.globals["strftime_now"] = jinja::Value::callable("strftime_now", [](jinja::Context&, jinja::Args& a) {
-    const jinja::Value format = arg(a, 0, "format", jinja::Value());
+    const jinja::Value format = a.get(0, "format", jinja::Value());
     check(format.is_string(), "strftime_now: the format must be a string");
     return jinja::Value(strftime_now(format.as_string()));
   });
@@ -175,6 +168,21 @@ ChatTemplates load_chat_templates(const std::string& model_dir, const json::Valu
     t.single = c->as_string();
   }
   return t;
+}
+
+json::Value read_tokenizer_config(const std::string& model_dir) {
+  const fs::path dir(model_dir);
+  json::Value config = json::Object{};
+  if (fs::is_regular_file(dir / "tokenizer_config.json")) {
+    config = json::parse_file((dir / "tokenizer_config.json").string());
+    check(config.is_object(), (dir / "tokenizer_config.json").string(), ": expected a JSON object");
+  }
+  if (!config.contains("added_tokens_decoder") && fs::is_regular_file(dir / "special_tokens_map.json")) {
+    const json::Value map = json::parse_file((dir / "special_tokens_map.json").string());
+    check(map.is_object(), (dir / "special_tokens_map.json").string(), ": expected a JSON object");
+    for (const auto& [key, value] : map.as_object()) config.set(key, value);
+  }
+  return config;
 }
 
 std::string select_chat_template(const ChatTemplates& templates, const ChatTemplateInputs& inputs) {
@@ -252,6 +260,9 @@ std::string render_chat_template(const std::string& source, const json::Value& t
     for (const auto& doc : inputs.documents->as_array())
       check(doc.is_object(), "documents should be a list of dicts with 'title' and 'text' keys");
   }
+  for (const auto& [k, v] : inputs.variables)
+    check(k != "messages" && k != "tools" && k != "documents" && k != "add_generation_prompt",
+          "apply_chat_template got multiple values for '", k, "'");
   json::Value messages = inputs.messages;
   std::string final_text;
   if (inputs.continue_final_message) {

@@ -43,6 +43,10 @@ struct ChatTemplateInputs {
   std::optional<std::string> chat_template;
 };
 
+// A folder's tokenizer_config.json (an empty object when absent). Without "added_tokens_decoder" (a legacy
+// config), special_tokens_map.json's entries override it, as Transformers merges them.
+json::Value read_tokenizer_config(const std::string& model_dir);
+
 // The template source Transformers' get_chat_template picks. Throws when there is none.
 std::string select_chat_template(const ChatTemplates& templates, const ChatTemplateInputs& inputs);
 
