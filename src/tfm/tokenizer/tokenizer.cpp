@@ -57,16 +57,10 @@ Tokenizer Tokenizer::from_json(const json::Value& v) {
 }
 
 void Tokenizer::add_token(AddedToken token) {
+  // As the Rust library: a token already there keeps its id and takes the new settings.
   if (const AddedToken* existing = added_->find(token.content)) {
-    // As the Rust library: an existing token keeps its settings, but adding it as special marks it special.
-    if (token.special && !existing->special) {
-      AddedToken marked = *existing;
-      marked.special = true;
-      added_->add(marked);
-    }
-    return;
-  }
-  if (auto id = model_->vocab().find(token.content)) {
+    token.id = existing->id;
+  } else if (auto id = model_->vocab().find(token.content)) {
     token.id = *id;
   } else {  // the next id after the vocabulary and the added tokens beyond it
     int32_t next = static_cast<int32_t>(model_->vocab().size());

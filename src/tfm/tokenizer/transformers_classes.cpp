@@ -82,7 +82,8 @@ const TokenizerClass kClasses[] = {
     {"LlamaTokenizer", {"<s>", "</s>", "<unk>", {}, {}, {}, {}, {}}, rebuild_llama},
     {"Qwen2Tokenizer",
      {{}, "<|endoftext|>", "<|endoftext|>", {}, "<|endoftext|>", {}, {}, {}},
-     rebuild_qwen2},
+     rebuild_qwen2,
+     true},
     {"GPT2Tokenizer", {"<|endoftext|>", "<|endoftext|>", "<|endoftext|>", {}, {}, {}, {}, {}}, rebuild_gpt2},
     {"GemmaTokenizer", {"<bos>", "<eos>", "<unk>", {}, "<pad>", {}, "<mask>", {}}, rebuild_gemma},
 };
