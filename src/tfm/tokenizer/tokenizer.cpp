@@ -128,22 +128,7 @@ std::string Tokenizer::decode(const std::vector<int64_t>& ids, bool skip_special
     for (size_t i = 0; i < tokens.size(); ++i) text += (i ? " " : "") + tokens[i];
   }
   // Transformers skips its cleanup for BPE models, where it would remove real spaces.
-  if (clean_up_tokenization_spaces_ && !model_is_bpe_) {
-    static const std::pair<std::string_view, std::string_view> kRules[] = {
-        {" .", "."},     {" ?", "?"},   {" !", "!"},   {" ,", ","},     {" ' ", "'"},
-        {" n't", "n't"}, {" 'm", "'m"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}};
-    for (const auto& [from, to] : kRules) {
-      std::string out;
-      size_t last = 0;
-      for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, last)) {
-        out.append(text, last, at - last);
-        out.append(to);
-        last = at + from.size();
-      }
-      out.append(text, last, std::string::npos);
-      text = std::move(out);
-    }
-  }
+  if (clean_up_tokenization_spaces_ && !model_is_bpe_) text = clean_up_tokenization(std::move(text), false);
   return text;
 }
 
