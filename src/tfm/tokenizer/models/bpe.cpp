@@ -61,11 +61,14 @@ class Bpe : public Model {
     std::vector<int32_t> result = merge_word(piece);
     ids.insert(ids.end(), result.begin(), result.end());
     std::unique_lock lock(cache_mutex_);
-    if (cache_.size() < kCacheCapacity) cache_.emplace(std::string(piece), std::move(result));
+    if (cache_.size() < kCacheCapacity && piece.size() < kMaxCachedPiece)
+      cache_.emplace(std::string(piece), std::move(result));
   }
 
  private:
   static constexpr size_t kCacheCapacity = 10000;
+  static constexpr size_t kMaxCachedPiece =
+      256;  // long pieces (a whole text without pre-tokenizer) rarely repeat
 
   struct Symbol {
     int32_t id;
