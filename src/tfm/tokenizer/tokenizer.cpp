@@ -47,7 +47,7 @@ Tokenizer Tokenizer::from_json(const json::Value& v) {
       try {
         AddedToken token = AddedToken::from_json(added[i]);
         check(token.id >= 0, "missing or negative 'id'");
-        t.added_->add(token);
+        t.added_->add(token, t.match_text(token));
       } catch (const Error& e) {
         throw_error("added_tokens[", i, "]: ", e.what());
       }
@@ -67,7 +67,13 @@ void Tokenizer::add_token(AddedToken token) {
     for (const AddedToken& a : added_->tokens()) next = std::max(next, a.id + 1);
     token.id = next;
   }
-  added_->add(token);
+  added_->add(token, match_text(token));
+}
+
+std::string Tokenizer::match_text(const AddedToken& token) const {
+  std::string text = token.content;
+  if (token.normalized && normalizer_) normalizer_->normalize(text);
+  return text;
 }
 
 void Tokenizer::encode_text(std::string_view text, bool at_start, std::vector<int32_t>& ids) const {
@@ -115,7 +121,7 @@ std::string Tokenizer::decode(const std::vector<int64_t>& ids, bool skip_special
   for (int64_t id : ids) {
     if (id < 0 || id > INT32_MAX) continue;
     if (const AddedToken* a = added_->find(static_cast<int32_t>(id))) {
-      if (!(skip_special_tokens && a->special)) tokens.push_back(a->content);
+      if (!(skip_special_tokens && a->special)) tokens.push_back(added_->text(*a));
     } else if (const std::string* t = model_->vocab().token(static_cast<int32_t>(id))) {
       tokens.push_back(*t);
     }
@@ -140,7 +146,7 @@ std::optional<int64_t> Tokenizer::token_to_id(std::string_view token) const {
 
 std::optional<std::string> Tokenizer::id_to_token(int64_t id) const {
   if (id < 0 || id > INT32_MAX) return std::nullopt;
-  if (const AddedToken* a = added_->find(static_cast<int32_t>(id))) return a->content;
+  if (const AddedToken* a = added_->find(static_cast<int32_t>(id))) return added_->text(*a);
   if (const std::string* t = model_->vocab().token(static_cast<int32_t>(id))) return *t;
   return std::nullopt;
 }
