@@ -48,7 +48,9 @@ TEST_P(Family, MatchesTransformers) {
 INSTANTIATE_TEST_SUITE_P(Families, Family,
                          ::testing::Values("unigram_metaspace", "unigram_bytes", "wordpiece_bert",
                                            "bpe_byte_fallback", "byte_level_bpe", "bpe_suffix",
-                                           "word_level_splits", "metaspace_always", "unigram_precompiled"));
+                                           "word_level_splits", "metaspace_always", "unigram_precompiled",
+                                           "class_llama_first", "class_llama_no_prefix", "class_gemma",
+                                           "class_gpt2", "class_qwen2", "class_gpt_neox"));
 
 }  // namespace
 }  // namespace tfm::tokenizer

@@ -70,6 +70,12 @@ TEST_P(ShippedTokenizer, DecodesArbitraryIds) {
   }
 }
 
+TEST_P(ShippedTokenizer, LongText) {
+  const auto tok = AutoTokenizer::from_pretrained(testing::shipped_tokenizer(GetParam()));
+  const json::Value rec = testing::reference(GetParam()).at("transformers");
+  EXPECT_EQ(tok.encode(rec.at("long_text").as_string()), ids_of(rec.at("long_ids")));
+}
+
 std::optional<int64_t> optional_id(const json::Value& v) {
   return v.is_null() ? std::nullopt : std::optional<int64_t>(v.as_int());
 }

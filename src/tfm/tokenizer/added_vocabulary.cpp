@@ -18,22 +18,28 @@ AddedToken AddedToken::from_json(const json::Value& v) {
   return t;
 }
 
-void AddedVocabulary::add(const AddedToken& token) {
+void AddedVocabulary::add(const AddedToken& token, std::string match_text) {
+  if (!match_text.empty()) first_bytes_.set(static_cast<unsigned char>(match_text[0]));
   if (auto it = by_content_.find(token.content); it != by_content_.end()) {
     by_id_.erase(tokens_[it->second].id);
     tokens_[it->second] = token;
+    match_[it->second] = std::move(match_text);
     by_id_[token.id] = it->second;
     return;
   }
   by_content_[token.content] = tokens_.size();
   by_id_[token.id] = tokens_.size();
   tokens_.push_back(token);
-  first_bytes_.set(static_cast<unsigned char>(token.content[0]));
+  match_.push_back(std::move(match_text));
 }
 
 const AddedToken* AddedVocabulary::find(std::string_view content) const {
   auto it = by_content_.find(std::string(content));
   return it == by_content_.end() ? nullptr : &tokens_[it->second];
+}
+
+const std::string& AddedVocabulary::text(const AddedToken& token) const {
+  return match_[&token - tokens_.data()];
 }
 
 const AddedToken* AddedVocabulary::find(int32_t id) const {
@@ -70,17 +76,21 @@ std::vector<Segment> AddedVocabulary::split(std::string_view text, bool normaliz
       continue;
     }
     const AddedToken* best = nullptr;  // the longest token that matches here
-    for (const AddedToken& t : tokens_) {
-      if (t.normalized != normalized || (t.special && !match_special)) continue;
-      if ((!best || t.content.size() > best->content.size()) &&
-          text.compare(pos, t.content.size(), t.content) == 0)
+    size_t best_size = 0;
+    for (size_t i = 0; i < tokens_.size(); ++i) {
+      const AddedToken& t = tokens_[i];
+      const std::string& m = match_[i];
+      if (t.normalized != normalized || (t.special && !match_special) || m.empty()) continue;
+      if (m.size() > best_size && text.compare(pos, m.size(), m) == 0) {
         best = &t;
+        best_size = m.size();
+      }
     }
     if (!best) {
       ++pos;
       continue;
     }
-    size_t start = pos, stop = pos + best->content.size();
+    size_t start = pos, stop = pos + best_size;
     if (best->single_word) {
       const bool starts_word = start == 0 || !is_word_char(last_char(text.substr(0, start)));
       size_t p = stop;

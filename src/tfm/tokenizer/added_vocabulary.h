@@ -33,10 +33,13 @@ struct Segment {
 
 class AddedVocabulary {
  public:
-  // Adds a token; one with the same content is replaced.
-  void add(const AddedToken& token);
+  // Adds a token; one with the same content is replaced. A token with `normalized` set is looked for as
+  // `match_text` (its content through the normalizer), others as their content.
+  void add(const AddedToken& token, std::string match_text);
   const AddedToken* find(std::string_view content) const;
   const AddedToken* find(int32_t id) const;
+  // The token as the Rust library gives it back (decode, id_to_token): normalized tokens in normalized form.
+  const std::string& text(const AddedToken& token) const;
   const std::vector<AddedToken>& tokens() const { return tokens_; }
 
   // Splits text at the tokens whose `normalized` flag equals `normalized` (special ones only when
@@ -45,6 +48,7 @@ class AddedVocabulary {
 
  private:
   std::vector<AddedToken> tokens_;
+  std::vector<std::string> match_;  // what split looks for, per token
   std::unordered_map<std::string, size_t> by_content_;
   std::unordered_map<int32_t, size_t> by_id_;
   std::bitset<256> first_bytes_;  // lets split skip positions no token can start at

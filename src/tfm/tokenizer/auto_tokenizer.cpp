@@ -72,21 +72,25 @@ SpecialTokens read_special_tokens(const json::Value& config, const SpecialTokens
 // added_tokens_decoder of the config, with tokenizer.json's added_tokens over it, in id order.
 std::vector<AddedToken> declared_added_tokens(const json::Value& config, const json::Value& tokenizer_json) {
   std::map<int64_t, AddedToken> by_id;
-  const json::Value* decoder = config.find("added_tokens_decoder");
-  if (!decoder || !decoder->is_object()) return {};
-  for (const auto& [index, entry] : decoder->as_object()) {
-    try {
-      AddedToken t = AddedToken::from_json(entry);
-      by_id[std::stoll(index)] = t;
-    } catch (const std::exception& e) {
-      throw_error("tokenizer_config.json: added_tokens_decoder[\"", index, "\"]: ", e.what());
+  if (const json::Value* decoder = config.find("added_tokens_decoder"); decoder && decoder->is_object()) {
+    for (const auto& [index, entry] : decoder->as_object()) {
+      try {
+        by_id[std::stoll(index)] = AddedToken::from_json(entry);
+      } catch (const std::exception& e) {
+        throw_error("tokenizer_config.json: added_tokens_decoder[\"", index, "\"]: ", e.what());
+      }
     }
   }
-  if (const json::Value* added = tokenizer_json.find("added_tokens"); added && added->is_array())
-    for (const json::Value& entry : added->as_array()) {
-      AddedToken t = AddedToken::from_json(entry);
-      by_id[t.id] = t;
+  if (const json::Value* added = tokenizer_json.find("added_tokens"); added && added->is_array()) {
+    for (size_t i = 0; i < added->size(); ++i) {
+      try {
+        const AddedToken t = AddedToken::from_json((*added)[i]);
+        by_id[t.id] = t;
+      } catch (const Error& e) {
+        throw_error("tokenizer.json: added_tokens[", i, "]: ", e.what());
+      }
     }
+  }
   std::vector<AddedToken> out;
   for (auto& [id, t] : by_id) out.push_back(std::move(t));
   return out;
@@ -129,7 +133,10 @@ Tokenizer AutoTokenizer::from_pretrained(const std::string& dir) {
 
   t.special_ = read_special_tokens(config, cls ? cls->defaults : SpecialTokens{});
   for (const AddedToken& a : declared) t.add_token(a);
+  // Special tokens the added vocabulary lacks join it (Qwen2Tokenizer re-adds them all, resetting the
+  // lstrip / rstrip of those already there).
   for (const std::string& name : t.all_special_tokens()) {
+    if (t.added_->find(name) && !(cls && cls->readds_special_tokens)) continue;
     AddedToken a;
     a.content = name;
     a.special = true;

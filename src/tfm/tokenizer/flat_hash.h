@@ -38,15 +38,17 @@ class StringIdTable {
     slots_.assign(table_capacity(n), Slot{});
     mask_ = slots_.size() - 1;
   }
-  // Inserts or replaces; key_of(id) must return the string of every id inserted.
+  // Inserts or replaces, returning the id replaced (-1 if none); key_of(id) must return the string of every
+  // id inserted.
   template <typename KeyOf>
-  void insert(std::string_view key, int32_t id, const KeyOf& key_of) {
+  int32_t insert(std::string_view key, int32_t id, const KeyOf& key_of) {
     const uint64_t h = hash_bytes(key);
     for (size_t i = h & mask_;; i = (i + 1) & mask_) {
       Slot& s = slots_[i];
       if (s.id < 0 || (s.tag == static_cast<uint32_t>(h >> 32) && key_of(s.id) == key)) {
+        const int32_t before = s.id;
         s = {static_cast<uint32_t>(h >> 32), id};
-        return;
+        return before;
       }
     }
   }

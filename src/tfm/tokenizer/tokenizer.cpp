@@ -47,7 +47,7 @@ Tokenizer Tokenizer::from_json(const json::Value& v) {
       try {
         AddedToken token = AddedToken::from_json(added[i]);
         check(token.id >= 0, "missing or negative 'id'");
-        t.added_->add(token);
+        t.added_->add(token, t.match_text(token));
       } catch (const Error& e) {
         throw_error("added_tokens[", i, "]: ", e.what());
       }
@@ -57,23 +57,23 @@ Tokenizer Tokenizer::from_json(const json::Value& v) {
 }
 
 void Tokenizer::add_token(AddedToken token) {
+  // As the Rust library: a token already there keeps its id and takes the new settings.
   if (const AddedToken* existing = added_->find(token.content)) {
-    // As the Rust library: an existing token keeps its settings, but adding it as special marks it special.
-    if (token.special && !existing->special) {
-      AddedToken marked = *existing;
-      marked.special = true;
-      added_->add(marked);
-    }
-    return;
-  }
-  if (auto id = model_->vocab().find(token.content)) {
+    token.id = existing->id;
+  } else if (auto id = model_->vocab().find(token.content)) {
     token.id = *id;
   } else {  // the next id after the vocabulary and the added tokens beyond it
     int32_t next = static_cast<int32_t>(model_->vocab().size());
     for (const AddedToken& a : added_->tokens()) next = std::max(next, a.id + 1);
     token.id = next;
   }
-  added_->add(token);
+  added_->add(token, match_text(token));
+}
+
+std::string Tokenizer::match_text(const AddedToken& token) const {
+  std::string text = token.content;
+  if (token.normalized && normalizer_) normalizer_->normalize(text);
+  return text;
 }
 
 void Tokenizer::encode_text(std::string_view text, bool at_start, std::vector<int32_t>& ids) const {
@@ -121,7 +121,7 @@ std::string Tokenizer::decode(const std::vector<int64_t>& ids, bool skip_special
   for (int64_t id : ids) {
     if (id < 0 || id > INT32_MAX) continue;
     if (const AddedToken* a = added_->find(static_cast<int32_t>(id))) {
-      if (!(skip_special_tokens && a->special)) tokens.push_back(a->content);
+      if (!(skip_special_tokens && a->special)) tokens.push_back(added_->text(*a));
     } else if (const std::string* t = model_->vocab().token(static_cast<int32_t>(id))) {
       tokens.push_back(*t);
     }
@@ -134,22 +134,7 @@ std::string Tokenizer::decode(const std::vector<int64_t>& ids, bool skip_special
     for (size_t i = 0; i < tokens.size(); ++i) text += (i ? " " : "") + tokens[i];
   }
   // Transformers skips its cleanup for BPE models, where it would remove real spaces.
-  if (clean_up_tokenization_spaces_ && !model_is_bpe_) {
-    static const std::pair<std::string_view, std::string_view> kRules[] = {
-        {" .", "."},     {" ?", "?"},   {" !", "!"},   {" ,", ","},     {" ' ", "'"},
-        {" n't", "n't"}, {" 'm", "'m"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}};
-    for (const auto& [from, to] : kRules) {
-      std::string out;
-      size_t last = 0;
-      for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, last)) {
-        out.append(text, last, at - last);
-        out.append(to);
-        last = at + from.size();
-      }
-      out.append(text, last, std::string::npos);
-      text = std::move(out);
-    }
-  }
+  if (clean_up_tokenization_spaces_ && !model_is_bpe_) text = clean_up_tokenization(std::move(text), false);
   return text;
 }
 
@@ -161,7 +146,7 @@ std::optional<int64_t> Tokenizer::token_to_id(std::string_view token) const {
 
 std::optional<std::string> Tokenizer::id_to_token(int64_t id) const {
   if (id < 0 || id > INT32_MAX) return std::nullopt;
-  if (const AddedToken* a = added_->find(static_cast<int32_t>(id))) return a->content;
+  if (const AddedToken* a = added_->find(static_cast<int32_t>(id))) return added_->text(*a);
   if (const std::string* t = model_->vocab().token(static_cast<int32_t>(id))) return *t;
   return std::nullopt;
 }

@@ -78,8 +78,11 @@ class Tokenizer {
   friend struct AutoTokenizer;
 
   std::optional<int64_t> special_id(const std::optional<std::string>& token) const;
-  // Adds an added token, taking the model's id for a token already in its vocabulary or the next free id.
+  // Adds an added token (or resets the settings of one already there), taking the id it has, the model's id
+  // for a token in its vocabulary, or the next free id.
   void add_token(AddedToken token);
+  // What the added vocabulary looks for: the content, through the normalizer when the token is normalized.
+  std::string match_text(const AddedToken& token) const;
   void encode_text(std::string_view text, bool at_start, std::vector<int32_t>& ids) const;
 
   std::unique_ptr<Normalizer> normalizer_;

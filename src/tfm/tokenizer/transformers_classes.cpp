@@ -5,7 +5,8 @@
 namespace tfm::tokenizer {
 namespace {
 
-// A BPE model over the file's vocabulary and merges, with the class's own options (given as JSON members).
+// A BPE model over the file's vocabulary and merges, with the class's own options (given as JSON members),
+// and no normalizer, pre-tokenizer or decoder yet: the class sets those it has.
 void rebuild_bpe(json::Value& tj, std::string_view options) {
   json::Value* found = tj.find("model");
   check(found != nullptr, "missing field 'model'");
@@ -17,6 +18,7 @@ void rebuild_bpe(json::Value& tj, std::string_view options) {
   json::Value* merges = old.find("merges");
   model.set("merges", merges ? std::move(*merges) : json::Value(json::Array{}));
   old = std::move(model);
+  for (const char* stage : {"normalizer", "pre_tokenizer", "decoder"}) tj.set(stage, nullptr);
 }
 
 void rebuild_llama(json::Value& tj, const json::Value& config) {
@@ -24,7 +26,6 @@ void rebuild_llama(json::Value& tj, const json::Value& config) {
   const bool add_prefix_space = bool_or(config, "add_prefix_space", true);
   const bool legacy = bool_or(config, "legacy", false);
   const char* scheme = !add_prefix_space ? "never" : legacy ? "always" : "first";
-  tj.set("normalizer", nullptr);
   tj.set("pre_tokenizer",
          json::parse(std::string(R"({"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": ")") +
                      scheme + R"(", "split": false})"));
@@ -62,6 +63,15 @@ void rebuild_gpt2(json::Value& tj, const json::Value& config) {
   tj.set("decoder", json::parse(R"({"type": "ByteLevel"})"));
 }
 
+void rebuild_gpt_neox(json::Value& tj, const json::Value& config) {
+  rebuild_bpe(tj, R"({"continuing_subword_prefix": "", "end_of_word_suffix": "", "fuse_unk": false})");
+  tj.set("normalizer", json::parse(R"({"type": "NFC"})"));
+  json::Value pre = json::parse(R"({"type": "ByteLevel"})");
+  pre.set("add_prefix_space", bool_or(config, "add_prefix_space", false));
+  tj.set("pre_tokenizer", std::move(pre));
+  tj.set("decoder", json::parse(R"({"type": "ByteLevel"})"));
+}
+
 void rebuild_gemma(json::Value& tj, const json::Value& config) {
   json::Value options = json::parse(R"({"fuse_unk": true, "byte_fallback": true})");
   const json::Value* unk = config.find("unk_token");
@@ -82,8 +92,12 @@ const TokenizerClass kClasses[] = {
     {"LlamaTokenizer", {"<s>", "</s>", "<unk>", {}, {}, {}, {}, {}}, rebuild_llama},
     {"Qwen2Tokenizer",
      {{}, "<|endoftext|>", "<|endoftext|>", {}, "<|endoftext|>", {}, {}, {}},
-     rebuild_qwen2},
+     rebuild_qwen2,
+     true},
     {"GPT2Tokenizer", {"<|endoftext|>", "<|endoftext|>", "<|endoftext|>", {}, {}, {}, {}, {}}, rebuild_gpt2},
+    {"GPTNeoXTokenizer",
+     {"<|endoftext|>", "<|endoftext|>", "<|endoftext|>", {}, "<|padding|>", {}, {}, {}},
+     rebuild_gpt_neox},
     {"GemmaTokenizer", {"<bos>", "<eos>", "<unk>", {}, "<pad>", {}, "<mask>", {}}, rebuild_gemma},
 };
 

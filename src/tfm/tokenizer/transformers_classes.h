@@ -18,6 +18,7 @@ struct TokenizerClass {
   // Replaces the pipeline of tokenizer_json (model options, normalizer, pre-tokenizer, decoder) using the
   // options in config (add_prefix_space, legacy); the vocabulary, merges and post-processor stay.
   void (*rebuild)(json::Value& tokenizer_json, const json::Value& config);
+  bool readds_special_tokens = false;  // adds every special token again with default settings
 };
 
 // A special token as tokenizer_config.json writes it: "<s>", {"content": "<s>", ...} or null.

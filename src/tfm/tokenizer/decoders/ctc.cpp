@@ -28,7 +28,8 @@ class Ctc : public Decoder {
     for (size_t i = 0; i < tokens.size(); ++i) {
       if (i > 0 && tokens[i] == tokens[i - 1]) continue;
       std::string t = replace_all(tokens[i], pad_, "");
-      if (cleanup_) t = replace_all(cleanup_wordpiece_spaces(std::move(t)), delimiter_, " ");
+      if (cleanup_)
+        t = replace_all(clean_up_tokenization(std::move(t), /*do_not_rule=*/true), delimiter_, " ");
       if (!t.empty()) out.push_back(std::move(t));
     }
     tokens = std::move(out);

@@ -24,11 +24,12 @@ std::unique_ptr<Decoder> make_decoder(const json::Value& v) {
   });
 }
 
-std::string cleanup_wordpiece_spaces(std::string text) {
+std::string clean_up_tokenization(std::string text, bool do_not_rule) {
   static const std::pair<std::string_view, std::string_view> kRules[] = {
-      {" .", "."},   {" ?", "?"},           {" !", "!"},   {" ,", ","},     {" ' ", "'"},   {" n't", "n't"},
-      {" 'm", "'m"}, {" do not", " don't"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}};
+      {" .", "."},   {" ?", "?"},   {" !", "!"},     {" ,", ","},     {" ' ", "'"},         {" n't", "n't"},
+      {" 'm", "'m"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}, {" do not", " don't"}};
   for (const auto& [from, to] : kRules) {
+    if (from == " do not" && !do_not_rule) continue;
     std::string out;
     size_t last = 0;
     for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, last)) {

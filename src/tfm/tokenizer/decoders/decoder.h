@@ -20,8 +20,9 @@ class Decoder {
 
 std::unique_ptr<Decoder> make_decoder(const json::Value& v);  // nullptr for null
 
-// The Rust library's cleanup of spaces before punctuation and contractions (WordPiece, CTC decoders).
-std::string cleanup_wordpiece_spaces(std::string text);
+// Removes the spaces tokenization put before punctuation and contractions: the Rust library's cleanup
+// (WordPiece, CTC decoders) also turns " do not" into " don't"; Transformers' clean_up_tokenization does not.
+std::string clean_up_tokenization(std::string text, bool do_not_rule);
 
 // The components, one per file.
 std::unique_ptr<Decoder> make_byte_level_decoder(const json::Value& v);

@@ -18,7 +18,7 @@ class WordPieceDecoder : public Decoder {
         else
           t.insert(0, " ");
       }
-      if (cleanup_) t = cleanup_wordpiece_spaces(std::move(t));
+      if (cleanup_) t = clean_up_tokenization(std::move(t), /*do_not_rule=*/true);
     }
   }
 

@@ -61,11 +61,14 @@ class Bpe : public Model {
     std::vector<int32_t> result = merge_word(piece);
     ids.insert(ids.end(), result.begin(), result.end());
     std::unique_lock lock(cache_mutex_);
-    if (cache_.size() < kCacheCapacity) cache_.emplace(std::string(piece), std::move(result));
+    if (cache_.size() < kCacheCapacity && piece.size() < kMaxCachedPiece)
+      cache_.emplace(std::string(piece), std::move(result));
   }
 
  private:
   static constexpr size_t kCacheCapacity = 10000;
+  static constexpr size_t kMaxCachedPiece =
+      256;  // long pieces (a whole text without pre-tokenizer) rarely repeat
 
   struct Symbol {
     int32_t id;
@@ -184,8 +187,11 @@ struct ResolvedMerge {
   int32_t a = -1, b = -1, id = -1;
 };
 
-// The ids of a merge's two tokens and of the token they make; "a b" or ["a", "b"].
-ResolvedMerge resolve_merge(const Vocab& vocab, const json::Value& m, size_t rank, size_t prefix) {
+// The ids of a merge's two tokens and of the token they make; "a b" or ["a", "b"]. `guess` is the id the
+// merged token probably has (trained vocabularies mostly number merged tokens in merge order), checked with
+// one string compare before a hash lookup. `merged` is scratch space.
+ResolvedMerge resolve_merge(const Vocab& vocab, const json::Value& m, size_t rank, size_t prefix,
+                            int32_t guess, std::string& merged) {
   std::string_view a, b;
   if (m.is_string()) {
     const std::string& s = m.as_string();
@@ -200,10 +206,13 @@ ResolvedMerge resolve_merge(const Vocab& vocab, const json::Value& m, size_t ran
     a = m[0].as_string();
     b = m[1].as_string();
   }
-  std::string merged(a);
+  const int32_t a_id = merge_token_id(vocab, a, rank);
+  const int32_t b_id = merge_token_id(vocab, b, rank);
+  merged.assign(a);
   merged.append(b.substr(std::min(prefix, b.size())));  // b's continuing-subword prefix is not repeated
-  return ResolvedMerge{merge_token_id(vocab, a, rank), merge_token_id(vocab, b, rank),
-                       merge_token_id(vocab, merged, rank)};
+  const std::string* guessed = vocab.token(guess);
+  const int32_t id = guessed && *guessed == merged ? guess : merge_token_id(vocab, merged, rank);
+  return ResolvedMerge{a_id, b_id, id};
 }
 
 }  // namespace
@@ -226,12 +235,18 @@ std::unique_ptr<Model> make_bpe(const json::Value& v) {
   std::vector<ResolvedMerge> resolved(list.size());
   std::vector<std::string> errors(list.size());
   const size_t prefix = o.continuing_subword_prefix.size();
-#pragma omp parallel for schedule(static) if (list.size() > 4096)
-  for (size_t rank = 0; rank < list.size(); ++rank) {
-    try {
-      resolved[rank] = resolve_merge(vocab, list[rank], rank, prefix);
-    } catch (const Error& e) {
-      errors[rank] = e.what();
+#pragma omp parallel if (list.size() > 4096)
+  {
+    int32_t guess = -1;  // each thread takes one contiguous range of ranks
+    std::string merged;
+#pragma omp for schedule(static)
+    for (size_t rank = 0; rank < list.size(); ++rank) {
+      try {
+        resolved[rank] = resolve_merge(vocab, list[rank], rank, prefix, guess, merged);
+        guess = resolved[rank].id + 1;
+      } catch (const Error& e) {
+        errors[rank] = e.what();
+      }
     }
   }
   PairTable<MergeResult> merges;

@@ -25,10 +25,11 @@ Vocab::Vocab(std::vector<std::pair<std::string, int32_t>> entries) {
   ids_.reset(entries.size());
   for (size_t id = 0; id < tokens_.size(); ++id) {
     if (!present_[id]) continue;
-    const int32_t before = ids_.find(tokens_[id], key_of());
-    if (before >= 0) present_[before] = false;  // a token listed twice keeps its last id
-    ids_.insert(tokens_[id], static_cast<int32_t>(id), key_of());
-    if (before < 0) ++size_;
+    const int32_t before = ids_.insert(tokens_[id], static_cast<int32_t>(id), key_of());
+    if (before >= 0)
+      present_[before] = false;  // a token listed twice keeps its last id
+    else
+      ++size_;
   }
 }
 

@@ -1,0 +1,68 @@
+// `tfm tokenize` and `tfm detokenize` against the Transformers references of the tokenizer tests.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "tfm/io/json.h"
+
+namespace tfm {
+namespace {
+
+std::string shared_dir() {
+  if (const char* env = std::getenv("TFM_SHARED_DIR")) return env;
+  return TFM_SOURCE_DIR "/../shared";
+}
+
+// Runs `tfm <args>` with stdin_text on standard input; returns standard output and sets the exit code.
+std::string run_tfm(const std::string& args, const std::string& stdin_text, int& exit_code) {
+  const auto input = std::filesystem::temp_directory_path() / "tfm_tokenize_command_test.json";
+  std::ofstream(input, std::ios::binary) << stdin_text;
+  const std::string command = std::string(TFM_BINARY) + " " + args + " < " + input.string() + " 2>/dev/null";
+  FILE* pipe = popen(command.c_str(), "r");
+  std::string out;
+  char buffer[4096];
+  for (size_t n; (n = fread(buffer, 1, sizeof(buffer), pipe)) > 0;) out.append(buffer, n);
+  exit_code = WEXITSTATUS(pclose(pipe));
+  std::filesystem::remove(input);
+  return out;
+}
+
+class TokenizeCommand : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(TokenizeCommand, MatchesTransformers) {
+  const std::string dir = shared_dir() + "/assets/tokenizers/" + GetParam();
+  const json::Value rec =
+      json::parse_file(TFM_SOURCE_DIR "/tests/tokenizer/references/" + GetParam() + ".json")
+          .at("transformers");
+  int code = 0;
+  const std::string texts = json::dump(rec.at("texts"));
+  EXPECT_EQ(json::parse(run_tfm("tokenize --model " + dir, texts, code)), rec.at("with_special"));
+  EXPECT_EQ(code, 0);
+  EXPECT_EQ(json::parse(run_tfm("tokenize --model " + dir + " --no-special-tokens", texts, code)),
+            rec.at("without_special"));
+  const std::string ids = json::dump(rec.at("with_special"));
+  EXPECT_EQ(json::parse(run_tfm("detokenize --model " + dir, ids, code)), rec.at("decoded"));
+  EXPECT_EQ(json::parse(run_tfm("detokenize --model " + dir + " --skip-special-tokens", ids, code)),
+            rec.at("decoded_skip"));
+}
+
+TEST_P(TokenizeCommand, BadInputFails) {
+  const std::string dir = shared_dir() + "/assets/tokenizers/" + GetParam();
+  int code = 0;
+  run_tfm("tokenize --model " + dir, "[1, 2]", code);
+  EXPECT_EQ(code, 1);
+  run_tfm("detokenize --model " + dir, "[[\"a\"]]", code);
+  EXPECT_EQ(code, 1);
+  run_tfm("tokenize --model /nonexistent", "[\"a\"]", code);
+  EXPECT_EQ(code, 1);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shipped, TokenizeCommand, ::testing::Values("qwen3", "llama2"));
+
+}  // namespace
+}  // namespace tfm
