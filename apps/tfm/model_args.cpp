@@ -12,7 +12,8 @@ const char* const kModelOptionsHelp =
     "  --revision R                branch, tag or commit of a Hub id (default: main)\n"
     "  --device D                  cpu, cuda, cuda:N, xpu, xpu:N or auto (default: auto)\n"
     "  --dtype D                   auto, float32, bfloat16 or float16 (default: auto)\n"
-    "  --attn-implementation A     eager or sdpa (default: sdpa)\n";
+    "  --attn-implementation A     eager, sdpa or flash_attention_2 (default: sdpa); flash_attention_3 on CUDA\n"
+    "                              devices of compute capability 9.0 or more\n";
 
 std::string default_model_dir() {
   namespace fs = std::filesystem;

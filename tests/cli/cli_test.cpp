@@ -100,6 +100,25 @@ TEST(Cli, QuickstartExampleMirrorsTheGuide) {
   EXPECT_EQ(out, demo_reference_text() + "\n");
 }
 
+TEST(Cli, AttentionImplementationsGiveTheSameTokens) {
+  std::string first;
+  for (const std::string attn : {"eager", "sdpa", "flash_attention_2", "paged|sdpa"}) {
+    const Result r = tfm_run("generate --model " + kModel + " --ids 1,17,42 --max-new-tokens 12 --device cpu --json " +
+                                 "--attn-implementation '" + attn + "'",
+                             false);
+    ASSERT_EQ(r.status, 0) << attn << r.out;
+    const std::string ids = tfm::json::dump(tfm::json::parse(r.out).at("ids"));
+    if (first.empty()) first = ids;
+    EXPECT_EQ(ids, first) << attn;
+  }
+  const Result fa3 = tfm_run("generate --model " + kModel + " --ids 1 --device cpu --attn-implementation flash_attention_3");
+  EXPECT_NE(fa3.status, 0);
+  EXPECT_NE(fa3.out.find("Flash Attention 3 is not available on CPU"), std::string::npos) << fa3.out;
+  const Result bogus = tfm_run("generate --model " + kModel + " --ids 1 --device cpu --attn-implementation flex");
+  EXPECT_NE(bogus.status, 0);
+  EXPECT_NE(bogus.out.find("is not supported"), std::string::npos) << bogus.out;
+}
+
 TEST(Cli, BadArgumentsAndFoldersAreErrors) {
   for (const std::string& args : std::vector<std::string>{
            "generate --model /no/such/folder --ids 1", "generate --model " + kModel + " --ids 1,x",

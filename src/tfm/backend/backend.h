@@ -20,6 +20,7 @@ struct DeviceInfo {
   size_t total_memory = 0;     // bytes
   size_t free_memory = 0;      // bytes
   std::string driver_version;  // as the backend's runtime reports it
+  int compute_capability = 0;  // CUDA devices: major * 10 + minor
 };
 
 // Device memory as an allocation and a byte offset into it: OpenCL buffers cannot be offset like pointers.

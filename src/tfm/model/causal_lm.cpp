@@ -20,12 +20,27 @@ DType resolve_dtype(const std::string& requested, const ModelConfig& config) {
   return d;
 }
 
-ops::AttentionImpl parse_attention(const std::string& name) {
+// Transformers' attention implementations map onto tfm's two kernel forms: eager materializes the scores;
+// sdpa and the flash attentions are the fused one-pass form, which tfm has on every device. flash_attention_3
+// keeps Transformers' device requirement (CUDA, compute capability 9.0 or more) and its error messages.
+ops::AttentionImpl parse_attention(std::string name, Device device) {
+  if (name.starts_with("paged|")) name = name.substr(6);
   if (name == "eager") return ops::AttentionImpl::eager;
-  if (name == "sdpa" || name.empty()) return ops::AttentionImpl::sdpa;
+  if (name == "sdpa" || name.empty() || name == "flash_attention_2") return ops::AttentionImpl::sdpa;
+  if (name == "flash_attention_3") {
+    const std::string preface =
+        "FlashAttention3 has been toggled on, but it cannot be used due to the following error:";
+    check(device.type == DeviceType::cuda, preface,
+          " Flash Attention 3 is not available on CPU. Please make sure torch can access a CUDA device.");
+    const int capability = find_backend(DeviceType::cuda)->info(device.index_or_zero()).compute_capability;
+    check(capability >= 90, preface, " Flash Attention 3 requires compute capability >= 9.0, but found (",
+          capability / 10, ", ", capability % 10, ") with compute capability ", capability / 10, ".0.");
+    return ops::AttentionImpl::sdpa;
+  }
   throw_error("Specified `attn_implementation=\"", name,
-              "\"` is not supported. The only possible arguments are `attn_implementation=\"eager\"` and "
-              "`attn_implementation=\"sdpa\"`");
+              "\"` is not supported. The only possible arguments are `attn_implementation=\"eager\"`, "
+              "`\"paged|eager\"`, `\"sdpa\"`, `\"paged|sdpa\"`, `\"flash_attention_2\"`, "
+              "`\"paged|flash_attention_2\"` and `\"flash_attention_3\"`");
 }
 
 }  // namespace
@@ -37,8 +52,8 @@ CausalLM CausalLM::from_pretrained(const std::string& dir, const LoadOptions& op
   check(fs::exists(config_path), dir, " has no config.json");
   ModelConfig config = ModelConfig::from_file(config_path);
   const DType dtype = resolve_dtype(options.dtype, config);
-  const ops::AttentionImpl attention = parse_attention(options.attn_implementation);
   const Device device = resolve_device(options.device);
+  const ops::AttentionImpl attention = parse_attention(options.attn_implementation, device);
   ModelWeights weights = load_weights(dir, config, dtype, device);
   return CausalLM(std::move(config), std::move(weights), dtype, device, attention);
 }

@@ -37,6 +37,7 @@ class CudaBackend final : public Backend {
     cuda_check(cudaDriverGetVersion(&driver), "cudaDriverGetVersion");
     DeviceInfo d;
     d.device = Device{DeviceType::cuda, index};
+    d.compute_capability = prop.major * 10 + prop.minor;
     d.name = prop.name;
     d.total_memory = total_bytes;
     d.free_memory = free_bytes;
