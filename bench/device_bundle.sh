@@ -3,7 +3,8 @@
 # to carry to the GPU machine (which has no Debian packages and cannot install any):
 #   bench/device_bundle.sh BUILD_DIR OUT.tar.xz PROGRAM...
 # There: tar xJf OUT.tar.xz -C /tmp/b; LD_LIBRARY_PATH=/tmp/b/lib:$CUBLAS_DIR /tmp/b/bin/PROGRAM
-# glibc and the C++ runtime come from the machine (newer there); cuBLAS from its CUDA Python packages.
+# glibc, the C++ runtime and the OpenCL ICD loader come from the machine (its loader knows its drivers); cuBLAS
+# from its CUDA Python packages.
 set -euo pipefail
 build=$1
 out=$2
@@ -15,7 +16,7 @@ for program in "$@"; do
   cp "$build/$program" "$stage/bin/"
   ldd "$build/$program" | awk '$3 ~ /^\// {print $3}' | while read -r lib; do
     case "$(basename "$lib")" in
-      libc.so*|libm.so*|libdl.so*|libpthread.so*|librt.so*|ld-linux*|libstdc++.so*|libgcc_s.so*|libcublas*|libcuda.so*) ;;
+      libc.so*|libm.so*|libdl.so*|libpthread.so*|librt.so*|ld-linux*|libstdc++.so*|libgcc_s.so*|libcublas*|libcuda.so*|libOpenCL.so*) ;;
       *) cp -L "$lib" "$stage/lib/" ;;
     esac
   done

@@ -15,6 +15,7 @@ step() { echo; echo "=== $*"; }
 
 step machine; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; nproc
 step tfm devices; $b/bin/tfm devices; TFM_XPU_PLATFORM="NVIDIA CUDA" $b/bin/tfm devices
+ls /etc/OpenCL/vendors 2>&1; env | grep -i ocl; ldconfig -p | grep -i libOpenCL
 step device tests: cuda and xpu on the NVIDIA OpenCL platform
 TFM_XPU_PLATFORM="NVIDIA CUDA" timeout 300 $b/bin/test_device_ops 2>&1 | grep -E "^\[  (PASSED|FAILED|SKIPPED) |FAILED|Failure" | head -40
 step tokenizer speed, one thread: tfm, then the Rust tokenizers library

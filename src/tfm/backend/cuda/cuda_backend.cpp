@@ -1,7 +1,11 @@
 // The CUDA backend: device memory through the runtime API, every call's status checked.
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <map>
+#include <mutex>
 #include <string>
+#include <unordered_map>
 
 #include "tfm/backend/cuda/cuda_backend.h"
 #include "tfm/core/error.h"
@@ -47,20 +51,40 @@ class CudaBackend final : public Backend {
     return d;
   }
 
+  // Freed memory is kept for reuse by size: a forward step allocates the same buffers every step, and
+  // cudaMalloc/cudaFree (which synchronizes the device) would otherwise dominate a decode step. Every kernel
+  // runs on the device's one default stream, so memory reused by a later kernel is ordered after earlier users.
   void* allocate(int index, size_t bytes) override {
     use(index);
+    const size_t size = rounded(bytes);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto& cached = free_[index];
+      if (auto it = cached.find(size); it != cached.end()) {
+        void* p = it->second;
+        cached.erase(it);
+        return p;
+      }
+    }
     void* p = nullptr;
-    const cudaError_t status = cudaMalloc(&p, bytes == 0 ? 1 : bytes);
+    cudaError_t status = cudaMalloc(&p, size);
+    if (status == cudaErrorMemoryAllocation) {  // give the cached blocks back and try once more
+      cudaGetLastError();
+      release_cached(index);
+      status = cudaMalloc(&p, size);
+    }
     if (status != cudaSuccess) {
       cudaGetLastError();
       throw_error("cuda:", index, ": cannot allocate ", bytes, " bytes: ", cudaGetErrorString(status));
     }
+    std::lock_guard<std::mutex> lock(mutex_);
+    sizes_[p] = size;
     return p;
   }
 
   void deallocate(int index, void* p) override {
-    use(index);
-    cudaFree(p);  // a failure here cannot be reported from a destructor; the next call will see it
+    std::lock_guard<std::mutex> lock(mutex_);
+    free_[index].emplace(sizes_.at(p), p);
   }
 
   void copy_from_host(int index, DeviceSpan dst, const void* src, size_t bytes) override {
@@ -83,6 +107,23 @@ class CudaBackend final : public Backend {
   OpKernels* kernels() override { return &cuda_op_kernels(); }
 
  private:
+  // Sizes round up to 512 bytes, and to 2 MiB past 1 MiB, so that near sizes share blocks.
+  static size_t rounded(size_t bytes) {
+    const size_t unit = bytes > (size_t{1} << 20) ? (size_t{2} << 20) : 512;
+    return std::max<size_t>(1, (bytes + unit - 1) / unit) * unit;
+  }
+  void release_cached(int index) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& [size, p] : free_[index]) {
+      cudaFree(p);
+      sizes_.erase(p);
+    }
+    free_[index].clear();
+  }
+
+  std::mutex mutex_;
+  std::map<int, std::multimap<size_t, void*>> free_;  // per device: cached blocks by size
+  std::unordered_map<void*, size_t> sizes_;           // every block tfm holds, by address
   static char* address(DeviceSpan s) { return static_cast<char*>(s.base) + s.offset; }
   static void use(int index) { cuda_check(cudaSetDevice(index), "cudaSetDevice"); }
 };
