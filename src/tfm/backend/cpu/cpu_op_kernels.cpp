@@ -1,8 +1,7 @@
 // The CPU backend's op kernels: unpack tensors and call the plain kernels of kernels.h.
-#include <vector>
-
 #include "tfm/backend/cpu/cpu_backend.h"
 #include "tfm/backend/cpu/kernels.h"
+#include "tfm/backend/pointer_args.h"
 
 namespace tfm {
 namespace {
@@ -31,14 +30,9 @@ class CpuOpKernels final : public OpKernels {
     cpu::add_inplace(x.data<float>(), y.data<float>(), x.numel());
   }
   void split_columns(const Tensor& x, std::span<Tensor* const> outs) override {
-    const int64_t T = x.size(0);
-    std::vector<float*> dst;
-    std::vector<int64_t> widths;
-    for (Tensor* o : outs) {
-      dst.push_back(o->data<float>());
-      widths.push_back(o->numel() / T);
-    }
-    cpu::split_columns(x.data<float>(), T, dst.data(), widths.data(), static_cast<int64_t>(dst.size()));
+    const ColumnSplit s = column_split(outs, x.size(0));
+    cpu::split_columns(x.data<float>(), x.size(0), s.outs.data(), s.widths.data(),
+                       static_cast<int64_t>(s.outs.size()));
   }
   void gather_rows(const Tensor& x, const Tensor& rows, Tensor& out) override {
     cpu::gather_rows(x.data<float>(), x.size(1), rows.data<int32_t>(), rows.size(0), out.data<float>());
@@ -52,24 +46,8 @@ class CpuOpKernels final : public OpKernels {
   void paged_attention(const Tensor& q, const Tensor& cache_k, const Tensor& cache_v,
                        const AttentionMetadata& meta, float scale, int64_t window, bool materialize_scores,
                        Tensor& out) override {
-    cpu::PagedAttentionArgs a{};
-    a.q = q.data<float>();
-    a.cache_k = cache_k.data<float>();
-    a.cache_v = cache_v.data<float>();
-    a.query_start = meta.query_start.data<int32_t>();
-    a.context_lens = meta.context_lens.data<int32_t>();
-    a.block_tables = meta.block_tables.data<int32_t>();
-    a.positions = meta.positions.data<int32_t>();
-    a.num_seqs = meta.context_lens.size(0);
-    a.heads = q.size(1);
-    a.kv_heads = cache_k.size(2);
-    a.head_dim = q.size(2);
-    a.block_size = cache_k.size(1);
-    a.max_blocks = meta.block_tables.size(1);
-    a.scale = scale;
-    a.window = window;
-    a.out = out.data<float>();
-    cpu::paged_attention(a, materialize_scores);
+    cpu::paged_attention(paged_attention_args(q, cache_k, cache_v, meta, scale, window, out),
+                         materialize_scores);
   }
 };
 

@@ -10,7 +10,8 @@ namespace tfm::cpu {
 
 void embedding(const float* table, const int32_t* ids, int64_t T, int64_t H, float* out) {
 #pragma omp parallel for
-  for (int64_t t = 0; t < T; ++t) std::memcpy(out + t * H, table + static_cast<int64_t>(ids[t]) * H, H * sizeof(float));
+  for (int64_t t = 0; t < T; ++t)
+    std::memcpy(out + t * H, table + static_cast<int64_t>(ids[t]) * H, H * sizeof(float));
 }
 
 void rms_norm(const float* x, const float* weight, int64_t rows, int64_t dim, float eps, float* out) {
@@ -25,7 +26,8 @@ void rms_norm(const float* x, const float* weight, int64_t rows, int64_t dim, fl
   }
 }
 
-void rope(float* x, const float* cos, const float* sin, int64_t T, int64_t heads, int64_t head_dim, int64_t rot_dim) {
+void rope(float* x, const float* cos, const float* sin, int64_t T, int64_t heads, int64_t head_dim,
+          int64_t rot_dim) {
   const int64_t half = rot_dim / 2;
 #pragma omp parallel for if (T * heads * head_dim > 16384)
   for (int64_t t = 0; t < T; ++t) {
@@ -71,11 +73,12 @@ void split_columns(const float* x, int64_t T, float* const* outs, const int64_t*
 }
 
 void gather_rows(const float* x, int64_t H, const int32_t* rows, int64_t R, float* out) {
-  for (int64_t i = 0; i < R; ++i) std::memcpy(out + i * H, x + static_cast<int64_t>(rows[i]) * H, H * sizeof(float));
+  for (int64_t i = 0; i < R; ++i)
+    std::memcpy(out + i * H, x + static_cast<int64_t>(rows[i]) * H, H * sizeof(float));
 }
 
-void kv_cache_write(const float* k, const float* v, const int32_t* slots, int64_t T, int64_t kv_dim, float* cache_k,
-                    float* cache_v) {
+void kv_cache_write(const float* k, const float* v, const int32_t* slots, int64_t T, int64_t kv_dim,
+                    float* cache_k, float* cache_v) {
   for (int64_t t = 0; t < T; ++t) {
     const int64_t slot = slots[t];
     std::memcpy(cache_k + slot * kv_dim, k + t * kv_dim, kv_dim * sizeof(float));
@@ -90,7 +93,8 @@ void paged_attention(const PagedAttentionArgs& a, bool materialize_scores) {
   // Row -> sequence, so that (row, head) pairs can be spread over threads evenly.
   std::vector<int32_t> seq_of_row(static_cast<size_t>(T));
   for (int64_t s = 0; s < a.num_seqs; ++s) {
-    for (int32_t r = a.query_start[s]; r < a.query_start[s + 1]; ++r) seq_of_row[static_cast<size_t>(r)] = static_cast<int32_t>(s);
+    for (int32_t r = a.query_start[s]; r < a.query_start[s + 1]; ++r)
+      seq_of_row[static_cast<size_t>(r)] = static_cast<int32_t>(s);
   }
 #pragma omp parallel
   {
@@ -120,7 +124,8 @@ void paged_attention(const PagedAttentionArgs& a, bool materialize_scores) {
         if (materialize_scores) {
           scores.assign(static_cast<size_t>(last - first + 1), 0.f);
           float max = -std::numeric_limits<float>::infinity();
-          for (int64_t j = first; j <= last; ++j) max = std::max(max, scores[j - first] = dot(key_row(j, a.cache_k)));
+          for (int64_t j = first; j <= last; ++j)
+            max = std::max(max, scores[j - first] = dot(key_row(j, a.cache_k)));
           for (float& sc : scores) denom += sc = std::exp(sc - max);
           for (int64_t j = first; j <= last; ++j) {
             const float p = scores[j - first] / denom;

@@ -5,6 +5,8 @@
 
 #include <cstdint>
 
+#include "tfm/backend/paged_attention_args.h"
+
 namespace tfm::cpu {
 
 // out[t, :] = table[ids[t], :]            table (V, H), ids (T), out (T, H)
@@ -39,19 +41,6 @@ void gather_rows(const float* x, int64_t H, const int32_t* rows, int64_t R, floa
 void kv_cache_write(const float* k, const float* v, const int32_t* slots, int64_t T, int64_t kv_dim, float* cache_k,
                     float* cache_v);
 
-struct PagedAttentionArgs {
-  const float* q;                // (T, heads, head_dim), already rotated
-  const float* cache_k;          // (blocks, block_size, kv_heads, head_dim)
-  const float* cache_v;          // (blocks, block_size, kv_heads, head_dim)
-  const int32_t* query_start;    // (S + 1): rows of sequence s are [query_start[s], query_start[s + 1])
-  const int32_t* context_lens;   // (S): tokens of sequence s in the cache, this step's included
-  const int32_t* block_tables;   // (S, max_blocks): cache block of each block_size tokens of sequence s
-  const int32_t* positions;      // (T): position of each query row in its sequence
-  int64_t num_seqs, heads, kv_heads, head_dim, block_size, max_blocks;
-  float scale;
-  int64_t window;                // 0: full causal; else a row sees its own position and the window-1 before
-  float* out;                    // (T, heads, head_dim)
-};
 // Causal grouped-query attention over a paged cache. `materialize_scores` selects the eager form (all scores of a
 // row, then a float32 softmax) instead of one pass with a running maximum (the fused form).
 void paged_attention(const PagedAttentionArgs& a, bool materialize_scores);

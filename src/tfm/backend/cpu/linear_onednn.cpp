@@ -1,5 +1,6 @@
 // y = x @ w^T through oneDNN's matmul, which picks AVX2/AVX-512/AMX code for the machine at run time.
-// Primitives are created once per shape and reused: creation costs far more than a decode step's small matmul.
+// Primitives are created once per shape and reused: creation costs far more than a decode step's small
+// matmul.
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -49,7 +50,8 @@ void linear(const float* x, const float* w, const float* bias, int64_t M, int64_
   dnnl::memory src(src_md, e.engine, const_cast<float*>(x));
   dnnl::memory wei(wei_md, e.engine, const_cast<float*>(w));
   dnnl::memory dst(dst_md, e.engine, y);
-  std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}};
+  std::unordered_map<int, dnnl::memory> args{
+      {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}};
   if (bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory(bias_md, e.engine, const_cast<float*>(bias)));
   it->second.execute(e.stream, args);
   e.stream.wait();

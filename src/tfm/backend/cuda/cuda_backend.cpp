@@ -53,7 +53,8 @@ class CudaBackend final : public Backend {
 
   // Freed memory is kept for reuse by size: a forward step allocates the same buffers every step, and
   // cudaMalloc/cudaFree (which synchronizes the device) would otherwise dominate a decode step. Every kernel
-  // runs on the device's one default stream, so memory reused by a later kernel is ordered after earlier users.
+  // runs on the device's one default stream, so memory reused by a later kernel is ordered after earlier
+  // users.
   void* allocate(int index, size_t bytes) override {
     use(index);
     const size_t size = rounded(bytes);

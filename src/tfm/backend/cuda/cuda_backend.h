@@ -5,4 +5,4 @@
 namespace tfm {
 Backend& cuda_backend();
 OpKernels& cuda_op_kernels();
-}
+}  // namespace tfm

@@ -1,14 +1,14 @@
-// The CUDA backend's op kernels: unpack tensors, call the kernels of kernels.h, and run matmuls through cuBLAS
-// (plain float32: TF32 stays off so results compare with the CPU within float32 rounding).
+// The CUDA backend's op kernels: unpack tensors, call the kernels of kernels.h, and run matmuls through
+// cuBLAS (plain float32: TF32 stays off so results compare with the CPU within float32 rounding).
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
 #include <map>
 #include <mutex>
-#include <vector>
 
 #include "tfm/backend/cuda/cuda_backend.h"
 #include "tfm/backend/cuda/kernels.h"
+#include "tfm/backend/pointer_args.h"
 #include "tfm/core/error.h"
 
 namespace tfm {
@@ -36,14 +36,16 @@ cublasHandle_t handle_for_current_device() {
 
 // Kernels run on the device the tensors live on.
 void use_device_of(const Tensor& t) {
-  if (cudaSetDevice(t.device().index_or_zero()) != cudaSuccess) throw_error("cudaSetDevice failed for ", t.device().str());
+  if (cudaSetDevice(t.device().index_or_zero()) != cudaSuccess)
+    throw_error("cudaSetDevice failed for ", t.device().str());
 }
 
 class CudaOpKernels final : public OpKernels {
  public:
   void embedding(const Tensor& table, const Tensor& ids, Tensor& out) override {
     use_device_of(out);
-    ok(cuda::embedding(table.data<float>(), ids.data<int32_t>(), ids.size(0), table.size(1), out.data<float>()));
+    ok(cuda::embedding(table.data<float>(), ids.data<int32_t>(), ids.size(0), table.size(1),
+                       out.data<float>()));
   }
   void linear(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y) override {
     use_device_of(y);
@@ -52,11 +54,11 @@ class CudaOpKernels final : public OpKernels {
     // Row-major y (M, N) = x (M, K) @ w (N, K)^T is column-major y^T = w x^T.
     const float one = 1.f, zero = 0.f;
     const cublasStatus_t status =
-        cublasSgemm(handle_for_current_device(), CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(N), static_cast<int>(M),
-                    static_cast<int>(K), &one, w.data<float>(), static_cast<int>(K), x.data<float>(),
-                    static_cast<int>(K), &zero, y.data<float>(), static_cast<int>(N));
-    check(status == CUBLAS_STATUS_SUCCESS, "cublasSgemm failed with status ", static_cast<int>(status), " for ",
-          x.str(), " @ ", w.str(), "^T");
+        cublasSgemm(handle_for_current_device(), CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(N),
+                    static_cast<int>(M), static_cast<int>(K), &one, w.data<float>(), static_cast<int>(K),
+                    x.data<float>(), static_cast<int>(K), &zero, y.data<float>(), static_cast<int>(N));
+    check(status == CUBLAS_STATUS_SUCCESS, "cublasSgemm failed with status ", static_cast<int>(status),
+          " for ", x.str(), " @ ", w.str(), "^T");
     if (bias.defined()) ok(cuda::add_bias_rows(y.data<float>(), bias.data<float>(), M, N));
   }
   void rms_norm(const Tensor& x, const Tensor& weight, float eps, Tensor& out) override {
@@ -66,7 +68,8 @@ class CudaOpKernels final : public OpKernels {
   }
   void rope_(Tensor& x, const Tensor& cos, const Tensor& sin) override {
     use_device_of(x);
-    ok(cuda::rope(x.data<float>(), cos.data<float>(), sin.data<float>(), x.size(0), x.size(1), x.size(2), cos.size(1)));
+    ok(cuda::rope(x.data<float>(), cos.data<float>(), sin.data<float>(), x.size(0), x.size(1), x.size(2),
+                  cos.size(1)));
   }
   void silu_mul(const Tensor& gate_up, Tensor& out) override {
     use_device_of(out);
@@ -78,47 +81,27 @@ class CudaOpKernels final : public OpKernels {
   }
   void split_columns(const Tensor& x, std::span<Tensor* const> outs) override {
     use_device_of(x);
-    const int64_t T = x.size(0);
-    std::vector<float*> dst;
-    std::vector<int64_t> widths;
-    for (Tensor* o : outs) {
-      dst.push_back(o->data<float>());
-      widths.push_back(o->numel() / T);
-    }
-    ok(cuda::split_columns(x.data<float>(), T, dst.data(), widths.data(), static_cast<int64_t>(dst.size())));
+    const ColumnSplit s = column_split(outs, x.size(0));
+    ok(cuda::split_columns(x.data<float>(), x.size(0), s.outs.data(), s.widths.data(),
+                           static_cast<int64_t>(s.outs.size())));
   }
   void gather_rows(const Tensor& x, const Tensor& rows, Tensor& out) override {
     use_device_of(out);
     ok(cuda::gather_rows(x.data<float>(), x.size(1), rows.data<int32_t>(), rows.size(0), out.data<float>()));
   }
-  void kv_cache_write(const Tensor& k, const Tensor& v, const Tensor& slots, Tensor& cache_k, Tensor& cache_v) override {
+  void kv_cache_write(const Tensor& k, const Tensor& v, const Tensor& slots, Tensor& cache_k,
+                      Tensor& cache_v) override {
     use_device_of(k);
     const int64_t T = k.size(0);
     ok(cuda::kv_cache_write(k.data<float>(), v.data<float>(), slots.data<int32_t>(), T, T ? k.numel() / T : 0,
                             cache_k.data<float>(), cache_v.data<float>()));
   }
-  void paged_attention(const Tensor& q, const Tensor& cache_k, const Tensor& cache_v, const AttentionMetadata& meta,
-                       float scale, int64_t window, bool materialize_scores, Tensor& out) override {
+  void paged_attention(const Tensor& q, const Tensor& cache_k, const Tensor& cache_v,
+                       const AttentionMetadata& meta, float scale, int64_t window, bool materialize_scores,
+                       Tensor& out) override {
     use_device_of(q);
-    cuda::PagedAttentionArgs a{};
-    a.q = q.data<float>();
-    a.cache_k = cache_k.data<float>();
-    a.cache_v = cache_v.data<float>();
-    a.query_start = meta.query_start.data<int32_t>();
-    a.context_lens = meta.context_lens.data<int32_t>();
-    a.block_tables = meta.block_tables.data<int32_t>();
-    a.positions = meta.positions.data<int32_t>();
-    a.num_rows = q.size(0);
-    a.num_seqs = meta.context_lens.size(0);
-    a.heads = q.size(1);
-    a.kv_heads = cache_k.size(2);
-    a.head_dim = q.size(2);
-    a.block_size = cache_k.size(1);
-    a.max_blocks = meta.block_tables.size(1);
-    a.scale = scale;
-    a.window = window;
-    a.out = out.data<float>();
-    ok(cuda::paged_attention(a, materialize_scores));
+    ok(cuda::paged_attention(paged_attention_args(q, cache_k, cache_v, meta, scale, window, out),
+                             materialize_scores));
   }
 };
 
