@@ -4,6 +4,8 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -20,7 +22,9 @@ std::string shared_dir() {
 
 // Runs `tfm <args>` with stdin_text on standard input; returns standard output and sets the exit code.
 std::string run_tfm(const std::string& args, const std::string& stdin_text, int& exit_code) {
-  const auto input = std::filesystem::temp_directory_path() / "tfm_tokenize_command_test.json";
+  // ctest runs test cases as parallel processes: each needs a file of its own.
+  const auto input = std::filesystem::temp_directory_path() /
+                     ("tfm_tokenize_command_test_" + std::to_string(getpid()) + ".json");
   std::ofstream(input, std::ios::binary) << stdin_text;
   const std::string command = std::string(TFM_BINARY) + " " + args + " < " + input.string() + " 2>/dev/null";
   FILE* pipe = popen(command.c_str(), "r");
