@@ -20,7 +20,8 @@ int main(int argc, char** argv) {
   const std::string model_id = argv[1];
   const std::string prompt = argc > 2 ? argv[2] : "The old man said";
   try {
-    auto model = tfm::AutoModelForCausalLM::from_pretrained(model_id, {.dtype = "auto", .device_map = "auto"});
+    auto model =
+        tfm::AutoModelForCausalLM::from_pretrained(model_id, {.dtype = "auto", .device_map = "auto"});
     auto tokenizer = tfm::AutoTokenizer::from_pretrained(model_id);
     auto model_inputs = tokenizer.encode_batch({prompt});
     auto generated = model.generate(model_inputs, {{"max_new_tokens", 40}});

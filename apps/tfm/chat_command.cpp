@@ -28,7 +28,8 @@ int run(Args& args) {
     if (system) messages.push_back(json::Object{{"role", "system"}, {"content", *system}});
   };
   reset();
-  std::cerr << "tfm chat with " << m.id << " on " << model.device().str() << ": /reset starts over, /exit ends\n";
+  std::cerr << "tfm chat with " << m.id << " on " << model.device().str()
+            << ": /reset starts over, /exit ends\n";
   std::string line;
   while (std::cout << "> " << std::flush, std::getline(std::cin, line)) {
     if (line == "/exit") break;
@@ -53,8 +54,8 @@ int run(Args& args) {
     GenerateCallbacks callbacks;
     callbacks.decode = decode;
     callbacks.on_token = [&](size_t, int64_t token) { streamer.put(std::vector<int64_t>{token}); };
-    model.generate({tok.encode(text, /*add_special_tokens=*/false)}, json::Object{{"max_new_tokens", max_new_tokens}},
-                   callbacks);
+    model.generate({tok.encode(text, /*add_special_tokens=*/false)},
+                   json::Object{{"max_new_tokens", max_new_tokens}}, callbacks);
     streamer.end();
     std::cout << "\n";
     messages.push_back(json::Object{{"role", "assistant"}, {"content", answer}});
@@ -64,14 +65,14 @@ int run(Args& args) {
 
 }  // namespace
 
-const Command kChatCommand{
-    "chat", "chat with a model in the terminal",
-    "usage: tfm chat [--model ID|DIR] [--system TEXT] [--max-new-tokens N]\n\n"
-    "A multi-turn chat through the model's chat template, answers streamed as they come. Type /reset to start\n"
-    "over and /exit (or end of input) to leave.\n\noptions:\n"
-    "  --system TEXT               a system message that opens every conversation\n"
-    "  --max-new-tokens N          the longest answer (default: 256)\n" +
-        std::string(kModelOptionsHelp),
-    run};
+const Command kChatCommand{"chat", "chat with a model in the terminal",
+                           "usage: tfm chat [--model ID|DIR] [--system TEXT] [--max-new-tokens N]\n\n"
+                           "A multi-turn chat through the model's chat template, answers streamed as they "
+                           "come. Type /reset to start\n"
+                           "over and /exit (or end of input) to leave.\n\noptions:\n"
+                           "  --system TEXT               a system message that opens every conversation\n"
+                           "  --max-new-tokens N          the longest answer (default: 256)\n" +
+                               std::string(kModelOptionsHelp),
+                           run};
 
 }  // namespace tfm::cli

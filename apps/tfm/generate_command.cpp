@@ -55,7 +55,8 @@ int run(Args& args) {
   if (prompt || std::filesystem::exists(std::filesystem::path(m.dir) / "tokenizer.json")) {
     tok = tokenizer::AutoTokenizer::from_pretrained(m.dir);
   }
-  const double load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
+  const double load_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
 
   std::vector<int64_t> ids;
   if (ids_text) {
@@ -67,7 +68,8 @@ int run(Args& args) {
     ChatTemplateInputs inputs;
     inputs.messages = std::move(messages);
     inputs.add_generation_prompt = true;
-    const std::string text = apply_chat_template(load_chat_templates(m.dir, tok->config()), tok->config(), inputs);
+    const std::string text =
+        apply_chat_template(load_chat_templates(m.dir, tok->config()), tok->config(), inputs);
     ids = tok->encode(text, /*add_special_tokens=*/false);
   } else {
     ids = tok->encode(*prompt);
@@ -79,7 +81,8 @@ int run(Args& args) {
   std::optional<TextStreamer> streamer;
   if (!as_json && tok) {
     if (prompt && !chat && !system) std::cout << *prompt << std::flush;
-    streamer.emplace(decode, [](std::string_view text, bool) { std::cout << text << std::flush; }, /*skip_prompt=*/true);
+    streamer.emplace(
+        decode, [](std::string_view text, bool) { std::cout << text << std::flush; }, /*skip_prompt=*/true);
     streamer->put(ids);
     callbacks.on_token = [&](size_t, int64_t token) { streamer->put(std::vector<int64_t>{token}); };
   } else if (!as_json) {
@@ -111,10 +114,12 @@ int run(Args& args) {
 
 const Command kGenerateCommand{
     "generate", "generate text from a prompt (streamed as it comes)",
-    "usage: tfm generate [--model ID|DIR] (--prompt TEXT [--chat] [--system TEXT] | --ids 1,2,3) [options]\n\n"
+    "usage: tfm generate [--model ID|DIR] (--prompt TEXT [--chat] [--system TEXT] | --ids 1,2,3) "
+    "[options]\n\n"
     "Generates a continuation, greedy unless generation_config.json or the options say otherwise; EOS from\n"
     "generation_config.json stops it. Text streams to stdout as it is generated; timing goes to stderr.\n"
-    "--json prints one object instead: {\"ids\": the generated ids, \"text\": their text, timing}.\n\noptions:\n"
+    "--json prints one object instead: {\"ids\": the generated ids, \"text\": their text, "
+    "timing}.\n\noptions:\n"
     "  --prompt TEXT               the prompt, tokenized as tokenizer(TEXT) does\n"
     "  --chat                      apply the model's chat template to the prompt (a user message)\n"
     "  --system TEXT               a system message before the prompt (implies --chat)\n"

@@ -9,12 +9,8 @@
 namespace {
 
 const tfm::cli::Command* const kCommands[] = {
-    &tfm::cli::kGenerateCommand,
-    &tfm::cli::kChatCommand,
-    &tfm::cli::kForwardCommand,
-    &tfm::cli::kDevicesCommand,
-    &tfm::cli::kTokenizeCommand,
-    &tfm::cli::kDetokenizeCommand,
+    &tfm::cli::kGenerateCommand,     &tfm::cli::kChatCommand,     &tfm::cli::kForwardCommand,
+    &tfm::cli::kDevicesCommand,      &tfm::cli::kTokenizeCommand, &tfm::cli::kDetokenizeCommand,
     &tfm::cli::kChatTemplateCommand,
 };
 

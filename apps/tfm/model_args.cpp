@@ -12,13 +12,15 @@ const char* const kModelOptionsHelp =
     "  --revision R                branch, tag or commit of a Hub id (default: main)\n"
     "  --device D                  cpu, cuda, cuda:N, xpu, xpu:N or auto (default: auto)\n"
     "  --dtype D                   auto, float32, bfloat16 or float16 (default: auto)\n"
-    "  --attn-implementation A     eager, sdpa or flash_attention_2 (default: sdpa); flash_attention_3 on CUDA\n"
+    "  --attn-implementation A     eager, sdpa or flash_attention_2 (default: sdpa); flash_attention_3 on "
+    "CUDA\n"
     "                              devices of compute capability 9.0 or more\n";
 
 std::string default_model_dir() {
   namespace fs = std::filesystem;
   const fs::path exe_dir = fs::read_symlink("/proc/self/exe").parent_path();
-  for (const fs::path& candidate : {exe_dir / "models" / "demo", exe_dir / ".." / "share" / "tfm" / "models" / "demo"}) {
+  for (const fs::path& candidate :
+       {exe_dir / "models" / "demo", exe_dir / ".." / "share" / "tfm" / "models" / "demo"}) {
     if (fs::exists(candidate / "config.json")) return fs::canonical(candidate).string();
   }
   throw_error("no --model given and the default model is not installed beside ", exe_dir.string(),

@@ -36,7 +36,8 @@ std::vector<int64_t> ints(const tfm::json::Value& v) {
 
 TEST(Cli, ForwardJsonMatchesTransformers) {
   const tfm::json::Value ref = tfm::json::parse_file(kModel + "/reference.json").at("prompts")[1];
-  const Result r = tfm_run("forward --model " + kModel + " --ids 1,17,42,99,3,250,7 --device cpu --dtype float32 --json");
+  const Result r =
+      tfm_run("forward --model " + kModel + " --ids 1,17,42,99,3,250,7 --device cpu --dtype float32 --json");
   ASSERT_EQ(r.status, 0) << r.out;
   const tfm::json::Value out = tfm::json::parse(r.out);
   EXPECT_EQ(ints(out.at("argmax")), ints(ref.at("argmax")));
@@ -48,9 +49,10 @@ TEST(Cli, ForwardJsonMatchesTransformers) {
 
 TEST(Cli, GenerateJsonHoldsOnlyTheGeneratedIds) {
   const tfm::json::Value ref = tfm::json::parse_file(kModel + "/reference.json").at("prompts")[1];
-  const Result r = tfm_run("generate --model " + kModel +
-                           " --ids 1,17,42,99,3,250,7 --max-new-tokens 24 --device cpu --dtype float32 --json",
-                           false);
+  const Result r =
+      tfm_run("generate --model " + kModel +
+                  " --ids 1,17,42,99,3,250,7 --max-new-tokens 24 --device cpu --dtype float32 --json",
+              false);
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_EQ(ints(tfm::json::parse(r.out).at("ids")), ints(ref.at("generated")));
 }
@@ -73,7 +75,8 @@ TEST(Cli, GenerateUsesTheDemoModelByDefaultAndStreamsTransformersText) {
 }
 
 TEST(Cli, GenerateJsonWithAPromptHasIdsAndText) {
-  const Result r = tfm_run("generate --model " + kDemo + " --prompt \"The old man said\" --max-new-tokens 40 --json", false);
+  const Result r = tfm_run(
+      "generate --model " + kDemo + " --prompt \"The old man said\" --max-new-tokens 40 --json", false);
   ASSERT_EQ(r.status, 0) << r.out;
   const tfm::json::Value out = tfm::json::parse(r.out);
   EXPECT_EQ(out.at("ids").size(), 40u);
@@ -82,7 +85,8 @@ TEST(Cli, GenerateJsonWithAPromptHasIdsAndText) {
 
 TEST(Cli, ChatAnswersEachTurnAndResets) {
   // popen runs /bin/sh: the input comes through a here-document.
-  const Result s = tfm_run("chat --max-new-tokens 8 --device cpu <<'EOF'\nHello\n/reset\nHi there\n/exit\nEOF");
+  const Result s =
+      tfm_run("chat --max-new-tokens 8 --device cpu <<'EOF'\nHello\n/reset\nHi there\n/exit\nEOF");
   ASSERT_EQ(s.status, 0) << s.out;
   size_t prompts = 0;
   for (size_t at = s.out.find("> "); at != std::string::npos; at = s.out.find("> ", at + 2)) ++prompts;
@@ -103,18 +107,21 @@ TEST(Cli, QuickstartExampleMirrorsTheGuide) {
 TEST(Cli, AttentionImplementationsGiveTheSameTokens) {
   std::string first;
   for (const std::string attn : {"eager", "sdpa", "flash_attention_2", "paged|sdpa"}) {
-    const Result r = tfm_run("generate --model " + kModel + " --ids 1,17,42 --max-new-tokens 12 --device cpu --json " +
-                                 "--attn-implementation '" + attn + "'",
-                             false);
+    const Result r =
+        tfm_run("generate --model " + kModel + " --ids 1,17,42 --max-new-tokens 12 --device cpu --json " +
+                    "--attn-implementation '" + attn + "'",
+                false);
     ASSERT_EQ(r.status, 0) << attn << r.out;
     const std::string ids = tfm::json::dump(tfm::json::parse(r.out).at("ids"));
     if (first.empty()) first = ids;
     EXPECT_EQ(ids, first) << attn;
   }
-  const Result fa3 = tfm_run("generate --model " + kModel + " --ids 1 --device cpu --attn-implementation flash_attention_3");
+  const Result fa3 =
+      tfm_run("generate --model " + kModel + " --ids 1 --device cpu --attn-implementation flash_attention_3");
   EXPECT_NE(fa3.status, 0);
   EXPECT_NE(fa3.out.find("Flash Attention 3 is not available on CPU"), std::string::npos) << fa3.out;
-  const Result bogus = tfm_run("generate --model " + kModel + " --ids 1 --device cpu --attn-implementation flex");
+  const Result bogus =
+      tfm_run("generate --model " + kModel + " --ids 1 --device cpu --attn-implementation flex");
   EXPECT_NE(bogus.status, 0);
   EXPECT_NE(bogus.out.find("is not supported"), std::string::npos) << bogus.out;
 }
@@ -122,9 +129,9 @@ TEST(Cli, AttentionImplementationsGiveTheSameTokens) {
 TEST(Cli, BadArgumentsAndFoldersAreErrors) {
   for (const std::string& args : std::vector<std::string>{
            "generate --model /no/such/folder --ids 1", "generate --model " + kModel + " --ids 1,x",
-        "forward --model " + kModel + " --ids 1 --bogus", "forward --model " + kModel + " --ids 99999",
-        "forward --model " + kModel + " --ids 1 --device cuda:7", "forward --model " + kModel + " --ids 1 --dtype int8",
-        "nonsense"}) {
+           "forward --model " + kModel + " --ids 1 --bogus", "forward --model " + kModel + " --ids 99999",
+           "forward --model " + kModel + " --ids 1 --device cuda:7",
+           "forward --model " + kModel + " --ids 1 --dtype int8", "nonsense"}) {
     const Result r = tfm_run(args);
     EXPECT_NE(r.status, 0) << args;
     EXPECT_NE(r.out.find("error: "), std::string::npos) << args << "\n" << r.out;
@@ -135,7 +142,8 @@ TEST(Cli, EveryCommandHasHelp) {
   const Result top = tfm_run("--help");
   ASSERT_EQ(top.status, 0);
   size_t listed = 0;
-  for (const std::string command : {"generate", "chat", "forward", "devices", "tokenize", "detokenize", "chat-template"}) {
+  for (const std::string command :
+       {"generate", "chat", "forward", "devices", "tokenize", "detokenize", "chat-template"}) {
     EXPECT_NE(top.out.find(command), std::string::npos);
     const Result r = tfm_run(command + " --help");
     EXPECT_EQ(r.status, 0) << command;

@@ -1,7 +1,7 @@
-// Every device's op kernels against the CPU backend's, op by op (xpu on the OpenCL test platform, cuda when a GPU
-// is present; a device that is absent skips): fresh random inputs of several shapes (sizes that
-// are not multiples of any work-group or tile, decode and prefill rows, ragged sequences), the xpu outputs
-// poisoned with NaN before the run, results within float32 accumulation error of the CPU's.
+// Every device's op kernels against the CPU backend's, op by op (xpu on the OpenCL test platform, cuda when a
+// GPU is present; a device that is absent skips): fresh random inputs of several shapes (sizes that are not
+// multiples of any work-group or tile, decode and prefill rows, ragged sequences), the xpu outputs poisoned
+// with NaN before the run, results within float32 accumulation error of the CPU's.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -28,13 +28,16 @@ Device g_device;
 
 constexpr double kTolerance = 1e-5;  // of the largest magnitude in the CPU's result
 
-Device xpu() { return g_device; }
+Device xpu() {
+  return g_device;
+}
 
 class DeviceOps : public testing::TestWithParam<DeviceType> {
  protected:
   void SetUp() override {
     if (GetParam() == DeviceType::xpu) {
-      if (!xpu::seam_test_device()) GTEST_SKIP() << "no OpenCL device on platform '" << xpu::test_platform() << "'";
+      if (!xpu::seam_test_device())
+        GTEST_SKIP() << "no OpenCL device on platform '" << xpu::test_platform() << "'";
     } else {
       Backend* b = find_backend(GetParam());
       if (!b || b->device_count() == 0) GTEST_SKIP() << "no " << device_type_name(GetParam()) << " device";
@@ -395,7 +398,8 @@ TEST_P(DeviceOps, PagedAttentionMatchesCpuInBothForms) {
 TEST_P(DeviceOps, EagerAttentionInSeveralLaunchesWhenScoresExceedTheScratch) {
   if (GetParam() != DeviceType::xpu) GTEST_SKIP() << "the scratch limit is the xpu kernels'";
   // Scratch for three query rows of 8 heads by 90 keys: the 20 rows of the prefill go in 7 launches.
-  const std::unique_ptr<OpKernels> kernels = xpu::make_xpu_op_kernels(xpu::xpu_backend(), 3 * 8 * 90 * sizeof(float));
+  const std::unique_ptr<OpKernels> kernels =
+      xpu::make_xpu_op_kernels(xpu::xpu_backend(), 3 * 8 * 90 * sizeof(float));
   check_attention({8, 2, 16, 4, 0, {{70, 20}, {0, 1}}}, 7,
                   [&](const Tensor& q, const ops::LayerCache& cache, const AttentionMetadata& meta,
                       float scale, int64_t window, bool eager, Tensor& out) {

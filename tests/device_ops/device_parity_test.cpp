@@ -1,6 +1,6 @@
-// The forward pass on every device against Transformers, through the same parity fixtures and checks as the CPU
-// (tests/model/parity_test.cpp): GQA, head_dim != hidden / heads, QK-norm and sliding-window layers. xpu runs on
-// the OpenCL test platform; cuda when a GPU is present; an absent device skips.
+// The forward pass on every device against Transformers, through the same parity fixtures and checks as the
+// CPU (tests/model/parity_test.cpp): GQA, head_dim != hidden / heads, QK-norm and sliding-window layers. xpu
+// runs on the OpenCL test platform; cuda when a GPU is present; an absent device skips.
 #include <gtest/gtest.h>
 
 #include "../model/parity_fixtures.h"
@@ -14,7 +14,8 @@ class DeviceParity : public testing::TestWithParam<std::tuple<DeviceType, std::s
   void SetUp() override {
     const DeviceType type = std::get<0>(GetParam());
     if (type == DeviceType::xpu) {
-      if (!xpu::seam_test_device()) GTEST_SKIP() << "no OpenCL device on platform '" << xpu::test_platform() << "'";
+      if (!xpu::seam_test_device())
+        GTEST_SKIP() << "no OpenCL device on platform '" << xpu::test_platform() << "'";
     } else {
       Backend* b = find_backend(type);
       if (!b || b->device_count() == 0) GTEST_SKIP() << "no " << device_type_name(type) << " device";
@@ -28,13 +29,16 @@ TEST_P(DeviceParity, LogitsAndGreedyTokensMatchTransformers) {
   parity::expect_logits_and_greedy_tokens(model(), device());
 }
 
-TEST_P(DeviceParity, RaggedBatchEqualsSeparateSequences) { parity::expect_ragged_batch(model(), device()); }
+TEST_P(DeviceParity, RaggedBatchEqualsSeparateSequences) {
+  parity::expect_ragged_batch(model(), device());
+}
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, DeviceParity,
                          testing::Combine(testing::Values(DeviceType::xpu, DeviceType::cuda),
                                           testing::Values("llama_gqa", "qwen3_head_dim_sliding")),
                          [](const auto& info) {
-                           return std::string(device_type_name(std::get<0>(info.param))) + "_" + std::get<1>(info.param);
+                           return std::string(device_type_name(std::get<0>(info.param))) + "_" +
+                                  std::get<1>(info.param);
                          });
 
 }  // namespace

@@ -1,5 +1,5 @@
-// generate() on the parity fixtures: greedy continuations equal Transformers', in a batch of prompts of different
-// lengths as well as alone; EOS stops a sequence; sampling is reproducible with a seed.
+// generate() on the parity fixtures: greedy continuations equal Transformers', in a batch of prompts of
+// different lengths as well as alone; EOS stops a sequence; sampling is reproducible with a seed.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -74,8 +74,9 @@ TEST(Generate, SamplingIsReproducibleWithASeed) {
   const Case c = load("llama_gqa");
   CausalLM model = CausalLM::from_pretrained(kFixtures + "llama_gqa", {"float32", "cpu", "sdpa"});
   auto run = [&](int64_t seed) {
-    return generate(model, c.prompts, GenerationConfig{},
-                    kwargs({{"max_new_tokens", 16}, {"do_sample", true}, {"temperature", 1.5}, {"seed", seed}}))
+    return generate(
+               model, c.prompts, GenerationConfig{},
+               kwargs({{"max_new_tokens", 16}, {"do_sample", true}, {"temperature", 1.5}, {"seed", seed}}))
         .tokens;
   };
   EXPECT_EQ(run(7), run(7));
@@ -88,7 +89,8 @@ TEST(Generate, StreamsEveryTokenInOrder) {
   std::vector<std::vector<int64_t>> streamed(c.prompts.size());
   GenerateCallbacks callbacks;
   callbacks.on_token = [&](size_t i, int64_t token) { streamed[i].push_back(token); };
-  const GenerateOutput out = generate(model, c.prompts, GenerationConfig{}, kwargs({{"max_new_tokens", 5}}), callbacks);
+  const GenerateOutput out =
+      generate(model, c.prompts, GenerationConfig{}, kwargs({{"max_new_tokens", 5}}), callbacks);
   EXPECT_EQ(streamed, out.tokens);
 }
 

@@ -88,11 +88,14 @@ Tensor empty(const Shape& shape, DType dtype, Device device) {
 }
 
 namespace {
-DeviceSpan span(const Tensor& t) { return {t.storage()->data(), t.byte_offset()}; }
+DeviceSpan span(const Tensor& t) {
+  return {t.storage()->data(), t.byte_offset()};
+}
 }  // namespace
 
 Tensor to_device(const Tensor& t, Device device) {
-  if (t.device().type == device.type && (device.type == DeviceType::cpu || t.device().index == device.index_or_zero())) {
+  if (t.device().type == device.type &&
+      (device.type == DeviceType::cpu || t.device().index == device.index_or_zero())) {
     return t;
   }
   check(t.is_contiguous(), "to_device needs a contiguous tensor, got ", t.str());

@@ -12,8 +12,8 @@ std::string resolve_pretrained(const std::string& id_or_dir, const std::string& 
   return io::resolve_model_dir(id_or_dir, hub);
 }
 
-AutoModelForCausalLM::AutoModelForCausalLM(CausalLM model, GenerationConfig generation_config, std::string name_or_path,
-                                           std::string dir)
+AutoModelForCausalLM::AutoModelForCausalLM(CausalLM model, GenerationConfig generation_config,
+                                           std::string name_or_path, std::string dir)
     : model_(std::move(model)),
       generation_config_(std::move(generation_config)),
       name_or_path_(std::move(name_or_path)),
@@ -22,17 +22,20 @@ AutoModelForCausalLM::AutoModelForCausalLM(CausalLM model, GenerationConfig gene
 AutoModelForCausalLM AutoModelForCausalLM::from_pretrained(const std::string& id_or_dir,
                                                            const PretrainedOptions& options) {
   const std::string dir = resolve_pretrained(id_or_dir, options.revision);
-  CausalLM model = CausalLM::from_pretrained(dir, {options.dtype, options.device_map, options.attn_implementation});
+  CausalLM model =
+      CausalLM::from_pretrained(dir, {options.dtype, options.device_map, options.attn_implementation});
   GenerationConfig generation_config = load_generation_config(dir, model.config());
   return AutoModelForCausalLM(std::move(model), std::move(generation_config), id_or_dir, dir);
 }
 
 GenerateOutput AutoModelForCausalLM::generate(const std::vector<std::vector<int64_t>>& input_ids,
-                                              const json::Object& kwargs, const GenerateCallbacks& callbacks) {
+                                              const json::Object& kwargs,
+                                              const GenerateCallbacks& callbacks) {
   return tfm::generate(model_, input_ids, generation_config_, kwargs, callbacks);
 }
 
-tokenizer::Tokenizer AutoTokenizer::from_pretrained(const std::string& id_or_dir, const std::string& revision) {
+tokenizer::Tokenizer AutoTokenizer::from_pretrained(const std::string& id_or_dir,
+                                                    const std::string& revision) {
   return tokenizer::AutoTokenizer::from_pretrained(resolve_pretrained(id_or_dir, revision));
 }
 
@@ -40,7 +43,8 @@ TextGenerationPipeline::TextGenerationPipeline(AutoModelForCausalLM model, token
     : model_(std::move(model)), tokenizer_(std::move(tokenizer)) {}
 
 namespace {
-// The pipeline's defaults under the caller's keyword arguments: max_new_tokens 256, as Transformers' pipeline.
+// The pipeline's defaults under the caller's keyword arguments: max_new_tokens 256, as Transformers'
+// pipeline.
 json::Object with_pipeline_defaults(const json::Object& kwargs) {
   json::Value merged = json::Object{{"max_new_tokens", 256}};
   for (const auto& [k, v] : kwargs) merged.set(k, v);
@@ -57,10 +61,10 @@ json::Value TextGenerationPipeline::operator()(const json::Value& messages, cons
   ChatTemplateInputs inputs;
   inputs.messages = messages;
   inputs.add_generation_prompt = true;
-  const std::string text =
-      apply_chat_template(load_chat_templates(model_.dir(), tokenizer_.config()), tokenizer_.config(), inputs);
-  const GenerateOutput out =
-      model_.generate({tokenizer_.encode(text, /*add_special_tokens=*/false)}, with_pipeline_defaults(kwargs));
+  const std::string text = apply_chat_template(load_chat_templates(model_.dir(), tokenizer_.config()),
+                                               tokenizer_.config(), inputs);
+  const GenerateOutput out = model_.generate({tokenizer_.encode(text, /*add_special_tokens=*/false)},
+                                             with_pipeline_defaults(kwargs));
   json::Value answer;
   answer.set("role", "assistant");
   answer.set("content", tokenizer_.decode(out.tokens[0], /*skip_special_tokens=*/true));
@@ -69,8 +73,10 @@ json::Value TextGenerationPipeline::operator()(const json::Value& messages, cons
   return result;
 }
 
-TextGenerationPipeline pipeline(const std::string& task, const std::string& model, const PretrainedOptions& options) {
-  check(task == "text-generation", "pipeline task '", task, "' is not supported (supported: text-generation)");
+TextGenerationPipeline pipeline(const std::string& task, const std::string& model,
+                                const PretrainedOptions& options) {
+  check(task == "text-generation", "pipeline task '", task,
+        "' is not supported (supported: text-generation)");
   return TextGenerationPipeline(AutoModelForCausalLM::from_pretrained(model, options),
                                 AutoTokenizer::from_pretrained(model, options.revision));
 }

@@ -1,9 +1,9 @@
 // The public API, named as Transformers names it:
 //
-//   auto model = tfm::AutoModelForCausalLM::from_pretrained("Qwen/Qwen3-0.6B", {.dtype = "auto", .device_map = "auto"});
-//   auto tokenizer = tfm::AutoTokenizer::from_pretrained("Qwen/Qwen3-0.6B");
-//   auto generated = model.generate({tokenizer.encode("A list of colors: red, blue")});
-//   std::string text = tokenizer.decode(generated.tokens[0], /*skip_special_tokens=*/true);
+//   auto model = tfm::AutoModelForCausalLM::from_pretrained("Qwen/Qwen3-0.6B", {.dtype = "auto", .device_map
+//   = "auto"}); auto tokenizer = tfm::AutoTokenizer::from_pretrained("Qwen/Qwen3-0.6B"); auto generated =
+//   model.generate({tokenizer.encode("A list of colors: red, blue")}); std::string text =
+//   tokenizer.decode(generated.tokens[0], /*skip_special_tokens=*/true);
 //
 // A model or tokenizer is named by a local folder or a Hub id (downloaded into the huggingface_hub cache).
 #pragma once
@@ -20,7 +20,7 @@ namespace tfm {
 
 struct PretrainedOptions {
   std::string dtype = "auto";                // "auto", "float32", "bfloat16", "float16"
-  std::string device_map = "auto";          // "auto", "cpu", "cuda", "cuda:1", "xpu:0"
+  std::string device_map = "auto";           // "auto", "cpu", "cuda", "cuda:1", "xpu:0"
   std::string attn_implementation = "sdpa";  // "eager" or "sdpa"
   std::string revision = "main";             // for Hub ids: a branch, tag or commit
 };
@@ -30,7 +30,8 @@ std::string resolve_pretrained(const std::string& id_or_dir, const std::string& 
 
 class AutoModelForCausalLM {
  public:
-  static AutoModelForCausalLM from_pretrained(const std::string& id_or_dir, const PretrainedOptions& options = {});
+  static AutoModelForCausalLM from_pretrained(const std::string& id_or_dir,
+                                              const PretrainedOptions& options = {});
 
   // Continues each prompt (token ids); `kwargs` override generation_config.json as generate(**kwargs) does.
   GenerateOutput generate(const std::vector<std::vector<int64_t>>& input_ids, const json::Object& kwargs = {},
@@ -52,7 +53,8 @@ class AutoModelForCausalLM {
 };
 
 struct AutoTokenizer {
-  static tokenizer::Tokenizer from_pretrained(const std::string& id_or_dir, const std::string& revision = "main");
+  static tokenizer::Tokenizer from_pretrained(const std::string& id_or_dir,
+                                              const std::string& revision = "main");
 };
 
 // pipeline("text-generation", model): text in, text out, as Transformers' TextGenerationPipeline

@@ -59,7 +59,8 @@ GenerateOutput generate(CausalLM& model, const std::vector<std::vector<int64_t>>
     s.ids = s.pending = prompts[i];
     s.prompt_length = prompts[i].size();
     const int64_t prompt_length = static_cast<int64_t>(s.prompt_length);
-    const LengthLimits limits = resolve_length_limits(prepared, prompt_length, model.config().max_position_embeddings);
+    const LengthLimits limits =
+        resolve_length_limits(prepared, prompt_length, model.config().max_position_embeddings);
     out.warnings.insert(out.warnings.end(), limits.warnings.begin(), limits.warnings.end());
     s.processors = build_logits_processors(config, prompt_length, limits);
     s.stopping = std::make_unique<StoppingCriteria>(config, limits.max_length, callbacks.decode);

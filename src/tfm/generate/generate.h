@@ -1,5 +1,6 @@
-// generate(): the decoding loop over a ragged batch of prompts of any lengths. Each step runs every unfinished
-// sequence's new tokens through the model at once; a finished sequence leaves the batch and frees its cache.
+// generate(): the decoding loop over a ragged batch of prompts of any lengths. Each step runs every
+// unfinished sequence's new tokens through the model at once; a finished sequence leaves the batch and frees
+// its cache.
 #pragma once
 
 #include <cstdint>
@@ -21,9 +22,10 @@ struct GenerateCallbacks {
 };
 
 struct GenerateOutput {
-  std::vector<std::vector<int64_t>> tokens;  // the generated ids of each prompt (EOS included when it stopped there)
+  std::vector<std::vector<int64_t>>
+      tokens;  // the generated ids of each prompt (EOS included when it stopped there)
   std::vector<StopReason> stop_reasons;
-  std::vector<std::string> warnings;         // what Transformers would warn about the configuration
+  std::vector<std::string> warnings;  // what Transformers would warn about the configuration
   int64_t prompt_tokens = 0;
   int64_t generated_tokens = 0;
   double prefill_seconds = 0;  // the first step, which runs the prompts

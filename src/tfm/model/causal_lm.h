@@ -1,5 +1,5 @@
-// A decoder-only causal language model (Llama, Mistral, Qwen2, Qwen3): config, weights and the forward pass over
-// a ragged batch with a paged KV cache.
+// A decoder-only causal language model (Llama, Mistral, Qwen2, Qwen3): config, weights and the forward pass
+// over a ragged batch with a paged KV cache.
 #pragma once
 
 #include <string>
@@ -15,8 +15,8 @@
 namespace tfm {
 
 struct LoadOptions {
-  std::string dtype = "auto";  // "auto" (config.json's dtype), "float32", "bfloat16", "float16"
-  std::string device = "cpu";  // resolved by resolve_device: "auto", "cpu", "cuda:0", ...
+  std::string dtype = "auto";                // "auto" (config.json's dtype), "float32", "bfloat16", "float16"
+  std::string device = "cpu";                // resolved by resolve_device: "auto", "cpu", "cuda:0", ...
   std::string attn_implementation = "sdpa";  // "eager" or "sdpa"
 };
 
@@ -37,7 +37,8 @@ class CausalLM {
   Tensor forward(const ForwardBatch& batch, KVCache& cache);
 
  private:
-  CausalLM(ModelConfig config, ModelWeights weights, DType dtype, Device device, ops::AttentionImpl attention);
+  CausalLM(ModelConfig config, ModelWeights weights, DType dtype, Device device,
+           ops::AttentionImpl attention);
 
   ModelConfig config_;
   ModelWeights weights_;

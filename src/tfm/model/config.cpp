@@ -22,7 +22,8 @@ struct ArchitectureDefaults {
 // Transformers' defaults for fields a config.json leaves out (configuration_<model>.py).
 constexpr std::array<ArchitectureDefaults, 4> kArchitectures = {{
     {"LlamaForCausalLM", "llama", Architecture::llama, 32000, 4096, 11008, 32, 32, 0, 0, 2048, 1, 2},
-    {"MistralForCausalLM", "mistral", Architecture::mistral, 32000, 4096, 14336, 32, 32, 8, 0, 4096 * 32, 1, 2},
+    {"MistralForCausalLM", "mistral", Architecture::mistral, 32000, 4096, 14336, 32, 32, 8, 0, 4096 * 32, 1,
+     2},
     {"Qwen2ForCausalLM", "qwen2", Architecture::qwen2, 151936, 4096, 22016, 32, 32, 32, 0, 32768, {}, {}},
     {"Qwen3ForCausalLM", "qwen3", Architecture::qwen3, 151936, 4096, 22016, 32, 32, 32, 128, 32768, {}, {}},
 }};
@@ -83,7 +84,8 @@ class Reader {
 const ArchitectureDefaults& find_architecture(const json::Value& config, const std::string& source) {
   const json::Value* architectures = config.find("architectures");
   std::string name;
-  if (architectures && architectures->is_array() && architectures->size() > 0 && (*architectures)[0].is_string()) {
+  if (architectures && architectures->is_array() && architectures->size() > 0 &&
+      (*architectures)[0].is_string()) {
     name = (*architectures)[0].as_string();
     for (const auto& a : kArchitectures) {
       if (a.name == name) return a;
@@ -119,14 +121,16 @@ RopeParameters read_rope(const json::Value& config, const Reader& r, const Model
     rope.rope_type = type->as_string();
   }
   const json::Value* theta_at_top = r.get("rope_theta");
-  rope.rope_theta = r.number(*params, "rope_theta", theta_at_top ? r.number(config, "rope_theta", 10000.0) : 10000.0);
-  rope.partial_rotary_factor = r.number(*params, "partial_rotary_factor", r.number(config, "partial_rotary_factor", 1.0));
+  rope.rope_theta =
+      r.number(*params, "rope_theta", theta_at_top ? r.number(config, "rope_theta", 10000.0) : 10000.0);
+  rope.partial_rotary_factor =
+      r.number(*params, "partial_rotary_factor", r.number(config, "partial_rotary_factor", 1.0));
   rope.factor = r.number(*params, "factor", 1.0);
   rope.low_freq_factor = r.number(*params, "low_freq_factor", 1.0);
   rope.high_freq_factor = r.number(*params, "high_freq_factor", 4.0);
-  rope.original_max_position_embeddings = static_cast<int64_t>(
-      r.number(*params, "original_max_position_embeddings",
-               static_cast<double>(r.integer("original_max_position_embeddings", c.max_position_embeddings))));
+  rope.original_max_position_embeddings = static_cast<int64_t>(r.number(
+      *params, "original_max_position_embeddings",
+      static_cast<double>(r.integer("original_max_position_embeddings", c.max_position_embeddings))));
   rope.attention_factor = r.optional_number(*params, "attention_factor");
   rope.beta_fast = r.optional_number(*params, "beta_fast");
   rope.beta_slow = r.optional_number(*params, "beta_slow");
@@ -136,7 +140,8 @@ RopeParameters read_rope(const json::Value& config, const Reader& r, const Model
 
   const std::string& t = rope.rope_type;
   if (t != "default" && t != "linear" && t != "dynamic" && t != "llama3" && t != "yarn") {
-    throw_error(source, ": rope_type '", t, "' is not supported (supported: default, linear, dynamic, llama3, yarn)");
+    throw_error(source, ": rope_type '", t,
+                "' is not supported (supported: default, linear, dynamic, llama3, yarn)");
   }
   if ((t == "linear" || t == "dynamic" || t == "llama3") && !params->find("factor")) {
     throw_error(source, ": rope_type '", t, "' needs a factor");
@@ -213,8 +218,8 @@ ModelConfig ModelConfig::from_json(const json::Value& config, const std::string&
   c.intermediate_size = r.positive("intermediate_size", a.intermediate_size);
   c.num_hidden_layers = r.positive("num_hidden_layers", a.num_hidden_layers);
   c.num_attention_heads = r.positive("num_attention_heads", a.num_attention_heads);
-  c.num_key_value_heads =
-      r.positive("num_key_value_heads", a.num_key_value_heads ? a.num_key_value_heads : c.num_attention_heads);
+  c.num_key_value_heads = r.positive("num_key_value_heads",
+                                     a.num_key_value_heads ? a.num_key_value_heads : c.num_attention_heads);
   c.head_dim = r.positive("head_dim", a.head_dim ? a.head_dim : c.hidden_size / c.num_attention_heads);
   c.max_position_embeddings = r.positive("max_position_embeddings", a.max_position_embeddings);
   c.rms_norm_eps = r.number(config, "rms_norm_eps", 1e-6);
@@ -222,10 +227,11 @@ ModelConfig ModelConfig::from_json(const json::Value& config, const std::string&
   c.tie_word_embeddings = r.boolean("tie_word_embeddings", false);
 
   if (c.num_attention_heads % c.num_key_value_heads != 0) {
-    throw_error(source, ": num_attention_heads (", c.num_attention_heads, ") is not a multiple of num_key_value_heads (",
-                c.num_key_value_heads, ")");
+    throw_error(source, ": num_attention_heads (", c.num_attention_heads,
+                ") is not a multiple of num_key_value_heads (", c.num_key_value_heads, ")");
   }
-  if (c.head_dim % 2 != 0) throw_error(source, ": head_dim must be even for rotary embeddings, got ", c.head_dim);
+  if (c.head_dim % 2 != 0)
+    throw_error(source, ": head_dim must be even for rotary embeddings, got ", c.head_dim);
   if (c.hidden_act != "silu" && c.hidden_act != "swish") {
     throw_error(source, ": hidden_act '", c.hidden_act, "' is not supported (supported: silu)");
   }
@@ -234,8 +240,11 @@ ModelConfig ModelConfig::from_json(const json::Value& config, const std::string&
       c.qkv_bias = c.o_bias = r.boolean("attention_bias", false);
       c.mlp_bias = r.boolean("mlp_bias", false);
       break;
-    case Architecture::mistral: break;
-    case Architecture::qwen2: c.qkv_bias = true; break;
+    case Architecture::mistral:
+      break;
+    case Architecture::qwen2:
+      c.qkv_bias = true;
+      break;
     case Architecture::qwen3:
       c.qkv_bias = c.o_bias = r.boolean("attention_bias", false);
       c.qk_norm = true;
@@ -264,12 +273,14 @@ ModelConfig ModelConfig::from_json(const json::Value& config, const std::string&
     c.bos_token_id = r.integer("bos_token_id", 0);
   }
   c.eos_token_id = config.find("eos_token_id") ? read_token_ids(r.get("eos_token_id"), r, "eos_token_id")
-                   : a.eos ? std::vector<int64_t>{*a.eos}
-                           : std::vector<int64_t>{};
+                   : a.eos                     ? std::vector<int64_t>{*a.eos}
+                                               : std::vector<int64_t>{};
   if (r.get("pad_token_id")) c.pad_token_id = r.integer("pad_token_id", 0);
   return c;
 }
 
-ModelConfig ModelConfig::from_file(const std::string& path) { return from_json(json::parse_file(path), path); }
+ModelConfig ModelConfig::from_file(const std::string& path) {
+  return from_json(json::parse_file(path), path);
+}
 
 }  // namespace tfm

@@ -1,6 +1,6 @@
-// config.json of the decoder-only family tfm runs (Llama, Mistral, Qwen2, Qwen3), read as Transformers reads it:
-// the Hub's v4-style fields (rope_theta, rope_scaling, torch_dtype) and the v5-style ones (rope_parameters,
-// dtype, layer_types), with each architecture's defaults for absent fields.
+// config.json of the decoder-only family tfm runs (Llama, Mistral, Qwen2, Qwen3), read as Transformers reads
+// it: the Hub's v4-style fields (rope_theta, rope_scaling, torch_dtype) and the v5-style ones
+// (rope_parameters, dtype, layer_types), with each architecture's defaults for absent fields.
 #pragma once
 
 #include <cstdint>
@@ -47,10 +47,10 @@ struct ModelConfig {
   int64_t max_position_embeddings = 0;
   double rms_norm_eps = 1e-6;
   std::string hidden_act = "silu";
-  bool qkv_bias = false;     // bias on q_proj, k_proj, v_proj
-  bool o_bias = false;       // bias on o_proj
-  bool mlp_bias = false;     // bias on gate_proj, up_proj, down_proj
-  bool qk_norm = false;      // Qwen3: RMSNorm over head_dim on q and k before RoPE
+  bool qkv_bias = false;  // bias on q_proj, k_proj, v_proj
+  bool o_bias = false;    // bias on o_proj
+  bool mlp_bias = false;  // bias on gate_proj, up_proj, down_proj
+  bool qk_norm = false;   // Qwen3: RMSNorm over head_dim on q and k before RoPE
   bool tie_word_embeddings = false;
   RopeParameters rope;
   // Per layer: the sliding window (a token sees itself and the window-1 before it), 0 for full attention.

@@ -27,7 +27,9 @@ class BlockPool {
 };
 
 // Blocks of `block_size` that hold `tokens` tokens of one sequence.
-inline int64_t blocks_for(int64_t tokens, int64_t block_size) { return (tokens + block_size - 1) / block_size; }
+inline int64_t blocks_for(int64_t tokens, int64_t block_size) {
+  return (tokens + block_size - 1) / block_size;
+}
 
 struct KVCache {
   int64_t block_size = 0;

@@ -18,13 +18,16 @@ std::vector<float> default_inv_freq(float base, int64_t dim) {
   return inv;
 }
 
-float yarn_mscale(double scale, double mscale) { return scale <= 1 ? 1.0f : static_cast<float>(0.1 * mscale * std::log(scale) + 1.0); }
+float yarn_mscale(double scale, double mscale) {
+  return scale <= 1 ? 1.0f : static_cast<float>(0.1 * mscale * std::log(scale) + 1.0);
+}
 
 }  // namespace
 
 RotaryEmbedding::RotaryEmbedding(const ModelConfig& config)
     : config_(config),
-      rot_dim_(static_cast<int64_t>(static_cast<double>(config.head_dim) * config.rope.partial_rotary_factor)),
+      rot_dim_(
+          static_cast<int64_t>(static_cast<double>(config.head_dim) * config.rope.partial_rotary_factor)),
       max_seq_len_cached_(config.max_position_embeddings),
       original_max_seq_len_(config.max_position_embeddings) {
   compute(-1);
@@ -47,8 +50,9 @@ void RotaryEmbedding::compute(int64_t seq_len) {
     } else {
       const float len = static_cast<float>(std::max<double>(static_cast<double>(seq_len), max_pos));
       const float f = static_cast<float>(p.factor);
-      const float grown = std::pow(f * len / static_cast<float>(max_pos) - (f - 1.f),
-                                   static_cast<float>(static_cast<double>(dim) / static_cast<double>(dim - 2)));
+      const float grown =
+          std::pow(f * len / static_cast<float>(max_pos) - (f - 1.f),
+                   static_cast<float>(static_cast<double>(dim) / static_cast<double>(dim - 2)));
       inv_freq_ = default_inv_freq(base * grown, dim);
     }
   } else if (p.rope_type == "llama3") {
@@ -80,7 +84,8 @@ void RotaryEmbedding::compute(int64_t seq_len) {
     const double beta_slow = p.beta_slow && *p.beta_slow != 0 ? *p.beta_slow : 1.0;
     const double orig = static_cast<double>(p.original_max_position_embeddings);
     auto correction_dim = [&](double rotations) {
-      return static_cast<double>(dim) * std::log(orig / (rotations * 2 * std::numbers::pi)) / (2 * std::log(p.rope_theta));
+      return static_cast<double>(dim) * std::log(orig / (rotations * 2 * std::numbers::pi)) /
+             (2 * std::log(p.rope_theta));
     };
     double low = correction_dim(beta_fast), high = correction_dim(beta_slow);
     if (p.truncate) {
@@ -95,7 +100,8 @@ void RotaryEmbedding::compute(int64_t seq_len) {
       const float pos_freq = std::pow(base, static_cast<float>(2 * i) / static_cast<float>(dim));
       const float extrapolation = 1.f / pos_freq;
       const float interpolation = 1.f / (static_cast<float>(factor) * pos_freq);
-      const float ramp = std::clamp((static_cast<float>(i) - static_cast<float>(low)) / static_cast<float>(high - low), 0.f, 1.f);
+      const float ramp = std::clamp(
+          (static_cast<float>(i) - static_cast<float>(low)) / static_cast<float>(high - low), 0.f, 1.f);
       const float extrapolation_factor = 1.f - ramp;
       inv_freq_[i] = interpolation * (1.f - extrapolation_factor) + extrapolation * extrapolation_factor;
     }
@@ -112,7 +118,8 @@ void RotaryEmbedding::tables(std::span<const int32_t> positions, Tensor& cos, Te
       compute(seq_len);
       max_seq_len_cached_ = seq_len;
     }
-    if (seq_len < original_max_seq_len_ && max_seq_len_cached_ > original_max_seq_len_) {  // back to the original
+    if (seq_len < original_max_seq_len_ &&
+        max_seq_len_cached_ > original_max_seq_len_) {  // back to the original
       compute(-1);
       max_seq_len_cached_ = original_max_seq_len_;
     }

@@ -28,8 +28,8 @@ std::vector<WeightSpec> expected_weights(const ModelConfig& c) {
       w.push_back({p + "self_attn.k_norm.weight", {D}});
     }
     w.push_back({p + "post_attention_layernorm.weight", {H}});
-    for (const auto& [name, shape] : {std::pair{"gate_proj", Shape{I, H}}, {"up_proj", Shape{I, H}},
-                                      {"down_proj", Shape{H, I}}}) {
+    for (const auto& [name, shape] :
+         {std::pair{"gate_proj", Shape{I, H}}, {"up_proj", Shape{I, H}}, {"down_proj", Shape{H, I}}}) {
       w.push_back({p + "mlp." + name + ".weight", shape});
       if (c.mlp_bias) w.push_back({p + "mlp." + name + ".bias", {shape[0]}});
     }
@@ -47,14 +47,17 @@ Tensor to_float32(const Tensor& stored, DType precision, const std::string& wher
   float* o = out.data<float>();
   const int64_t n = stored.numel();
   switch (stored.dtype()) {
-    case DType::float32: std::copy_n(stored.data<float>(), n, o); break;
+    case DType::float32:
+      std::copy_n(stored.data<float>(), n, o);
+      break;
     case DType::bfloat16:
       for (int64_t i = 0; i < n; ++i) o[i] = bf16_to_float(stored.data<uint16_t>()[i]);
       break;
     case DType::float16:
       for (int64_t i = 0; i < n; ++i) o[i] = fp16_to_float(stored.data<uint16_t>()[i]);
       break;
-    default: throw_error(where, " is stored as ", dtype_name(stored.dtype()), ", which tfm cannot load as weights");
+    default:
+      throw_error(where, " is stored as ", dtype_name(stored.dtype()), ", which tfm cannot load as weights");
   }
   if (precision == DType::bfloat16 && stored.dtype() != DType::bfloat16) {
     for (int64_t i = 0; i < n; ++i) o[i] = bf16_to_float(float_to_bf16(o[i]));
@@ -115,11 +118,13 @@ ModelWeights load_weights(const std::string& dir, const ModelConfig& config, DTy
     LayerWeights lw;
     lw.input_layernorm = take(p + "input_layernorm.weight");
     const std::string a = p + "self_attn.";
-    lw.qkv_proj = to_device(
-        stack_rows({host.at(a + "q_proj.weight"), host.at(a + "k_proj.weight"), host.at(a + "v_proj.weight")}), device);
+    lw.qkv_proj = to_device(stack_rows({host.at(a + "q_proj.weight"), host.at(a + "k_proj.weight"),
+                                        host.at(a + "v_proj.weight")}),
+                            device);
     if (config.qkv_bias) {
       lw.qkv_bias = to_device(
-          stack_rows({host.at(a + "q_proj.bias"), host.at(a + "k_proj.bias"), host.at(a + "v_proj.bias")}), device);
+          stack_rows({host.at(a + "q_proj.bias"), host.at(a + "k_proj.bias"), host.at(a + "v_proj.bias")}),
+          device);
     }
     lw.q_norm = take_optional(a + "q_norm.weight");
     lw.k_norm = take_optional(a + "k_norm.weight");
@@ -127,9 +132,11 @@ ModelWeights load_weights(const std::string& dir, const ModelConfig& config, DTy
     lw.o_bias = take_optional(a + "o_proj.bias");
     lw.post_attention_layernorm = take(p + "post_attention_layernorm.weight");
     const std::string m = p + "mlp.";
-    lw.gate_up_proj = to_device(stack_rows({host.at(m + "gate_proj.weight"), host.at(m + "up_proj.weight")}), device);
+    lw.gate_up_proj =
+        to_device(stack_rows({host.at(m + "gate_proj.weight"), host.at(m + "up_proj.weight")}), device);
     if (config.mlp_bias) {
-      lw.gate_up_bias = to_device(stack_rows({host.at(m + "gate_proj.bias"), host.at(m + "up_proj.bias")}), device);
+      lw.gate_up_bias =
+          to_device(stack_rows({host.at(m + "gate_proj.bias"), host.at(m + "up_proj.bias")}), device);
     }
     lw.down_proj = take(m + "down_proj.weight");
     lw.down_bias = take_optional(m + "down_proj.bias");

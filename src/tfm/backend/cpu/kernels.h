@@ -21,7 +21,8 @@ void rms_norm(const float* x, const float* weight, int64_t rows, int64_t dim, fl
 // Rotary embedding in place, the half-split layout: for each of `heads` vectors of a token, the first
 // rot_dim elements are rotated by (cos, sin) of that token; the rest pass through.
 // x (T, heads, head_dim), cos and sin (T, rot_dim)
-void rope(float* x, const float* cos, const float* sin, int64_t T, int64_t heads, int64_t head_dim, int64_t rot_dim);
+void rope(float* x, const float* cos, const float* sin, int64_t T, int64_t heads, int64_t head_dim,
+          int64_t rot_dim);
 
 // out = silu(gate_up[:, :I]) * gate_up[:, I:]     gate_up (T, 2I), out (T, I)
 void silu_mul(const float* gate_up, int64_t T, int64_t I, float* out);
@@ -38,11 +39,11 @@ void gather_rows(const float* x, int64_t H, const int32_t* rows, int64_t R, floa
 // Writes the new keys and values into the paged cache: token t goes to cache slot slots[t]
 // (block = slot / block_size, offset = slot % block_size).
 // k, v (T, kv_heads * head_dim), cache_k, cache_v (blocks, block_size, kv_heads * head_dim)
-void kv_cache_write(const float* k, const float* v, const int32_t* slots, int64_t T, int64_t kv_dim, float* cache_k,
-                    float* cache_v);
+void kv_cache_write(const float* k, const float* v, const int32_t* slots, int64_t T, int64_t kv_dim,
+                    float* cache_k, float* cache_v);
 
-// Causal grouped-query attention over a paged cache. `materialize_scores` selects the eager form (all scores of a
-// row, then a float32 softmax) instead of one pass with a running maximum (the fused form).
+// Causal grouped-query attention over a paged cache. `materialize_scores` selects the eager form (all scores
+// of a row, then a float32 softmax) instead of one pass with a running maximum (the fused form).
 void paged_attention(const PagedAttentionArgs& a, bool materialize_scores);
 
 }  // namespace tfm::cpu

@@ -1,5 +1,5 @@
-// The CUDA kernels of the op set. Simple and correct first: one thread block per row (norms, attention heads),
-// grid-stride loops for elementwise work. Matmul goes through cuBLAS in cuda_op_kernels.cpp.
+// The CUDA kernels of the op set. Simple and correct first: one thread block per row (norms, attention
+// heads), grid-stride loops for elementwise work. Matmul goes through cuBLAS in cuda_op_kernels.cpp.
 #include <cuda_runtime.h>
 
 #include <cfloat>
@@ -136,10 +136,10 @@ __global__ void kv_cache_write_kernel(const float* k, const float* v, const int3
 constexpr int kAttentionThreads = 128;
 constexpr int kMaxHeadDimPerThread = 4;  // head_dim up to 512
 
-// One block per (row, head). Keys are visited in tiles of one per thread: each thread scores one key, the block
-// finds the tile's maximum, and every thread accumulates its share of the head dimensions. The one-pass form
-// rescales what it summed whenever the running maximum grows; the eager form first finds the row's maximum,
-// so that every probability is exp(score - max) / sum as a materialized softmax computes it.
+// One block per (row, head). Keys are visited in tiles of one per thread: each thread scores one key, the
+// block finds the tile's maximum, and every thread accumulates its share of the head dimensions. The one-pass
+// form rescales what it summed whenever the running maximum grows; the eager form first finds the row's
+// maximum, so that every probability is exp(score - max) / sum as a materialized softmax computes it.
 __global__ void paged_attention_kernel(PagedAttentionArgs a, bool two_pass) {
   __shared__ float shared[32];
   __shared__ float p[kAttentionThreads];
@@ -225,7 +225,8 @@ Status rms_norm(const float* x, const float* weight, int64_t rows, int64_t dim, 
   return launched("rms_norm");
 }
 
-Status rope(float* x, const float* cos, const float* sin, int64_t T, int64_t heads, int64_t head_dim, int64_t rot_dim) {
+Status rope(float* x, const float* cos, const float* sin, int64_t T, int64_t heads, int64_t head_dim,
+            int64_t rot_dim) {
   if (T * heads == 0) return "";
   rope_kernel<<<static_cast<unsigned>(T * heads), 64>>>(x, cos, sin, heads, head_dim, rot_dim);
   return launched("rope");
@@ -261,19 +262,20 @@ Status gather_rows(const float* x, int64_t H, const int32_t* rows, int64_t R, fl
   return launched("gather_rows");
 }
 
-Status kv_cache_write(const float* k, const float* v, const int32_t* slots, int64_t T, int64_t kv_dim, float* cache_k,
-                      float* cache_v) {
+Status kv_cache_write(const float* k, const float* v, const int32_t* slots, int64_t T, int64_t kv_dim,
+                      float* cache_k, float* cache_v) {
   if (T == 0) return "";
   kv_cache_write_kernel<<<static_cast<unsigned>(T), kThreads>>>(k, v, slots, kv_dim, cache_k, cache_v);
   return launched("kv_cache_write");
 }
 
 Status paged_attention(const PagedAttentionArgs& a, bool materialize_scores) {
-  if (a.head_dim > kAttentionThreads * kMaxHeadDimPerThread) return "CUDA kernel paged_attention: head_dim over 512";
+  if (a.head_dim > kAttentionThreads * kMaxHeadDimPerThread)
+    return "CUDA kernel paged_attention: head_dim over 512";
   if (a.num_rows == 0) return "";
   const size_t shared = static_cast<size_t>(a.head_dim) * sizeof(float);
-  paged_attention_kernel<<<static_cast<unsigned>(a.num_rows * a.heads), kAttentionThreads, shared>>>(a,
-                                                                                                      materialize_scores);
+  paged_attention_kernel<<<static_cast<unsigned>(a.num_rows * a.heads), kAttentionThreads, shared>>>(
+      a, materialize_scores);
   return launched("paged_attention");
 }
 
