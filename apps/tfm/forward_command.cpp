@@ -18,7 +18,7 @@ int run(Args& args) {
   const std::vector<int64_t> ids = parse_id_list(*ids_text);
 
   CausalLM model = CausalLM::from_pretrained(
-      m.dir, {m.options.dtype, m.options.device_map, m.options.attn_implementation});
+      m.dir, {m.options.dtype, *m.options.device_map, m.options.attn_implementation});
   for (int64_t id : ids) {
     check(id < model.config().vocab_size, "token id ", id, " is outside the vocabulary (size ",
           model.config().vocab_size, ")");

@@ -22,8 +22,8 @@ AutoModelForCausalLM::AutoModelForCausalLM(CausalLM model, GenerationConfig gene
 AutoModelForCausalLM AutoModelForCausalLM::from_pretrained(const std::string& id_or_dir,
                                                            const PretrainedOptions& options) {
   const std::string dir = resolve_pretrained(id_or_dir, options.revision);
-  CausalLM model =
-      CausalLM::from_pretrained(dir, {options.dtype, options.device_map, options.attn_implementation});
+  CausalLM model = CausalLM::from_pretrained(
+      dir, {options.dtype, options.device_map.value_or("cpu"), options.attn_implementation});
   GenerationConfig generation_config = load_generation_config(dir, model.config());
   return AutoModelForCausalLM(std::move(model), std::move(generation_config), id_or_dir, dir);
 }
@@ -77,7 +77,9 @@ TextGenerationPipeline pipeline(const std::string& task, const std::string& mode
                                 const PretrainedOptions& options) {
   check(task == "text-generation", "pipeline task '", task,
         "' is not supported (supported: text-generation)");
-  return TextGenerationPipeline(AutoModelForCausalLM::from_pretrained(model, options),
+  PretrainedOptions placed = options;
+  if (!placed.device_map) placed.device_map = "auto";
+  return TextGenerationPipeline(AutoModelForCausalLM::from_pretrained(model, placed),
                                 AutoTokenizer::from_pretrained(model, options.revision));
 }
 

@@ -8,6 +8,7 @@
 // A model or tokenizer is named by a local folder or a Hub id (downloaded into the huggingface_hub cache).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,8 +20,10 @@
 namespace tfm {
 
 struct PretrainedOptions {
-  std::string dtype = "auto";                // "auto", "float32", "bfloat16", "float16"
-  std::string device_map = "auto";           // "auto", "cpu", "cuda", "cuda:1", "xpu:0"
+  std::string dtype = "auto";  // "auto", "float32", "bfloat16", "float16"
+  // "auto", "cpu", "cuda", "cuda:1", "xpu:0". Unset means what Transformers does without it: the cpu for
+  // from_pretrained, the first accelerator for pipeline().
+  std::optional<std::string> device_map;
   std::string attn_implementation = "sdpa";  // "eager" or "sdpa"
   std::string revision = "main";             // for Hub ids: a branch, tag or commit
 };
