@@ -5,19 +5,6 @@
 namespace tfm::tokenizer {
 namespace {
 
-std::string replace_all(const std::string& text, const std::string& from, std::string_view to) {
-  if (from.empty()) return text;
-  std::string out;
-  size_t last = 0;
-  for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, last)) {
-    out.append(text, last, at - last);
-    out.append(to);
-    last = at + from.size();
-  }
-  out.append(text, last, std::string::npos);
-  return out;
-}
-
 class Ctc : public Decoder {
  public:
   Ctc(std::string pad, std::string delimiter, bool cleanup)

@@ -30,17 +30,22 @@ std::string clean_up_tokenization(std::string text, bool do_not_rule) {
       {" 'm", "'m"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}, {" do not", " don't"}};
   for (const auto& [from, to] : kRules) {
     if (from == " do not" && !do_not_rule) continue;
-    std::string out;
-    size_t last = 0;
-    for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, last)) {
-      out.append(text, last, at - last);
-      out.append(to);
-      last = at + from.size();
-    }
-    out.append(text, last, std::string::npos);
-    text = std::move(out);
+    text = replace_all(text, from, to);
   }
   return text;
+}
+
+std::string replace_all(const std::string& text, std::string_view from, std::string_view to) {
+  if (from.empty()) return text;
+  std::string out;
+  size_t last = 0;
+  for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, last)) {
+    out.append(text, last, at - last);
+    out.append(to);
+    last = at + from.size();
+  }
+  out.append(text, last, std::string::npos);
+  return out;
 }
 
 }  // namespace tfm::tokenizer

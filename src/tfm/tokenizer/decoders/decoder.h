@@ -24,6 +24,9 @@ std::unique_ptr<Decoder> make_decoder(const json::Value& v);  // nullptr for nul
 // (WordPiece, CTC decoders) also turns " do not" into " don't"; Transformers' clean_up_tokenization does not.
 std::string clean_up_tokenization(std::string text, bool do_not_rule);
 
+// Every occurrence of the literal `from` in `text` replaced by `to` (text unchanged when `from` is empty).
+std::string replace_all(const std::string& text, std::string_view from, std::string_view to);
+
 // The components, one per file.
 std::unique_ptr<Decoder> make_byte_level_decoder(const json::Value& v);
 std::unique_ptr<Decoder> make_metaspace_decoder(const json::Value& v);
