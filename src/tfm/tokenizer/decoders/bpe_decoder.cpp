@@ -12,17 +12,7 @@ class BpeDecoder : public Decoder {
   void decode_chain(std::vector<std::string>& tokens) const override {
     if (suffix_.empty()) return;
     for (size_t i = 0; i < tokens.size(); ++i) {
-      const std::string_view with = i + 1 == tokens.size() ? "" : " ";
-      std::string& t = tokens[i];
-      std::string out;
-      size_t last = 0;
-      for (size_t at = t.find(suffix_); at != std::string::npos; at = t.find(suffix_, last)) {
-        out.append(t, last, at - last);
-        out.append(with);
-        last = at + suffix_.size();
-      }
-      out.append(t, last, std::string::npos);
-      t = std::move(out);
+      tokens[i] = replace_all(tokens[i], suffix_, i + 1 == tokens.size() ? "" : " ");
     }
   }
 
