@@ -1,7 +1,8 @@
 // Tokenizer speed: load time of a model folder's tokenizer and single-thread encode throughput over the
 // lines of a text file (MB/s and tokens/s). bench/tokenizer_bench_peer.py measures the Rust library on the
 // same lines; docs/perf.md has the commands and numbers.
-//   tokenizer_bench --model DIR --text FILE [--repeat N]
+//   tokenizer_bench --model DIR --text FILE [--repeat N] [--loads N]
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -31,8 +32,9 @@ int main(int argc, char** argv) {
   const std::string model = arg(argc, argv, "model", "");
   const std::string text_path = arg(argc, argv, "text", "");
   const int repeat = std::stoi(arg(argc, argv, "repeat", "3"));
+  const int loads = std::max(1, std::stoi(arg(argc, argv, "loads", "10")));
   if (model.empty() || text_path.empty()) {
-    std::cerr << "usage: tokenizer_bench --model DIR --text FILE [--repeat N]\n";
+    std::cerr << "usage: tokenizer_bench --model DIR --text FILE [--repeat N] [--loads N]\n";
     return 2;
   }
   try {
@@ -47,15 +49,17 @@ int main(int argc, char** argv) {
           lines.push_back(std::move(line));
         }
     }
-    // Wall and CPU time: on a shared machine the CPU time is the steadier of the two.
-    double best_load = 1e9, best_load_cpu = 1e9;
-    for (int i = 0; i < 3; ++i) {
+    // Wall and CPU time, best and median of several loads: on a shared machine single runs scatter.
+    std::vector<double> load_wall, load_cpu;
+    for (int i = 0; i < loads; ++i) {
       const auto start = std::chrono::steady_clock::now();
       const std::clock_t cpu_start = std::clock();
       const auto tok = tfm::tokenizer::AutoTokenizer::from_pretrained(model);
-      best_load_cpu = std::min(best_load_cpu, static_cast<double>(std::clock() - cpu_start) / CLOCKS_PER_SEC);
-      best_load = std::min(best_load, seconds_since(start));
+      load_cpu.push_back(static_cast<double>(std::clock() - cpu_start) / CLOCKS_PER_SEC);
+      load_wall.push_back(seconds_since(start));
     }
+    std::sort(load_wall.begin(), load_wall.end());
+    std::sort(load_cpu.begin(), load_cpu.end());
     const auto tok = tfm::tokenizer::AutoTokenizer::from_pretrained(model);
     double best = 1e9;
     size_t tokens = 0;
@@ -66,10 +70,11 @@ int main(int argc, char** argv) {
       best = std::min(best, seconds_since(start));
     }
     std::printf(
-        "tfm %s: load %.1f ms (cpu %.1f ms), %zu lines, %.2f MB, %zu tokens, encode %.3f s = %.2f MB/s, %.0f "
+        "tfm %s: load best %.1f ms, median %.1f ms (cpu best %.1f ms), %zu lines, %.2f MB, %zu tokens, "
+        "encode %.3f s = %.2f MB/s, %.0f "
         "tokens/s\n",
-        model.c_str(), best_load * 1e3, best_load_cpu * 1e3, lines.size(), bytes / 1e6, tokens, best,
-        bytes / 1e6 / best, tokens / best);
+        model.c_str(), load_wall.front() * 1e3, load_wall[load_wall.size() / 2] * 1e3, load_cpu.front() * 1e3,
+        lines.size(), bytes / 1e6, tokens, best, bytes / 1e6 / best, tokens / best);
   } catch (const std::exception& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 1;

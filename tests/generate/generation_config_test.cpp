@@ -5,20 +5,14 @@
 #include <cstdio>
 #include <fstream>
 
+#include "support/error_of.h"
 #include "test_util.h"
 #include "tfm/core/error.h"
 
 namespace tfm {
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using tfm::test_support::error_of;
 
 // A field as Transformers holds it, normalised as tfm keeps it (eos_token_id and stop_strings become lists).
 json::Value normalised(const std::string& key, const json::Value& v) {

@@ -5,11 +5,14 @@
 #include <cmath>
 #include <limits>
 
+#include "support/error_of.h"
 #include "test_util.h"
 #include "tfm/core/error.h"
 
 namespace tfm {
 namespace {
+
+using tfm::test_support::error_of;
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
@@ -29,15 +32,6 @@ std::string mask(const std::vector<float>& v) {
   std::string out;
   for (float x : v) out += x == -kInf ? 'x' : '.';
   return out;
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 TEST(RepetitionPenalty, DividesPositiveAndMultipliesNegativeScoresOfSeenTokensOnce) {

@@ -7,10 +7,13 @@
 #include <filesystem>
 
 #include "safetensors_test_util.h"
+#include "support/error_of.h"
 #include "tfm/core/error.h"
 
 namespace tfm {
 namespace {
+
+using tfm::test_support::error_of;
 
 namespace fs = std::filesystem;
 using testing::read_bytes;
@@ -34,15 +37,6 @@ std::vector<std::string> file_names(const fs::path& dir) {
   }
   std::sort(names.begin(), names.end());
   return names;
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
 }
 
 TEST(Checkpoint, OpensAShardedCheckpointThroughItsIndex) {

@@ -1,7 +1,7 @@
 // The hand-written tokenizers of tests/tokenizer/families (one per family tfm does not ship: Unigram,
 // WordPiece, SentencePiece-style BPE with byte fallback, classic and byte-level BPE, WordLevel, the split
-// pre-tokenizers) against the Rust tokenizers library and, where the folder has a tokenizer_config.json,
-// Transformers' AutoTokenizer.
+// pre-tokenizers, a BPE file written with escapes and fields out of order) against the Rust tokenizers
+// library and, where the folder has a tokenizer_config.json, Transformers' AutoTokenizer.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -50,7 +50,8 @@ INSTANTIATE_TEST_SUITE_P(Families, Family,
                                            "bpe_byte_fallback", "byte_level_bpe", "bpe_suffix",
                                            "word_level_splits", "metaspace_always", "unigram_precompiled",
                                            "class_llama_first", "class_llama_no_prefix", "class_gemma",
-                                           "class_gpt2", "class_qwen2", "class_gpt_neox"));
+                                           "class_gpt2", "class_qwen2", "class_gpt_neox",
+                                           "bpe_escaped_merges"));
 
 }  // namespace
 }  // namespace tfm::tokenizer

@@ -9,6 +9,7 @@
 #include "test_paths.h"
 #include "tfm/core/error.h"
 #include "tfm/tokenizer/tokenizer.h"
+#include "tfm/tokenizer/tokenizer_json.h"
 
 namespace tfm::tokenizer {
 namespace {
@@ -16,7 +17,7 @@ namespace {
 // The error message of loading this tokenizer.json text, or "" when it loads.
 std::string load_error(const std::string& text) {
   try {
-    Tokenizer::from_json(json::parse(text));
+    Tokenizer::from_json(TokenizerJson::parse(text));
   } catch (const Error& e) {
     return e.what();
   }
@@ -105,6 +106,20 @@ TEST(LoaderErrors, WrongTypesAreNamed) {
       std::string::npos);
 }
 
+// The vocab and merges are read straight from the text (tokenizer_json.h): their syntax errors still name
+// the line and column in the whole file, and a part the model does not use is still checked.
+TEST(LoaderErrors, SyntaxErrorsInsideVocabAndMergesNameTheirPlaceInTheFile) {
+  const std::string broken_vocab = with(kValid, "\"b\": 2,", "\"b\" 2,");
+  EXPECT_NE(load_error(broken_vocab).find("line 7 column"), std::string::npos) << load_error(broken_vocab);
+  const std::string broken_merges = with(kValid, "[\"a b\"]", "[\"a b\" \"b a\"]");
+  EXPECT_NE(load_error(broken_merges).find("line 8 column 30"), std::string::npos)
+      << load_error(broken_merges);
+  const std::string word_level = R"({"model": {"type": "WordLevel", "vocab": {"a": 0}, "unk_token": "a",
+                                               "merges": [1 2]}})";
+  EXPECT_NE(load_error(word_level).find("expected ',' or ']'"), std::string::npos) << load_error(word_level);
+  EXPECT_EQ(load_error(with(word_level, "[1 2]", "[1, 2]")), "");
+}
+
 TEST(LoaderErrors, MissingFolderAndFileAreNamed) {
   try {
     AutoTokenizer::from_pretrained("/nonexistent/tfm-folder");
@@ -128,7 +143,7 @@ TEST(LoaderErrors, MissingFolderAndFileAreNamed) {
 // Loads (and, when that works, uses) a damaged file; anything but tfm::Error escaping is a failure.
 void load_and_use(const std::string& text) {
   try {
-    const Tokenizer t = Tokenizer::from_json(json::parse(text));
+    const Tokenizer t = Tokenizer::from_json(TokenizerJson::parse(text));
     const auto ids = t.encode("ab a b <s> abba \xff");
     t.decode(ids);
   } catch (const Error&) {

@@ -8,10 +8,10 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
-#include <sstream>
 #include <thread>
 
 #include "tfm/core/error.h"
+#include "tfm/io/file.h"
 
 namespace tfm::io {
 
@@ -31,13 +31,6 @@ void check_relative_name(const std::string& name, const char* what) {
     start = end + 1;
   }
   check(ok, "invalid ", what, " '", name, "': it must be a relative path without '.' or '..' parts");
-}
-
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
 }
 
 }  // namespace
@@ -87,7 +80,7 @@ std::optional<std::string> RepoCache::commit_for(const std::string& revision) co
   const fs::path ref = folder_ / "refs" / revision;
   std::error_code ec;
   if (!fs::is_regular_file(ref, ec)) return std::nullopt;
-  std::string commit = read_text(ref);
+  std::string commit = read_file(ref.string());
   if (commit.empty()) return std::nullopt;
   return commit;
 }

@@ -10,6 +10,7 @@
 #include "tfm/tokenizer/added_vocabulary.h"
 #include "tfm/tokenizer/json_fields.h"
 #include "tfm/tokenizer/tokenizer.h"
+#include "tfm/tokenizer/tokenizer_json.h"
 #include "tfm/tokenizer/transformers_classes.h"
 
 namespace tfm::tokenizer {
@@ -112,24 +113,24 @@ Tokenizer AutoTokenizer::from_pretrained(const std::string& dir) {
   const fs::path json_path = root / "tokenizer.json";
   check(fs::exists(json_path), dir, ": no tokenizer.json (tfm reads the tokenizers-library format only)");
   json::Value config = read_config(root);
-  json::Value tj = json::parse_file(json_path.string());
-  check(tj.is_object(), json_path.string(), ": must hold an object");
+  TokenizerJson tj = TokenizerJson::read_file(json_path.string());
+  check(tj.tree.is_object(), json_path.string(), ": must hold an object");
 
   const std::string class_name = string_or(config, "tokenizer_class", "");
   const TokenizerClass* cls = find_tokenizer_class(class_name);
-  const std::vector<AddedToken> declared = declared_added_tokens(config, tj);
+  const std::vector<AddedToken> declared = declared_added_tokens(config, tj.tree);
   Tokenizer t = [&] {
     try {
       if (cls) {  // the class builds its own pipeline around the file's vocabulary; added tokens come later
         cls->rebuild(tj, config);
-        tj.set("added_tokens", json::Array{});
+        tj.tree.set("added_tokens", json::Array{});
       }
       return Tokenizer::from_json(tj);
     } catch (const Error& e) {
       throw_error(json_path.string(), ": ", e.what());
     }
   }();
-  tj = json::Value();  // the vocabulary copy is no longer needed
+  tj = TokenizerJson();  // the file's text is no longer needed
 
   t.special_ = read_special_tokens(config, cls ? cls->defaults : SpecialTokens{});
   for (const AddedToken& a : declared) t.add_token(a);

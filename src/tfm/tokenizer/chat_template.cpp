@@ -2,10 +2,9 @@
 
 #include <ctime>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "tfm/core/error.h"
+#include "tfm/io/file.h"
 #include "tfm/jinja/strings.h"
 #include "tfm/jinja/template.h"
 
@@ -13,14 +12,6 @@ namespace tfm {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  check(static_cast<bool>(in), "cannot read ", path.string());
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 // A config value that may be a plain string or an AddedToken dict; empty when neither.
 std::optional<std::string> token_string(const json::Value& v) {
@@ -129,14 +120,14 @@ ChatTemplates load_chat_templates(const std::string& model_dir, const json::Valu
   // Files beside the config take priority over it, as in PreTrainedTokenizerBase._from_pretrained.
   std::vector<std::pair<std::string, std::string>> files;
   if (fs::is_regular_file(dir / "chat_template.jinja"))
-    files.emplace_back("default", read_text(dir / "chat_template.jinja"));
+    files.emplace_back("default", io::read_file((dir / "chat_template.jinja").string()));
   const fs::path extra = dir / "additional_chat_templates";
   if (fs::is_directory(extra)) {
     std::vector<fs::path> paths;
     for (const auto& e : fs::directory_iterator(extra))
       if (e.is_regular_file() && e.path().extension() == ".jinja") paths.push_back(e.path());
     std::sort(paths.begin(), paths.end());
-    for (const auto& p : paths) files.emplace_back(p.stem().string(), read_text(p));
+    for (const auto& p : paths) files.emplace_back(p.stem().string(), io::read_file(p.string()));
   }
   if (files.size() == 1 && files[0].first == "default") {
     t.single = std::move(files[0].second);

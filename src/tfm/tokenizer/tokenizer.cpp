@@ -9,6 +9,7 @@
 #include "tfm/tokenizer/normalizers/normalizer.h"
 #include "tfm/tokenizer/pre_tokenizers/pre_tokenizer.h"
 #include "tfm/tokenizer/processors/post_processor.h"
+#include "tfm/tokenizer/tokenizer_json.h"
 #include "tfm/tokenizer/unicode.h"
 
 namespace tfm::tokenizer {
@@ -19,19 +20,21 @@ Tokenizer& Tokenizer::operator=(Tokenizer&&) noexcept = default;
 Tokenizer::~Tokenizer() = default;
 
 Tokenizer Tokenizer::from_file(const std::string& path) {
-  const json::Value v = json::parse_file(path);
+  const TokenizerJson tj = TokenizerJson::read_file(path);
   try {
-    return from_json(v);
+    return from_json(tj);
   } catch (const Error& e) {
     throw_error(path, ": ", e.what());
   }
 }
 
-Tokenizer Tokenizer::from_json(const json::Value& v) {
+Tokenizer Tokenizer::from_json(const TokenizerJson& tj) {
+  const json::Value& v = tj.tree;
   check(v.is_object(), "tokenizer.json must hold an object, found ", json::Value::type_name(v.type()));
   Tokenizer t;
-  t.model_ = make_model(required(v, "model"));
-  const json::Value* type = v.at("model").find("type");
+  const json::Value& model = required(v, "model");
+  t.model_ = make_model(ModelJson{model, tj.vocab, tj.merges, *tj.text});
+  const json::Value* type = model.find("type");
   t.model_is_bpe_ = type && type->is_string() && type->as_string() == "BPE";
   const json::Value null;
   auto field = [&](std::string_view key) -> const json::Value& {

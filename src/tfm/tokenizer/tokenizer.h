@@ -22,6 +22,7 @@ class PostProcessor;
 class Decoder;
 class AddedVocabulary;
 struct AddedToken;
+struct TokenizerJson;
 
 // The named special tokens of Transformers (bos_token ... mask_token); unset when the tokenizer has none.
 struct SpecialTokens {
@@ -34,7 +35,7 @@ class Tokenizer {
   // A tokenizer.json as the Rust tokenizers library reads it (Tokenizer.from_file), without Transformers'
   // tokenizer_config.json layer. Errors name the file and the bad component or field.
   static Tokenizer from_file(const std::string& path);
-  static Tokenizer from_json(const json::Value& tokenizer_json);
+  static Tokenizer from_json(const TokenizerJson& tokenizer_json);
 
   Tokenizer(Tokenizer&&) noexcept;
   Tokenizer& operator=(Tokenizer&&) noexcept;

@@ -7,28 +7,26 @@ namespace {
 
 // A BPE model over the file's vocabulary and merges, with the class's own options (given as JSON members),
 // and no normalizer, pre-tokenizer or decoder yet: the class sets those it has.
-void rebuild_bpe(json::Value& tj, std::string_view options) {
-  json::Value* found = tj.find("model");
+void rebuild_bpe(TokenizerJson& tj, std::string_view options) {
+  json::Value* found = tj.tree.find("model");
   check(found != nullptr, "missing field 'model'");
-  json::Value& old = *found;
-  check(old.find("vocab") != nullptr, "model: missing field 'vocab'");
+  check(!tj.vocab.empty(), "model: missing field 'vocab'");
   json::Value model = json::parse(options);
   model.set("type", "BPE");
-  model.set("vocab", std::move(*old.find("vocab")));
-  json::Value* merges = old.find("merges");
-  model.set("merges", merges ? std::move(*merges) : json::Value(json::Array{}));
-  old = std::move(model);
-  for (const char* stage : {"normalizer", "pre_tokenizer", "decoder"}) tj.set(stage, nullptr);
+  *found = std::move(model);
+  if (tj.merges.empty()) tj.merges = "[]";
+  for (const char* stage : {"normalizer", "pre_tokenizer", "decoder"}) tj.tree.set(stage, nullptr);
 }
 
-void rebuild_llama(json::Value& tj, const json::Value& config) {
+void rebuild_llama(TokenizerJson& tj, const json::Value& config) {
   rebuild_bpe(tj, R"({"unk_token": null, "fuse_unk": true, "byte_fallback": true})");
   const bool add_prefix_space = bool_or(config, "add_prefix_space", true);
   const bool legacy = bool_or(config, "legacy", false);
   const char* scheme = !add_prefix_space ? "never" : legacy ? "always" : "first";
-  tj.set("pre_tokenizer",
-         json::parse(std::string(R"({"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": ")") +
-                     scheme + R"(", "split": false})"));
+  tj.tree.set(
+      "pre_tokenizer",
+      json::parse(std::string(R"({"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": ")") +
+                  scheme + R"(", "split": false})"));
   json::Value decoder = json::parse(R"({"type": "Sequence", "decoders": [
       {"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "},
       {"type": "ByteFallback"}, {"type": "Fuse"}]})");
@@ -36,14 +34,14 @@ void rebuild_llama(json::Value& tj, const json::Value& config) {
     decoder.find("decoders")
         ->as_array()
         .push_back(json::parse(R"({"type": "Strip", "content": " ", "start": 1, "stop": 0})"));
-  tj.set("decoder", std::move(decoder));
+  tj.tree.set("decoder", std::move(decoder));
 }
 
-void rebuild_qwen2(json::Value& tj, const json::Value& config) {
+void rebuild_qwen2(TokenizerJson& tj, const json::Value& config) {
   rebuild_bpe(
       tj,
       R"({"unk_token": null, "continuing_subword_prefix": "", "end_of_word_suffix": "", "fuse_unk": false, "byte_fallback": false})");
-  tj.set("normalizer", json::parse(R"({"type": "NFC"})"));
+  tj.tree.set("normalizer", json::parse(R"({"type": "NFC"})"));
   json::Value pre = json::parse(R"({"type": "Sequence", "pretokenizers": [
       {"type": "Split", "pattern": {"Regex": "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},
        "behavior": "Isolated", "invert": false},
@@ -51,40 +49,40 @@ void rebuild_qwen2(json::Value& tj, const json::Value& config) {
   pre.find("pretokenizers")
       ->as_array()[1]
       .set("add_prefix_space", bool_or(config, "add_prefix_space", false));
-  tj.set("pre_tokenizer", std::move(pre));
-  tj.set("decoder", json::parse(R"({"type": "ByteLevel"})"));
+  tj.tree.set("pre_tokenizer", std::move(pre));
+  tj.tree.set("decoder", json::parse(R"({"type": "ByteLevel"})"));
 }
 
-void rebuild_gpt2(json::Value& tj, const json::Value& config) {
+void rebuild_gpt2(TokenizerJson& tj, const json::Value& config) {
   rebuild_bpe(tj, R"({"continuing_subword_prefix": "", "end_of_word_suffix": "", "fuse_unk": false})");
   json::Value pre = json::parse(R"({"type": "ByteLevel"})");
   pre.set("add_prefix_space", bool_or(config, "add_prefix_space", false));
-  tj.set("pre_tokenizer", std::move(pre));
-  tj.set("decoder", json::parse(R"({"type": "ByteLevel"})"));
+  tj.tree.set("pre_tokenizer", std::move(pre));
+  tj.tree.set("decoder", json::parse(R"({"type": "ByteLevel"})"));
 }
 
-void rebuild_gpt_neox(json::Value& tj, const json::Value& config) {
+void rebuild_gpt_neox(TokenizerJson& tj, const json::Value& config) {
   rebuild_bpe(tj, R"({"continuing_subword_prefix": "", "end_of_word_suffix": "", "fuse_unk": false})");
-  tj.set("normalizer", json::parse(R"({"type": "NFC"})"));
+  tj.tree.set("normalizer", json::parse(R"({"type": "NFC"})"));
   json::Value pre = json::parse(R"({"type": "ByteLevel"})");
   pre.set("add_prefix_space", bool_or(config, "add_prefix_space", false));
-  tj.set("pre_tokenizer", std::move(pre));
-  tj.set("decoder", json::parse(R"({"type": "ByteLevel"})"));
+  tj.tree.set("pre_tokenizer", std::move(pre));
+  tj.tree.set("decoder", json::parse(R"({"type": "ByteLevel"})"));
 }
 
-void rebuild_gemma(json::Value& tj, const json::Value& config) {
+void rebuild_gemma(TokenizerJson& tj, const json::Value& config) {
   json::Value options = json::parse(R"({"fuse_unk": true, "byte_fallback": true})");
   const json::Value* unk = config.find("unk_token");
   options.set("unk_token",
               unk ? json::Value(special_token_string(*unk).value_or("<unk>")) : json::Value("<unk>"));
   rebuild_bpe(tj, json::dump(options));
-  tj.set("normalizer",
-         json::parse(R"({"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"})"));
-  tj.set(
+  tj.tree.set("normalizer",
+              json::parse(R"({"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"})"));
+  tj.tree.set(
       "pre_tokenizer",
       json::parse(
           R"({"type": "Split", "pattern": {"String": " "}, "behavior": "MergedWithPrevious", "invert": false})"));
-  tj.set("decoder", json::parse(R"({"type": "Sequence", "decoders": [
+  tj.tree.set("decoder", json::parse(R"({"type": "Sequence", "decoders": [
       {"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "}, {"type": "ByteFallback"}, {"type": "Fuse"}]})"));
 }
 

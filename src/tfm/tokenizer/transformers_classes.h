@@ -9,6 +9,7 @@
 
 #include "tfm/io/json.h"
 #include "tfm/tokenizer/tokenizer.h"
+#include "tfm/tokenizer/tokenizer_json.h"
 
 namespace tfm::tokenizer {
 
@@ -17,7 +18,7 @@ struct TokenizerClass {
   SpecialTokens defaults;
   // Replaces the pipeline of tokenizer_json (model options, normalizer, pre-tokenizer, decoder) using the
   // options in config (add_prefix_space, legacy); the vocabulary, merges and post-processor stay.
-  void (*rebuild)(json::Value& tokenizer_json, const json::Value& config);
+  void (*rebuild)(TokenizerJson& tokenizer_json, const json::Value& config);
   bool readds_special_tokens = false;  // adds every special token again with default settings
 };
 

@@ -1,10 +1,14 @@
 // BPE: a piece starts as characters (or byte tokens, or unk) and the ranked merges are applied lowest rank
 // first. Results per piece are cached, as most pieces repeat.
+#include <deque>
+#include <functional>
+#include <future>
 #include <mutex>
 #include <queue>
 #include <shared_mutex>
 #include <unordered_map>
 
+#include "tfm/io/json_reader.h"
 #include "tfm/tokenizer/json_fields.h"
 #include "tfm/tokenizer/models/model.h"
 #include "tfm/tokenizer/unicode.h"
@@ -183,41 +187,71 @@ int32_t merge_token_id(const Vocab& vocab, std::string_view token, size_t rank) 
   return *id;
 }
 
+// The merges as written: the two tokens' texts, pointing into the JSON text or, for tokens written with
+// escapes, into `unescaped`.
+struct MergeTexts {
+  std::vector<std::pair<std::string_view, std::string_view>> pairs;
+  std::deque<std::string> unescaped;  // a deque: its strings never move
+};
+
+// Reads "a b" and ["a", "b"] merges.
+MergeTexts read_merges(const ModelJson& m) {
+  check(!m.merges.empty(), "missing field 'merges'");
+  json::Reader r(m.merges, m.document);
+  if (r.peek() != json::Value::Type::array)
+    throw_error("field 'merges' must be an array, found ", json::Value::type_name(r.peek()));
+  MergeTexts out;
+  out.pairs.reserve(m.merges.size() / 12);  // about 12 bytes of JSON a merge
+  auto keep = [&](std::string_view s) {
+    return r.in_text(s) ? s : std::string_view(out.unescaped.emplace_back(s));
+  };
+  r.begin_array();
+  for (size_t rank = 0; r.next_element(); ++rank) {
+    const json::Value::Type type = r.peek();
+    if (type == json::Value::Type::string) {
+      const std::string_view s = keep(r.string());
+      const size_t space = s.find(' ');
+      if (space == std::string::npos || s.find(' ', space + 1) != std::string::npos)
+        throw_error("merge ", rank, " must be two tokens separated by one space, found '", s, "'");
+      out.pairs.emplace_back(s.substr(0, space), s.substr(space + 1));
+      continue;
+    }
+    auto bad = [&] { throw_error("merge ", rank, " must be \"a b\" or [\"a\", \"b\"]"); };
+    if (type != json::Value::Type::array) bad();
+    r.begin_array();
+    if (!r.next_element() || r.peek() != json::Value::Type::string) bad();
+    const std::string_view a = keep(r.string());
+    if (!r.next_element() || r.peek() != json::Value::Type::string) bad();
+    const std::string_view b = keep(r.string());
+    if (r.next_element()) bad();
+    out.pairs.emplace_back(a, b);
+  }
+  r.end();
+  return out;
+}
+
 struct ResolvedMerge {
   int32_t a = -1, b = -1, id = -1;
 };
 
-// The ids of a merge's two tokens and of the token they make; "a b" or ["a", "b"]. `guess` is the id the
-// merged token probably has (trained vocabularies mostly number merged tokens in merge order), checked with
-// one string compare before a hash lookup. `merged` is scratch space.
-ResolvedMerge resolve_merge(const Vocab& vocab, const json::Value& m, size_t rank, size_t prefix,
-                            int32_t guess, std::string& merged) {
-  std::string_view a, b;
-  if (m.is_string()) {
-    const std::string& s = m.as_string();
-    const size_t space = s.find(' ');
-    if (space == std::string::npos || s.find(' ', space + 1) != std::string::npos)
-      throw_error("merge ", rank, " must be two tokens separated by one space, found '", s, "'");
-    a = std::string_view(s).substr(0, space);
-    b = std::string_view(s).substr(space + 1);
-  } else {
-    if (!m.is_array() || m.size() != 2 || !m[0].is_string() || !m[1].is_string())
-      throw_error("merge ", rank, " must be \"a b\" or [\"a\", \"b\"], found ", json::dump(m));
-    a = m[0].as_string();
-    b = m[1].as_string();
-  }
+// The ids of a merge's two tokens and of the token they make. `guess` is the id the merged token probably
+// has (trained vocabularies mostly number merged tokens in merge order), checked with one string compare
+// before a hash lookup. `merged` is scratch space.
+ResolvedMerge resolve_merge(std::string_view a, std::string_view b, const Vocab& vocab, size_t rank,
+                            size_t prefix, int32_t guess, std::string& merged) {
   const int32_t a_id = merge_token_id(vocab, a, rank);
   const int32_t b_id = merge_token_id(vocab, b, rank);
   merged.assign(a);
   merged.append(b.substr(std::min(prefix, b.size())));  // b's continuing-subword prefix is not repeated
   const std::string* guessed = vocab.token(guess);
-  const int32_t id = guessed && *guessed == merged ? guess : merge_token_id(vocab, merged, rank);
-  return ResolvedMerge{a_id, b_id, id};
+  return ResolvedMerge{a_id, b_id,
+                       guessed && *guessed == merged ? guess : merge_token_id(vocab, merged, rank)};
 }
 
 }  // namespace
 
-std::unique_ptr<Model> make_bpe(const json::Value& v) {
+std::unique_ptr<Model> make_bpe(const ModelJson& m) {
+  const json::Value& v = m.fields;
   Options o;
   if (const json::Value* u = v.find("unk_token"); u && !u->is_null()) o.unk_token = u->as_string();
   o.continuing_subword_prefix = string_or(v, "continuing_subword_prefix", "");
@@ -228,33 +262,44 @@ std::unique_ptr<Model> make_bpe(const json::Value& v) {
   if (const json::Value* d = v.find("dropout"); d && !d->is_null() && d->as_double() > 0)
     throw_error("BPE dropout is random and not supported (dropout ", d->as_double(), ")");
 
-  Vocab vocab = vocab_from_object(required(v, "vocab"));
-  const json::Array& list = required(v, "merges").as_array();
-  // Resolving 150k merges to ids is most of the load time; the lookups are independent, so they run in
-  // parallel and only the table is filled in order. The first bad merge is reported.
-  std::vector<ResolvedMerge> resolved(list.size());
-  std::vector<std::string> errors(list.size());
+  // The vocabulary and the merges' text are read at the same time; a bad vocabulary is reported first.
+  std::future<MergeTexts> reading = std::async(std::launch::async, read_merges, std::cref(m));
+  Vocab vocab = vocab_from_object(m);
+  const MergeTexts texts = reading.get();
+
+  // Resolving 150k merges to ids takes 3 hash lookups each, and each is independent of the others: they
+  // run in parallel, and only the table is filled in order. The first bad merge is reported.
+  const size_t n = texts.pairs.size();
+  std::vector<ResolvedMerge> resolved(n);
+  size_t first_bad = n;
+  std::string first_error;
   const size_t prefix = o.continuing_subword_prefix.size();
-#pragma omp parallel if (list.size() > 4096)
+#pragma omp parallel if (n > 4096)
   {
     int32_t guess = -1;  // each thread takes one contiguous range of ranks
     std::string merged;
 #pragma omp for schedule(static)
-    for (size_t rank = 0; rank < list.size(); ++rank) {
+    for (size_t rank = 0; rank < n; ++rank) {
       try {
-        resolved[rank] = resolve_merge(vocab, list[rank], rank, prefix, guess, merged);
+        const auto& [a, b] = texts.pairs[rank];
+        resolved[rank] = resolve_merge(a, b, vocab, rank, prefix, guess, merged);
         guess = resolved[rank].id + 1;
       } catch (const Error& e) {
-        errors[rank] = e.what();
+#pragma omp critical
+        if (rank < first_bad) {
+          first_bad = rank;
+          first_error = e.what();
+        }
       }
     }
   }
+  if (first_bad < n) throw Error(first_error);
   PairTable<MergeResult> merges;
-  merges.reset(list.size());
-  for (size_t rank = 0; rank < list.size(); ++rank) {
-    if (!errors[rank].empty()) throw Error(errors[rank]);
-    const ResolvedMerge& r = resolved[rank];
-    merges.insert_or_assign(r.a, r.b, MergeResult{static_cast<int32_t>(rank), r.id});  // as Rust: last wins
+  merges.reset(n);
+  for (size_t rank = 0; rank < n; ++rank) {
+    const ResolvedMerge& merge = resolved[rank];
+    merges.insert_or_assign(merge.a, merge.b,
+                            MergeResult{static_cast<int32_t>(rank), merge.id});  // last wins, as Rust
   }
   return std::make_unique<Bpe>(std::move(vocab), std::move(merges), std::move(o));
 }

@@ -3,6 +3,7 @@
 #include <climits>
 #include <cstdio>
 
+#include "tfm/io/json_reader.h"
 #include "tfm/tokenizer/json_fields.h"
 
 namespace tfm::tokenizer {
@@ -33,38 +34,47 @@ Vocab::Vocab(std::vector<std::pair<std::string, int32_t>> entries) {
   }
 }
 
-std::unique_ptr<Model> make_model(const json::Value& v) {
-  return with_context("model", v, [&]() -> std::unique_ptr<Model> {
-    const json::Value* type = v.find("type");
+std::unique_ptr<Model> make_model(const ModelJson& m) {
+  return with_context("model", m.fields, [&]() -> std::unique_ptr<Model> {
+    const json::Value* type = m.fields.find("type");
     // Old files leave out the type; the fields tell the model apart.
     std::string name = type && type->is_string() ? type->as_string() : "";
     if (name.empty()) {
-      if (v.contains("merges"))
+      if (!m.merges.empty())
         name = "BPE";
-      else if (v.contains("max_input_chars_per_word"))
+      else if (m.fields.contains("max_input_chars_per_word"))
         name = "WordPiece";
-      else if (const json::Value* vocab = v.find("vocab"); vocab && vocab->is_array())
+      else if (m.vocab.starts_with('['))
         name = "Unigram";
       else
         name = "WordLevel";
     }
-    if (name == "BPE") return make_bpe(v);
-    if (name == "Unigram") return make_unigram(v);
-    if (name == "WordPiece") return make_word_piece(v);
-    if (name == "WordLevel") return make_word_level(v);
+    // A model without merges still rejects a file whose merges are not JSON, as Python's json would.
+    if (name != "BPE" && !m.merges.empty()) json::Reader(m.merges, m.document).skip();
+    if (name == "BPE") return make_bpe(m);
+    if (name == "Unigram") return make_unigram(m);
+    if (name == "WordPiece") return make_word_piece(m);
+    if (name == "WordLevel") return make_word_level(m);
     throw_error("unknown model type '", name, "'");
   });
 }
 
-Vocab vocab_from_object(const json::Value& v) {
-  const json::Object& members = v.as_object();
+Vocab vocab_from_object(const ModelJson& m) {
+  check(!m.vocab.empty(), "missing field 'vocab'");
+  json::Reader r(m.vocab, m.document);
+  if (r.peek() != json::Value::Type::object)
+    throw_error("field 'vocab' must be an object, found ", json::Value::type_name(r.peek()));
   std::vector<std::pair<std::string, int32_t>> entries;
-  entries.reserve(members.size());
-  for (const auto& [token, id] : members) {
-    check(id.is_int() && id.as_int() >= 0 && id.as_int() <= INT32_MAX, "vocab entry '", token,
+  entries.reserve(m.vocab.size() / 16);  // about 16 bytes of JSON an entry
+  r.begin_object();
+  for (std::string_view token; r.next_member(token);) {
+    const bool valid = r.peek() == json::Value::Type::integer;
+    const int64_t id = valid ? r.integer() : -1;
+    check(valid && id >= 0 && id <= INT32_MAX, "vocab entry '", token,
           "' must have an integer id from 0 to 2^31-1");
-    entries.emplace_back(token, static_cast<int32_t>(id.as_int()));
+    entries.emplace_back(token, static_cast<int32_t>(id));
   }
+  r.end();
   return Vocab(std::move(entries));
 }
 

@@ -56,16 +56,25 @@ class Model {
   virtual const Vocab& vocab() const = 0;
 };
 
-std::unique_ptr<Model> make_model(const json::Value& v);
+// The model entry of tokenizer.json: its fields as a tree, but the vocab and merges as JSON text ("" when
+// absent) from the document, which the models read straight into their tables (see tokenizer_json.h).
+struct ModelJson {
+  const json::Value& fields;
+  std::string_view vocab;
+  std::string_view merges;
+  std::string_view document;  // for the line and column of a syntax error
+};
+
+std::unique_ptr<Model> make_model(const ModelJson& m);
 
 // The components, one per file.
-std::unique_ptr<Model> make_bpe(const json::Value& v);
-std::unique_ptr<Model> make_unigram(const json::Value& v);
-std::unique_ptr<Model> make_word_piece(const json::Value& v);
-std::unique_ptr<Model> make_word_level(const json::Value& v);
+std::unique_ptr<Model> make_bpe(const ModelJson& m);
+std::unique_ptr<Model> make_unigram(const ModelJson& m);
+std::unique_ptr<Model> make_word_piece(const ModelJson& m);
+std::unique_ptr<Model> make_word_level(const ModelJson& m);
 
-// A {"token": id} vocabulary, as BPE, WordPiece and WordLevel store it.
-Vocab vocab_from_object(const json::Value& v);
+// The {"token": id} vocabulary of BPE, WordPiece and WordLevel.
+Vocab vocab_from_object(const ModelJson& m);
 // The "<0x0A>" token a byte falls back to.
 std::string byte_fallback_token(unsigned char b);
 

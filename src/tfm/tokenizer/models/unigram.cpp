@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "tfm/io/json_reader.h"
 #include "tfm/tokenizer/json_fields.h"
 #include "tfm/tokenizer/models/model.h"
 #include "tfm/tokenizer/unicode.h"
@@ -111,23 +112,33 @@ class Unigram : public Model {
 
 }  // namespace
 
-std::unique_ptr<Model> make_unigram(const json::Value& v) {
-  const json::Array& list = required(v, "vocab").as_array();
+std::unique_ptr<Model> make_unigram(const ModelJson& m) {
+  check(!m.vocab.empty(), "missing field 'vocab'");
+  json::Reader r(m.vocab, m.document);
+  if (r.peek() != json::Value::Type::array)
+    throw_error("field 'vocab' must be an array of [\"piece\", score], found ",
+                json::Value::type_name(r.peek()));
   std::vector<std::pair<std::string, int32_t>> entries;
   std::vector<double> scores;
-  entries.reserve(list.size());
-  scores.reserve(list.size());
-  for (size_t i = 0; i < list.size(); ++i) {
-    const json::Value& e = list[i];
-    if (!e.is_array() || e.size() != 2 || !e[0].is_string() || !e[1].is_number())
-      throw_error("vocab entry ", i, " must be [\"piece\", score], found ", json::dump(e));
-    entries.emplace_back(e[0].as_string(), static_cast<int32_t>(i));
-    scores.push_back(e[1].as_double());
+  r.begin_array();
+  for (int32_t i = 0; r.next_element(); ++i) {
+    auto bad = [&] { throw_error("vocab entry ", i, " must be [\"piece\", score]"); };
+    if (r.peek() != json::Value::Type::array) bad();
+    r.begin_array();
+    if (!r.next_element() || r.peek() != json::Value::Type::string) bad();
+    entries.emplace_back(r.string(), i);
+    if (!r.next_element()) bad();
+    const json::Value::Type t = r.peek();
+    if (t != json::Value::Type::integer && t != json::Value::Type::number) bad();
+    scores.push_back(r.number());
+    if (r.next_element()) bad();
   }
+  r.end();
+  const json::Value& v = m.fields;
   std::optional<int32_t> unk_id;
   if (const json::Value* u = v.find("unk_id"); u && !u->is_null()) {
-    check(u->as_int() >= 0 && static_cast<size_t>(u->as_int()) < list.size(), "unk_id ", u->as_int(),
-          " is outside the vocabulary of ", list.size());
+    check(u->as_int() >= 0 && static_cast<size_t>(u->as_int()) < entries.size(), "unk_id ", u->as_int(),
+          " is outside the vocabulary of ", entries.size());
     unk_id = static_cast<int32_t>(u->as_int());
   }
   return std::make_unique<Unigram>(Vocab(std::move(entries)), std::move(scores), unk_id,

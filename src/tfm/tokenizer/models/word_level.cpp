@@ -30,9 +30,9 @@ class WordLevel : public Model {
 
 }  // namespace
 
-std::unique_ptr<Model> make_word_level(const json::Value& v) {
-  Vocab vocab = vocab_from_object(required(v, "vocab"));
-  std::string unk = string_or(v, "unk_token", "<unk>");
+std::unique_ptr<Model> make_word_level(const ModelJson& m) {
+  Vocab vocab = vocab_from_object(m);
+  std::string unk = string_or(m.fields, "unk_token", "<unk>");
   auto unk_id = vocab.find(unk);
   return std::make_unique<WordLevel>(std::move(vocab), unk_id, std::move(unk));
 }

@@ -53,8 +53,9 @@ class WordPiece : public Model {
 
 }  // namespace
 
-std::unique_ptr<Model> make_word_piece(const json::Value& v) {
-  Vocab vocab = vocab_from_object(required(v, "vocab"));
+std::unique_ptr<Model> make_word_piece(const ModelJson& m) {
+  const json::Value& v = m.fields;
+  Vocab vocab = vocab_from_object(m);
   const std::string unk = string_or(v, "unk_token", "[UNK]");
   auto unk_id = vocab.find(unk);
   check(unk_id.has_value(), "unk_token '", unk, "' is not in the vocabulary");
