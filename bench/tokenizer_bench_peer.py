@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """The Rust tokenizers library (through its Python package) on the same lines as bench/tokenizer_bench.cpp,
-single thread: load time of tokenizer.json and encode throughput.
+single thread: load time of tokenizer.json and encode throughput; and, where transformers is installed, the
+load time of AutoTokenizer.from_pretrained (the layer tfm's AutoTokenizer also applies).
     RAYON_NUM_THREADS=1 TOKENIZERS_PARALLELISM=false python3 bench/tokenizer_bench_peer.py --model DIR --text FILE
 """
 import argparse
@@ -31,6 +32,12 @@ def main():
         best = elapsed if best is None else min(best, elapsed)
     print(f"tokenizers (Rust) {args.model}: load {load * 1e3:.1f} ms, {len(lines)} lines, {size / 1e6:.2f} MB, "
           f"{tokens} tokens, encode {best:.3f} s = {size / 1e6 / best:.2f} MB/s, {tokens / best:.0f} tokens/s")
+    try:
+        from transformers import AutoTokenizer
+    except ImportError:
+        return
+    load = min(timed(lambda: AutoTokenizer.from_pretrained(args.model))[0] for _ in range(3))
+    print(f"transformers AutoTokenizer {args.model}: load {load * 1e3:.1f} ms")
 
 
 def timed(fn):

@@ -9,6 +9,7 @@
 
 #include "tfm/tokenizer/added_vocabulary.h"
 #include "tfm/tokenizer/json_fields.h"
+#include "tfm/tokenizer/processors/post_processor.h"
 #include "tfm/tokenizer/tokenizer.h"
 #include "tfm/tokenizer/tokenizer_json.h"
 #include "tfm/tokenizer/transformers_classes.h"
@@ -119,6 +120,8 @@ Tokenizer AutoTokenizer::from_pretrained(const std::string& dir) {
   const std::string class_name = string_or(config, "tokenizer_class", "");
   const TokenizerClass* cls = find_tokenizer_class(class_name);
   const std::vector<AddedToken> declared = declared_added_tokens(config, tj.tree);
+  const json::Value* file_post_processor = tj.tree.find("post_processor");
+  const json::Value post_processor_in_file = file_post_processor ? *file_post_processor : json::Value();
   Tokenizer t = [&] {
     try {
       if (cls) {  // the class builds its own pipeline around the file's vocabulary; added tokens come later
@@ -145,6 +148,9 @@ Tokenizer AutoTokenizer::from_pretrained(const std::string& dir) {
     t.add_token(a);
   }
 
+  if (cls && cls->post_processor)
+    if (std::optional<json::Value> p = cls->post_processor(t, config, post_processor_in_file))
+      t.post_processor_ = make_post_processor(*p);
   // add_bos_token / add_eos_token are not read: Transformers 5 drops them whenever tokenizer.json exists, and
   // without a post-processor in the file its own template adds nothing either.
   t.split_special_tokens_ = bool_or(config, "split_special_tokens", false);

@@ -20,6 +20,12 @@ struct TokenizerClass {
   // options in config (add_prefix_space, legacy); the vocabulary, merges and post-processor stay.
   void (*rebuild)(TokenizerJson& tokenizer_json, const json::Value& config);
   bool readds_special_tokens = false;  // adds every special token again with default settings
+  // For a class that sets its own post-processor (in __init__ after Transformers' base class took the file's,
+  // or where the file has none, or through update_post_processor): the post-processor it ends with, given the
+  // tokenizer as loaded (special tokens added, for their ids), the config and the file's post-processor (null
+  // when the file has none). nullopt keeps the file's.
+  std::optional<json::Value> (*post_processor)(const Tokenizer& tokenizer, const json::Value& config,
+                                               const json::Value& from_file) = nullptr;
 };
 
 // A special token as tokenizer_config.json writes it: "<s>", {"content": "<s>", ...} or null.
