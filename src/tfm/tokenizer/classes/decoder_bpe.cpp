@@ -1,62 +1,122 @@
-// Decoder language models' BPE tokenizer classes: LlamaTokenizer, Qwen2Tokenizer, GPT2Tokenizer,
-// GPTNeoXTokenizer, GemmaTokenizer. Each function mirrors the class's __init__ in Transformers 5.
+// Decoder language models' BPE tokenizer classes: Llama, CodeLlama, Qwen2, Qwen3.5, GPT-2, GPT-NeoX, Gemma,
+// Cohere, CodeGen and OpenAI GPT. Each function mirrors the class's __init__ in Transformers 5.
 #include "tfm/tokenizer/classes/classes.h"
 
 namespace tfm::tokenizer::classes {
 namespace {
 
+// SentencePiece-style pieces: spaces as U+2581, added at the start as `scheme` says.
+json::Value metaspace(std::string_view scheme) {
+  json::Value pre = json::parse(R"({"type": "Metaspace", "replacement": "\u2581", "split": false})");
+  pre.set("prepend_scheme", std::string(scheme));
+  return pre;
+}
+
+// U+2581 back to spaces, byte tokens back to bytes, and the first space dropped when `strip_first`.
+json::Value sentencepiece_decoder(bool strip_first) {
+  json::Value decoder = json::parse(R"({"type": "Sequence", "decoders": [
+      {"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "},
+      {"type": "ByteFallback"}, {"type": "Fuse"}]})");
+  if (strip_first)
+    decoder.find("decoders")
+        ->as_array()
+        .push_back(json::parse(R"({"type": "Strip", "content": " ", "start": 1, "stop": 0})"));
+  return decoder;
+}
+
 void rebuild_llama(TokenizerJson& tj, const json::Value& config) {
   rebuild_model(tj, "BPE", R"({"unk_token": null, "fuse_unk": true, "byte_fallback": true})");
   const bool add_prefix_space = bool_or(config, "add_prefix_space", true);
   const bool legacy = bool_or(config, "legacy", false);
-  const char* scheme = !add_prefix_space ? "never" : legacy ? "always" : "first";
-  tj.tree.set(
-      "pre_tokenizer",
-      json::parse(std::string(R"({"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": ")") +
-                  scheme + R"(", "split": false})"));
-  json::Value decoder = json::parse(R"({"type": "Sequence", "decoders": [
-      {"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "},
-      {"type": "ByteFallback"}, {"type": "Fuse"}]})");
-  if (add_prefix_space)
-    decoder.find("decoders")
-        ->as_array()
-        .push_back(json::parse(R"({"type": "Strip", "content": " ", "start": 1, "stop": 0})"));
-  tj.tree.set("decoder", std::move(decoder));
+  tj.tree.set("pre_tokenizer", metaspace(!add_prefix_space ? "never" : legacy ? "always" : "first"));
+  tj.tree.set("decoder", sentencepiece_decoder(add_prefix_space));
 }
 
-void rebuild_qwen2(TokenizerJson& tj, const json::Value& config) {
+void rebuild_code_llama(TokenizerJson& tj, const json::Value& config) {
+  json::Value options = json::parse(R"({"fuse_unk": true, "byte_fallback": true})");
+  options.set("unk_token", special_token_or(config, "unk_token", "<unk>"));
+  rebuild_model(tj, "BPE", json::dump(options));
+  tj.tree.set("pre_tokenizer", metaspace(bool_or(config, "add_prefix_space", true) ? "first" : "never"));
+  tj.tree.set("decoder", sentencepiece_decoder(true));
+}
+
+// CodeLlamaTokenizer always passes add_bos_token (True unless given), so Transformers rebuilds the template.
+std::optional<json::Value> code_llama_post_processor(const Tokenizer& t, const json::Value&,
+                                                     const json::Value&) {
+  return bos_eos_template(t, true, false);
+}
+
+// Qwen2Tokenizer and Qwen3_5Tokenizer: NFC, a split by `pattern`, then bytes without ByteLevel's own regex.
+void rebuild_qwen(TokenizerJson& tj, const json::Value& config, std::string_view pattern) {
   rebuild_model(
       tj, "BPE",
       R"({"unk_token": null, "continuing_subword_prefix": "", "end_of_word_suffix": "", "fuse_unk": false, "byte_fallback": false})");
   tj.tree.set("normalizer", json::parse(R"({"type": "NFC"})"));
-  json::Value pre = json::parse(R"({"type": "Sequence", "pretokenizers": [
-      {"type": "Split", "pattern": {"Regex": "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},
-       "behavior": "Isolated", "invert": false},
-      {"type": "ByteLevel", "use_regex": false}]})");
-  pre.find("pretokenizers")
-      ->as_array()[1]
-      .set("add_prefix_space", bool_or(config, "add_prefix_space", false));
+  json::Value split =
+      json::parse(R"({"type": "Split", "pattern": {}, "behavior": "Isolated", "invert": false})");
+  split.find("pattern")->set("Regex", std::string(pattern));
+  json::Value bytes = json::parse(R"({"type": "ByteLevel", "use_regex": false})");
+  bytes.set("add_prefix_space", bool_or(config, "add_prefix_space", false));
+  json::Value pre = json::parse(R"({"type": "Sequence"})");
+  pre.set("pretokenizers", json::Array{std::move(split), std::move(bytes)});
   tj.tree.set("pre_tokenizer", std::move(pre));
   tj.tree.set("decoder", json::parse(R"({"type": "ByteLevel"})"));
 }
 
-void rebuild_gpt2(TokenizerJson& tj, const json::Value& config) {
+void rebuild_qwen2(TokenizerJson& tj, const json::Value& config) {
+  rebuild_qwen(
+      tj, config,
+      R"re((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)re");
+}
+
+void rebuild_qwen3_5(TokenizerJson& tj, const json::Value& config) {  // marks join letters
+  rebuild_qwen(
+      tj, config,
+      R"re((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)re");
+}
+
+// GPT-2 style: a BPE over bytes after the class's normalizer (none when null) and, for Cohere, with each
+// digit split off first.
+void rebuild_byte_level(TokenizerJson& tj, const json::Value& config, const char* normalizer,
+                        bool split_digits) {
   rebuild_model(tj, "BPE",
                 R"({"continuing_subword_prefix": "", "end_of_word_suffix": "", "fuse_unk": false})");
-  json::Value pre = json::parse(R"({"type": "ByteLevel"})");
-  pre.set("add_prefix_space", bool_or(config, "add_prefix_space", false));
-  tj.tree.set("pre_tokenizer", std::move(pre));
+  if (normalizer) tj.tree.set("normalizer", json::parse(normalizer));
+  json::Value bytes = json::parse(R"({"type": "ByteLevel"})");
+  bytes.set("add_prefix_space", bool_or(config, "add_prefix_space", false));
+  if (split_digits) {
+    json::Value pre = json::parse(R"({"type": "Sequence", "pretokenizers": [
+        {"type": "Digits", "individual_digits": true}]})");
+    pre.find("pretokenizers")->as_array().push_back(std::move(bytes));
+    tj.tree.set("pre_tokenizer", std::move(pre));
+  } else {
+    tj.tree.set("pre_tokenizer", std::move(bytes));
+  }
   tj.tree.set("decoder", json::parse(R"({"type": "ByteLevel"})"));
+}
+
+void rebuild_gpt2(TokenizerJson& tj, const json::Value& config) {  // also CodeGenTokenizer
+  rebuild_byte_level(tj, config, nullptr, false);
 }
 
 void rebuild_gpt_neox(TokenizerJson& tj, const json::Value& config) {
-  rebuild_model(tj, "BPE",
-                R"({"continuing_subword_prefix": "", "end_of_word_suffix": "", "fuse_unk": false})");
-  tj.tree.set("normalizer", json::parse(R"({"type": "NFC"})"));
-  json::Value pre = json::parse(R"({"type": "ByteLevel"})");
-  pre.set("add_prefix_space", bool_or(config, "add_prefix_space", false));
-  tj.tree.set("pre_tokenizer", std::move(pre));
-  tj.tree.set("decoder", json::parse(R"({"type": "ByteLevel"})"));
+  rebuild_byte_level(tj, config, R"({"type": "NFC"})", false);
+}
+
+void rebuild_cohere(TokenizerJson& tj, const json::Value& config) {
+  rebuild_byte_level(tj, config, R"({"type": "NFC"})", true);
+}
+
+// The original GPT: lowercased words in BERT's way, a "</w>" at each word's end.
+void rebuild_openai_gpt(TokenizerJson& tj, const json::Value& config) {
+  json::Value options =
+      json::parse(R"({"continuing_subword_prefix": "", "end_of_word_suffix": "</w>", "fuse_unk": false})");
+  options.set("unk_token", special_token_or(config, "unk_token", "<unk>"));
+  rebuild_model(tj, "BPE", json::dump(options));
+  tj.tree.set("normalizer", json::parse(R"({"type": "BertNormalizer", "clean_text": true,
+      "handle_chinese_chars": true, "strip_accents": null, "lowercase": true})"));
+  tj.tree.set("pre_tokenizer", json::parse(R"({"type": "BertPreTokenizer"})"));
+  tj.tree.set("decoder", json::parse(R"({"type": "BPEDecoder", "suffix": "</w>"})"));
 }
 
 void rebuild_gemma(TokenizerJson& tj, const json::Value& config) {
@@ -76,19 +136,32 @@ void rebuild_gemma(TokenizerJson& tj, const json::Value& config) {
 }  // namespace
 
 void add_decoder_bpe_classes(std::vector<TokenizerClass>& out) {
+  const SpecialTokens gpt2 = {"<|endoftext|>", "<|endoftext|>", "<|endoftext|>", {}, {}, {}, {}, {}};
   const TokenizerClass group[] = {
       {"LlamaTokenizer", {"<s>", "</s>", "<unk>", {}, {}, {}, {}, {}}, rebuild_llama},
+      {"CodeLlamaTokenizer",
+       {"<s>", "</s>", "<unk>", {}, {}, {}, {}, {}},
+       rebuild_code_llama,
+       false,
+       code_llama_post_processor},
       {"Qwen2Tokenizer",
        {{}, "<|endoftext|>", "<|endoftext|>", {}, "<|endoftext|>", {}, {}, {}},
        rebuild_qwen2,
        true},
-      {"GPT2Tokenizer",
-       {"<|endoftext|>", "<|endoftext|>", "<|endoftext|>", {}, {}, {}, {}, {}},
-       rebuild_gpt2},
+      {"Qwen3_5Tokenizer",
+       {{}, "<|endoftext|>", "<|endoftext|>", {}, "<|endoftext|>", {}, {}, {}},
+       rebuild_qwen3_5},
+      {"GPT2Tokenizer", gpt2, rebuild_gpt2},
+      {"CodeGenTokenizer", gpt2, rebuild_gpt2},
       {"GPTNeoXTokenizer",
        {"<|endoftext|>", "<|endoftext|>", "<|endoftext|>", {}, "<|padding|>", {}, {}, {}},
        rebuild_gpt_neox},
       {"GemmaTokenizer", {"<bos>", "<eos>", "<unk>", {}, "<pad>", {}, "<mask>", {}}, rebuild_gemma},
+      {"CohereTokenizer",  // _post_init() adds every special token again
+       {"<BOS_TOKEN>", "<|END_OF_TURN_TOKEN|>", "<UNK>", "<SEP>", "<PAD>", "<CLS>", "<MASK_TOKEN>", {}},
+       rebuild_cohere,
+       true},
+      {"OpenAIGPTTokenizer", {{}, {}, "<unk>", {}, {}, {}, {}, {}}, rebuild_openai_gpt},
   };
   out.insert(out.end(), std::begin(group), std::end(group));
 }
