@@ -17,7 +17,7 @@ int run(Args& args) {
   args.finish();
 
   AutoModelForCausalLM model = AutoModelForCausalLM::from_pretrained(m.dir, m.options);
-  const tokenizer::Tokenizer tok = tokenizer::AutoTokenizer::from_pretrained(m.dir);
+  const tokenizer::Tokenizer tok = tokenizer::AutoTokenizer::from_pretrained(m.dir, m.id);
   const ChatTemplates templates = load_chat_templates(m.dir, tok.config());
   check(!templates.empty(), m.id, " has no chat template");
   auto decode = [&](const std::vector<int64_t>& t) { return tok.decode(t, /*skip_special_tokens=*/true); };

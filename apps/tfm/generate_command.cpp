@@ -53,7 +53,7 @@ int run(Args& args) {
   // Text needs the tokenizer; --ids works with model folders that have none.
   std::optional<tokenizer::Tokenizer> tok;
   if (prompt || std::filesystem::exists(std::filesystem::path(m.dir) / "tokenizer.json")) {
-    tok = tokenizer::AutoTokenizer::from_pretrained(m.dir);
+    tok = tokenizer::AutoTokenizer::from_pretrained(m.dir, m.id);
   }
   const double load_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();

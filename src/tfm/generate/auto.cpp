@@ -36,7 +36,7 @@ GenerateOutput AutoModelForCausalLM::generate(const std::vector<std::vector<int6
 
 tokenizer::Tokenizer AutoTokenizer::from_pretrained(const std::string& id_or_dir,
                                                     const std::string& revision) {
-  return tokenizer::AutoTokenizer::from_pretrained(resolve_pretrained(id_or_dir, revision));
+  return tokenizer::AutoTokenizer::from_pretrained(resolve_pretrained(id_or_dir, revision), id_or_dir);
 }
 
 TextGenerationPipeline::TextGenerationPipeline(AutoModelForCausalLM model, tokenizer::Tokenizer tokenizer)

@@ -11,6 +11,7 @@
 #include "tfm/tokenizer/json_fields.h"
 #include "tfm/tokenizer/processors/post_processor.h"
 #include "tfm/tokenizer/tokenizer.h"
+#include "tfm/tokenizer/tokenizer_class_choice.h"
 #include "tfm/tokenizer/tokenizer_json.h"
 #include "tfm/tokenizer/transformers_classes.h"
 
@@ -108,7 +109,7 @@ int64_t read_model_max_length(const json::Value& config) {
 
 }  // namespace
 
-Tokenizer AutoTokenizer::from_pretrained(const std::string& dir) {
+Tokenizer AutoTokenizer::from_pretrained(const std::string& dir, std::string_view name_or_path) {
   const fs::path root(dir);
   check(fs::is_directory(root), "tokenizer folder '", dir, "' does not exist");
   const fs::path json_path = root / "tokenizer.json";
@@ -117,8 +118,16 @@ Tokenizer AutoTokenizer::from_pretrained(const std::string& dir) {
   TokenizerJson tj = TokenizerJson::read_file(json_path.string());
   check(tj.tree.is_object(), json_path.string(), ": must hold an object");
 
-  const std::string class_name = string_or(config, "tokenizer_class", "");
-  const TokenizerClass* cls = find_tokenizer_class(class_name);
+  const fs::path model_config_path = root / "config.json";
+  const json::Value model_config =
+      fs::exists(model_config_path) ? json::parse_file(model_config_path.string()) : json::Value();
+  const ChosenClass chosen =
+      choose_tokenizer_class(model_config, config, name_or_path.empty() ? dir : name_or_path);
+  check(chosen.kind != ClassKind::python, dir, ": ", chosen.name,
+        " is a Python tokenizer that reads its own vocabulary files; tfm reads tokenizer.json only");
+  const TokenizerClass* cls = chosen.kind == ClassKind::rebuild ? find_tokenizer_class(chosen.name) : nullptr;
+  check(chosen.kind != ClassKind::rebuild || cls != nullptr, dir, ": ", chosen.name,
+        " builds its own pipeline in Transformers, which tfm does not reproduce yet");
   const std::vector<AddedToken> declared = declared_added_tokens(config, tj.tree);
   const json::Value* file_post_processor = tj.tree.find("post_processor");
   const json::Value post_processor_in_file = file_post_processor ? *file_post_processor : json::Value();

@@ -104,8 +104,10 @@ class Tokenizer {
 
 // A model folder as transformers.AutoTokenizer.from_pretrained reads it: tokenizer.json (required) and
 // tokenizer_config.json, special_tokens_map.json, chat_template.jinja when present. Local folders only.
+// The class is chosen as Transformers chooses it, from config.json (when the folder has one) and
+// tokenizer_config.json; name_or_path (default: dir) is the Hub id or path the folder was asked for.
 struct AutoTokenizer {
-  static Tokenizer from_pretrained(const std::string& dir);
+  static Tokenizer from_pretrained(const std::string& dir, std::string_view name_or_path = {});
 };
 
 }  // namespace tfm::tokenizer

@@ -24,7 +24,6 @@ std::optional<std::string> special_token_string(const json::Value& v) {
 }
 
 const TokenizerClass* find_tokenizer_class(std::string_view name) {
-  if (name.size() > 4 && name.substr(name.size() - 4) == "Fast") name.remove_suffix(4);
   for (const TokenizerClass& c : all_classes())
     if (c.name == name) return &c;
   return nullptr;

@@ -14,7 +14,7 @@
 namespace tfm::tokenizer {
 
 struct TokenizerClass {
-  std::string_view name;  // tokenizer_class without the "Fast" suffix
+  std::string_view name;  // the class's own name (tokenizer_class_choice.h resolves aliases and "Fast")
   SpecialTokens defaults;
   // Replaces the pipeline of tokenizer_json (model options, normalizer, pre-tokenizer, decoder) using the
   // options in config (add_prefix_space, legacy); the vocabulary, merges and post-processor stay.
@@ -31,7 +31,8 @@ struct TokenizerClass {
 // A special token as tokenizer_config.json writes it: "<s>", {"content": "<s>", ...} or null.
 std::optional<std::string> special_token_string(const json::Value& v);
 
-// nullptr for a class that uses tokenizer.json as it is (TokenizersBackend and classes without __init__).
+// The class of that name among those tfm reproduces (tokenizer_class_choice.h picks the name); nullptr for
+// one it does not.
 const TokenizerClass* find_tokenizer_class(std::string_view tokenizer_class);
 
 }  // namespace tfm::tokenizer
