@@ -54,7 +54,7 @@ json::Value read_config(const fs::path& dir) {
 // The named special tokens: the config's value where it names one (null included), else the class default.
 SpecialTokens read_special_tokens(const json::Value& config, const SpecialTokens& defaults) {
   SpecialTokens s = defaults;
-  const std::pair<const char*, std::optional<std::string>*> named[] = {
+  const std::pair<std::string_view, std::optional<std::string>*> named[] = {
       {"bos_token", &s.bos}, {"eos_token", &s.eos}, {"unk_token", &s.unk},  {"sep_token", &s.sep},
       {"pad_token", &s.pad}, {"cls_token", &s.cls}, {"mask_token", &s.mask}};
   for (const auto& [key, slot] : named) {
@@ -66,6 +66,16 @@ SpecialTokens read_special_tokens(const json::Value& config, const SpecialTokens
       }
     }
   }
+  // Transformers 5 makes any other "<name>_token" of the config holding a token (SplinterTokenizer's
+  // question_token) a named special token too; they come before the extra ones.
+  std::vector<std::string> model_specific;
+  for (const auto& [key, v] : config.as_object()) {
+    const bool is_token = v.is_string() || (v.is_object() && v.contains("content"));
+    if (key.ends_with("_token") && is_token &&
+        std::none_of(std::begin(named), std::end(named), [&](const auto& n) { return n.first == key; }))
+      model_specific.push_back(*special_token_string(v));
+  }
+  s.extra.insert(s.extra.begin(), model_specific.begin(), model_specific.end());
   if (const json::Value* extra = config.find("extra_special_tokens"); extra && extra->is_array())
     for (const json::Value& t : extra->as_array())
       if (auto name = special_token_string(t)) s.extra.push_back(*name);

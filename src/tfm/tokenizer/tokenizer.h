@@ -27,7 +27,9 @@ struct TokenizerJson;
 // The named special tokens of Transformers (bos_token ... mask_token); unset when the tokenizer has none.
 struct SpecialTokens {
   std::optional<std::string> bos, eos, unk, sep, pad, cls, mask;
-  std::vector<std::string> extra;  // extra_special_tokens (formerly additional_special_tokens)
+  // The config's other named ones (question_token) and extra_special_tokens (formerly
+  // additional_special_tokens), in Transformers' order.
+  std::vector<std::string> extra;
 };
 
 class Tokenizer {

@@ -14,6 +14,21 @@ void rebuild_model(TokenizerJson& tj, std::string_view type, std::string_view op
   for (const char* stage : {"normalizer", "pre_tokenizer", "decoder"}) tj.tree.set(stage, nullptr);
 }
 
+json::Value file_precompiled(const TokenizerJson& tj) {
+  const json::Value* normalizer = tj.tree.find("normalizer");
+  if (!normalizer || !normalizer->is_object()) return {};
+  const json::Value* found = nullptr;
+  auto look = [&](const json::Value& stage) {
+    if (!found && string_or(stage, "type", "") == "Precompiled" && stage.contains("precompiled_charsmap"))
+      found = &stage;
+  };
+  if (string_or(*normalizer, "type", "") != "Sequence")
+    look(*normalizer);
+  else if (const json::Value* steps = normalizer->find("normalizers"); steps && steps->is_array())
+    for (const json::Value& stage : steps->as_array()) look(stage);
+  return found && !string_or(*found, "precompiled_charsmap", "").empty() ? *found : json::Value();
+}
+
 json::Value bos_eos_template(const Tokenizer& t, bool add_bos, bool add_eos) {
   json::Array single;
   json::Value special_tokens = json::Object{};

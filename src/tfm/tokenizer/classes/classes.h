@@ -12,11 +12,17 @@ namespace tfm::tokenizer::classes {
 
 // The groups.
 void add_decoder_bpe_classes(std::vector<TokenizerClass>& out);  // Llama, Qwen2, GPT-2 and other decoder LMs
+void add_bert_like_classes(std::vector<TokenizerClass>& out);    // BERT's WordPiece classes and others
 
 // Replaces the file's model with `type` over the file's vocabulary (and merges, for BPE), with the class's
 // own options (JSON members), and clears the normalizer, pre-tokenizer and decoder: the class sets those it
 // has. The post-processor stays, as Transformers takes it from the file.
 void rebuild_model(TokenizerJson& tj, std::string_view type, std::string_view options);
+
+// The file's SentencePiece charsmap normalizer (alone or in a Sequence), which Transformers hands to the
+// class (convert_to_native_format's _spm_precompiled_charsmap); null when there is none or it is empty (falsy
+// in Python). Read it before rebuild_model clears the normalizer.
+json::Value file_precompiled(const TokenizerJson& tj);
 
 // Transformers' update_post_processor: "bos $A eos" as a TemplateProcessing, each special token where asked
 // for and the tokenizer has it.
