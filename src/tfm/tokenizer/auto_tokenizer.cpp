@@ -52,8 +52,8 @@ json::Value read_config(const fs::path& dir) {
 }
 
 // The named special tokens: the config's value where it names one (null included), else the class default.
-SpecialTokens read_special_tokens(const json::Value& config, const SpecialTokens& defaults) {
-  SpecialTokens s = defaults;
+SpecialTokens read_special_tokens(const json::Value& config, const TokenizerClass* cls) {
+  SpecialTokens s = cls ? cls->defaults : SpecialTokens{};
   const std::pair<std::string_view, std::optional<std::string>*> named[] = {
       {"bos_token", &s.bos}, {"eos_token", &s.eos}, {"unk_token", &s.unk},  {"sep_token", &s.sep},
       {"pad_token", &s.pad}, {"cls_token", &s.cls}, {"mask_token", &s.mask}};
@@ -66,16 +66,30 @@ SpecialTokens read_special_tokens(const json::Value& config, const SpecialTokens
       }
     }
   }
-  // Transformers 5 makes any other "<name>_token" of the config holding a token (SplinterTokenizer's
-  // question_token) a named special token too; they come before the extra ones.
-  std::vector<std::string> model_specific;
+  // Transformers 5 makes any other "<name>_token" holding a token a named special token too
+  // (SplinterTokenizer's question_token), before the extra ones: first those the class passes itself, in its
+  // order, then the config's others. A null in the config drops the class's.
+  std::vector<std::pair<std::string, std::string>> model_specific;
+  if (cls)
+    for (const auto& [key, token] : cls->own_tokens) model_specific.emplace_back(key, token);
   for (const auto& [key, v] : config.as_object()) {
-    const bool is_token = v.is_string() || (v.is_object() && v.contains("content"));
-    if (key.ends_with("_token") && is_token &&
-        std::none_of(std::begin(named), std::end(named), [&](const auto& n) { return n.first == key; }))
-      model_specific.push_back(*special_token_string(v));
+    if (!key.ends_with("_token") ||
+        std::any_of(std::begin(named), std::end(named), [&](const auto& n) { return n.first == key; }))
+      continue;
+    auto own = std::find_if(model_specific.begin(), model_specific.end(),
+                            [&](const auto& m) { return m.first == key; });
+    if (v.is_null() && own != model_specific.end()) {
+      model_specific.erase(own);
+    } else if (v.is_string() || (v.is_object() && v.contains("content"))) {
+      if (own != model_specific.end())
+        own->second = *special_token_string(v);
+      else
+        model_specific.emplace_back(key, *special_token_string(v));
+    }
   }
-  s.extra.insert(s.extra.begin(), model_specific.begin(), model_specific.end());
+  std::vector<std::string> named_extra;
+  for (const auto& [key, token] : model_specific) named_extra.push_back(token);
+  s.extra.insert(s.extra.begin(), named_extra.begin(), named_extra.end());
   if (const json::Value* extra = config.find("extra_special_tokens"); extra && extra->is_array())
     for (const json::Value& t : extra->as_array())
       if (auto name = special_token_string(t)) s.extra.push_back(*name);
@@ -154,7 +168,7 @@ Tokenizer AutoTokenizer::from_pretrained(const std::string& dir, std::string_vie
   }();
   tj = TokenizerJson();  // the file's text is no longer needed
 
-  t.special_ = read_special_tokens(config, cls ? cls->defaults : SpecialTokens{});
+  t.special_ = read_special_tokens(config, cls);
   for (const AddedToken& a : declared) t.add_token(a);
   // Special tokens the added vocabulary lacks join it (Qwen2Tokenizer re-adds them all, resetting the
   // lstrip / rstrip of those already there).

@@ -6,6 +6,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "tfm/io/json.h"
 #include "tfm/tokenizer/tokenizer.h"
@@ -26,6 +28,10 @@ struct TokenizerClass {
   // when the file has none). nullopt keeps the file's.
   std::optional<json::Value> (*post_processor)(const Tokenizer& tokenizer, const json::Value& config,
                                                const json::Value& from_file) = nullptr;
+  // The class's own "<name>_token" arguments (CodeLlama's prefix_token ...) with their defaults, in the order
+  // the class passes them to Transformers' base class, which is the order of the model-specific special
+  // tokens.
+  std::vector<std::pair<std::string_view, std::string_view>> own_tokens = {};
 };
 
 // A special token as tokenizer_config.json writes it: "<s>", {"content": "<s>", ...} or null.
