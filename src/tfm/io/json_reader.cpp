@@ -3,10 +3,13 @@
 #include <array>
 #include <bit>
 #include <charconv>
+#include <climits>
 #include <cmath>
 #include <cstring>
 #include <functional>
 #include <vector>
+
+#include <omp.h>
 
 #include "tfm/core/error.h"
 
@@ -38,6 +41,69 @@ const char* find_structural(const char* p, const char* end) {
   }
   while (p < end && !kStructural[static_cast<unsigned char>(*p)]) ++p;
   return p;
+}
+
+// Bracket depth over [p, end), outside strings, starting from `depth`: stops just past the bracket that
+// brings it to `stop` and returns that place, or returns nullptr at the end (an unterminated string
+// included). `lowest` is the lowest depth a closing bracket leaves. Escapes are stepped over, not checked.
+const char* scan_brackets(const char* p, const char* end, int& depth, int stop, int& lowest) {
+  while (true) {
+    p = find_structural(p, end);
+    if (p >= end) return nullptr;
+    const char c = *p++;
+    if (c == '"') {
+      while (true) {
+        while (p < end && *p != '"' && *p != '\\') ++p;
+        if (p >= end) return nullptr;
+        if (*p++ == '"') break;
+        if (p < end) ++p;  // the escaped character
+      }
+    } else if (c == '{' || c == '[') {
+      ++depth;
+    } else {
+      lowest = std::min(lowest, --depth);
+      if (depth == stop) return p;
+    }
+  }
+}
+
+// Past the bracket that closes the container opening at p; nullptr when it does not close.
+const char* container_end(const char* p, const char* end) {
+  int depth = 0, lowest = INT_MAX;
+  return scan_brackets(p, end, depth, 0, lowest);
+}
+
+// Where a container is this large, container_end_in_pieces scans it on every thread.
+constexpr ptrdiff_t kParallelScan = 1 << 20;
+
+// container_end over pieces of the text cut just after newlines, which valid JSON never holds inside a
+// string: each piece starts outside one, so each is scanned on its own thread for its change of depth and its
+// lowest depth; then only the piece where the depth returns to zero is scanned again, from its depth. (In
+// invalid JSON a cut may fall inside a string; the container's text is still read by a Reader, which rejects
+// it.)
+const char* container_end_in_pieces(const char* p, const char* end) {
+  std::vector<const char*> cuts{p};
+  const int pieces = omp_get_max_threads();
+  for (int i = 1; i < pieces; ++i) {
+    const char* at = std::max(cuts.back(), p + (end - p) * i / pieces);
+    const void* newline = std::memchr(at, '\n', static_cast<size_t>(end - at));
+    if (!newline) break;
+    cuts.push_back(static_cast<const char*>(newline) + 1);
+  }
+  cuts.push_back(end);
+  const size_t n = cuts.size() - 1;
+  std::vector<int> change(n, 0), lowest(n, INT_MAX);
+#pragma omp parallel for schedule(static)
+  for (size_t i = 0; i < n; ++i) scan_brackets(cuts[i], cuts[i + 1], change[i], INT_MIN, lowest[i]);
+  int depth = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (lowest[i] != INT_MAX && depth + lowest[i] <= 0) {
+      int unused = INT_MAX;
+      return scan_brackets(cuts[i], cuts[i + 1], depth, 0, unused);
+    }
+    depth += change[i];
+  }
+  return nullptr;
 }
 
 bool is_digit(char c) {
@@ -314,33 +380,14 @@ std::string_view Reader::raw() {
     skip();  // a scalar is checked now
     return std::string_view(start, static_cast<size_t>(p_ - start));
   }
-  int depth = 0;
-  do {
-    p_ = find_structural(p_, end_);
-    if (p_ >= end_) fail("unexpected end of input");
-    switch (*p_++) {
-      case '"':
-        skip_string_bytes();
-        break;
-      case '{':
-      case '[':
-        if (++depth > kMaxDepth) fail("nesting too deep");
-        break;
-      default:  // '}' or ']'
-        --depth;
-        break;
-    }
-  } while (depth > 0);
-  return std::string_view(start, static_cast<size_t>(p_ - start));
-}
-
-void Reader::skip_string_bytes() {
-  while (true) {
-    while (p_ < end_ && *p_ != '"' && *p_ != '\\') ++p_;
-    if (p_ >= end_) fail("unterminated string");
-    if (*p_++ == '"') return;
-    if (p_ < end_) ++p_;  // the escaped character
+  const bool large = end_ - p_ >= kParallelScan && omp_get_max_threads() > 1;
+  const char* close = large ? container_end_in_pieces(p_, end_) : container_end(p_, end_);
+  if (!close) {
+    p_ = end_;
+    fail("unexpected end of input");
   }
+  p_ = close;
+  return std::string_view(start, static_cast<size_t>(p_ - start));
 }
 
 void Reader::end() {

@@ -43,7 +43,8 @@ class Reader {
   Value value();  // the next value as a tree
   void skip();    // reads past the next value, checking its syntax
   // Skips the next value and returns its text. Only its strings and brackets are checked here, which is
-  // several times faster than skip(); the rest is checked when a Reader reads the text.
+  // several times faster than skip() (and a large container is scanned on every thread); the rest is checked
+  // when a Reader reads the text.
   std::string_view raw();
   void end();  // only whitespace may remain
 
@@ -60,7 +61,6 @@ class Reader {
   // Before a member or element: false at the end of the container (having read `close`), else true, past the
   // comma that separates it from the one before.
   bool next_item(char close, std::string_view expected);
-  void skip_string_bytes();  // after the opening quote, to past the closing one; escapes are not checked
   // Reads a string's contents after its opening quote; escapes are decoded into `scratch` when present.
   std::string_view read_string(std::string& scratch);
   uint32_t hex4();
