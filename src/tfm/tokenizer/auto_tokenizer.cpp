@@ -51,8 +51,11 @@ json::Value read_config(const fs::path& dir) {
 }
 
 // The named special tokens: the config's value where it names one (null included), else the class default.
-SpecialTokens read_special_tokens(const json::Value& config, const SpecialTokens& defaults) {
-  SpecialTokens s = defaults;
+// So for the extra ones: a class passes its own as additional_special_tokens, which Transformers drops when
+// the config has extra_special_tokens (a list or null; a dict names model-specific tokens instead).
+SpecialTokens read_special_tokens(const json::Value& config, const TokenizerClass* cls) {
+  SpecialTokens s = cls ? cls->defaults : SpecialTokens{};
+  if (cls && cls->extra_special_tokens) s.extra = cls->extra_special_tokens(config);
   const std::pair<const char*, std::optional<std::string>*> named[] = {
       {"bos_token", &s.bos}, {"eos_token", &s.eos}, {"unk_token", &s.unk},  {"sep_token", &s.sep},
       {"pad_token", &s.pad}, {"cls_token", &s.cls}, {"mask_token", &s.mask}};
@@ -65,9 +68,12 @@ SpecialTokens read_special_tokens(const json::Value& config, const SpecialTokens
       }
     }
   }
-  if (const json::Value* extra = config.find("extra_special_tokens"); extra && extra->is_array())
-    for (const json::Value& t : extra->as_array())
-      if (auto name = special_token_string(t)) s.extra.push_back(*name);
+  if (const json::Value* extra = config.find("extra_special_tokens"); extra && !extra->is_object()) {
+    s.extra.clear();
+    if (extra->is_array())
+      for (const json::Value& t : extra->as_array())
+        if (auto name = special_token_string(t)) s.extra.push_back(*name);
+  }
   return s;
 }
 
@@ -135,7 +141,7 @@ Tokenizer AutoTokenizer::from_pretrained(const std::string& dir) {
   }();
   tj = TokenizerJson();  // the file's text is no longer needed
 
-  t.special_ = read_special_tokens(config, cls ? cls->defaults : SpecialTokens{});
+  t.special_ = read_special_tokens(config, cls);
   for (const AddedToken& a : declared) t.add_token(a);
   // Special tokens the added vocabulary lacks join it (Qwen2Tokenizer re-adds them all, resetting the
   // lstrip / rstrip of those already there).
@@ -153,6 +159,7 @@ Tokenizer AutoTokenizer::from_pretrained(const std::string& dir) {
       t.post_processor_ = make_post_processor(*p);
   // add_bos_token / add_eos_token are not read: Transformers 5 drops them whenever tokenizer.json exists, and
   // without a post-processor in the file its own template adds nothing either.
+  t.ctc_decode_ = cls && cls->ctc_decode;
   t.split_special_tokens_ = bool_or(config, "split_special_tokens", false);
   t.clean_up_tokenization_spaces_ = bool_or(config, "clean_up_tokenization_spaces", false);
   t.model_max_length_ = read_model_max_length(config);
