@@ -52,8 +52,11 @@ json::Value read_config(const fs::path& dir) {
 }
 
 // The named special tokens: the config's value where it names one (null included), else the class default.
+// The extra ones: a class passes its own as additional_special_tokens, which Transformers drops when the
+// config has extra_special_tokens (a list or null; a dict names model-specific tokens instead).
 SpecialTokens read_special_tokens(const json::Value& config, const TokenizerClass* cls) {
   SpecialTokens s = cls ? cls->defaults : SpecialTokens{};
+  if (cls && cls->extra_special_tokens) s.extra = cls->extra_special_tokens(config);
   const std::pair<std::string_view, std::optional<std::string>*> named[] = {
       {"bos_token", &s.bos}, {"eos_token", &s.eos}, {"unk_token", &s.unk},  {"sep_token", &s.sep},
       {"pad_token", &s.pad}, {"cls_token", &s.cls}, {"mask_token", &s.mask}};
@@ -66,16 +69,21 @@ SpecialTokens read_special_tokens(const json::Value& config, const TokenizerClas
       }
     }
   }
+  const json::Value* extra = config.find("extra_special_tokens");
+  if (extra && !extra->is_object()) {
+    s.extra.clear();
+    if (extra->is_array())
+      for (const json::Value& t : extra->as_array())
+        if (auto name = special_token_string(t)) s.extra.push_back(*name);
+  }
   // Transformers 5 makes any other "<name>_token" holding a token a named special token too
   // (SplinterTokenizer's question_token), before the extra ones: first those the class passes itself, in its
-  // order, then the config's others. A null in the config drops the class's.
+  // order, then the config's others and those of an extra_special_tokens dict. A null in the config drops
+  // the class's.
   std::vector<std::pair<std::string, std::string>> model_specific;
   if (cls)
     for (const auto& [key, token] : cls->own_tokens) model_specific.emplace_back(key, token);
-  for (const auto& [key, v] : config.as_object()) {
-    if (!key.ends_with("_token") ||
-        std::any_of(std::begin(named), std::end(named), [&](const auto& n) { return n.first == key; }))
-      continue;
+  auto add_model_specific = [&](const std::string& key, const json::Value& v) {
     auto own = std::find_if(model_specific.begin(), model_specific.end(),
                             [&](const auto& m) { return m.first == key; });
     if (v.is_null() && own != model_specific.end()) {
@@ -86,13 +94,16 @@ SpecialTokens read_special_tokens(const json::Value& config, const TokenizerClas
       else
         model_specific.emplace_back(key, *special_token_string(v));
     }
-  }
+  };
+  for (const auto& [key, v] : config.as_object())
+    if (key.ends_with("_token") &&
+        std::none_of(std::begin(named), std::end(named), [&](const auto& n) { return n.first == key; }))
+      add_model_specific(key, v);
+  if (extra && extra->is_object())
+    for (const auto& [key, v] : extra->as_object()) add_model_specific(key, v);
   std::vector<std::string> named_extra;
   for (const auto& [key, token] : model_specific) named_extra.push_back(token);
   s.extra.insert(s.extra.begin(), named_extra.begin(), named_extra.end());
-  if (const json::Value* extra = config.find("extra_special_tokens"); extra && extra->is_array())
-    for (const json::Value& t : extra->as_array())
-      if (auto name = special_token_string(t)) s.extra.push_back(*name);
   return s;
 }
 
@@ -186,6 +197,7 @@ Tokenizer AutoTokenizer::from_pretrained(const std::string& dir, std::string_vie
       t.post_processor_ = make_post_processor(*p);
   // add_bos_token / add_eos_token are not read: Transformers 5 drops them whenever tokenizer.json exists, and
   // without a post-processor in the file its own template adds nothing either.
+  t.ctc_decode_ = cls && cls->ctc_decode;
   t.split_special_tokens_ = bool_or(config, "split_special_tokens", false);
   t.clean_up_tokenization_spaces_ = bool_or(config, "clean_up_tokenization_spaces", false);
   t.model_max_length_ = read_model_max_length(config);

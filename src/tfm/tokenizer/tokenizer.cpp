@@ -33,7 +33,7 @@ Tokenizer Tokenizer::from_json(const TokenizerJson& tj) {
   check(v.is_object(), "tokenizer.json must hold an object, found ", json::Value::type_name(v.type()));
   Tokenizer t;
   const json::Value& model = required(v, "model");
-  t.model_ = make_model(ModelJson{model, tj.vocab, tj.merges, *tj.text});
+  t.model_ = make_model(ModelJson{model, tj.vocab, tj.merges, *tj.text, tj.python_numbers});
   const json::Value* type = model.find("type");
   t.model_is_bpe_ = type && type->is_string() && type->as_string() == "BPE";
   const json::Value null;
@@ -119,9 +119,15 @@ std::vector<std::vector<int64_t>> Tokenizer::encode_batch(const std::vector<std:
 }
 
 std::string Tokenizer::decode(const std::vector<int64_t>& ids, bool skip_special_tokens) const {
+  std::vector<int64_t> ctc_ids;
+  if (ctc_decode_) {
+    const std::optional<int64_t> pad = pad_token_id();
+    for (size_t i = 0; i < ids.size(); ++i)
+      if ((i == 0 || ids[i] != ids[i - 1]) && ids[i] != pad) ctc_ids.push_back(ids[i]);
+  }
   std::vector<std::string> tokens;
   tokens.reserve(ids.size());
-  for (int64_t id : ids) {
+  for (int64_t id : ctc_decode_ ? ctc_ids : ids) {
     if (id < 0 || id > INT32_MAX) continue;
     if (const AddedToken* a = added_->find(static_cast<int32_t>(id))) {
       if (!(skip_special_tokens && a->special)) tokens.push_back(added_->text(*a));

@@ -99,6 +99,7 @@ class Tokenizer {
   // Transformers' layer.
   SpecialTokens special_;
   bool split_special_tokens_ = false;
+  bool ctc_decode_ = false;  // decode drops repeats of an id and pad tokens (LasrTokenizer)
   bool clean_up_tokenization_spaces_ = false;
   int64_t model_max_length_ = 1000000000000000000;  // Transformers' VERY_LARGE_INTEGER, clipped to int64
   json::Value config_ = json::Object{};

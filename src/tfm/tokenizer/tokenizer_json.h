@@ -21,6 +21,10 @@ struct TokenizerJson {
   // literal, so a TokenizerJson can move.
   std::string_view vocab, merges;
   std::unique_ptr<const std::string> text;
+  // Numbers in the vocabulary (Unigram scores) as Python's json module reads them, correctly rounded: where
+  // a Transformers class rebuilds the model from json.load's values. Otherwise as the Rust library reads
+  // them.
+  bool python_numbers = false;
 };
 
 }  // namespace tfm::tokenizer

@@ -11,6 +11,7 @@ const std::vector<TokenizerClass>& all_classes() {
     std::vector<TokenizerClass> v;
     classes::add_decoder_bpe_classes(v);
     classes::add_bert_like_classes(v);
+    classes::add_unigram_a_classes(v);
     return v;
   }();
   return all;

@@ -28,6 +28,11 @@ struct TokenizerClass {
   // when the file has none). nullopt keeps the file's.
   std::optional<json::Value> (*post_processor)(const Tokenizer& tokenizer, const json::Value& config,
                                                const json::Value& from_file) = nullptr;
+  // For a class whose default extra special tokens depend on the config (T5's <extra_id_N>, as many as
+  // extra_ids): they, in place of defaults.extra. The config's own extra_special_tokens win over either.
+  std::vector<std::string> (*extra_special_tokens)(const json::Value& config) = nullptr;
+  // LasrTokenizer decodes CTC output: a run of one id counts once, and pad tokens are left out.
+  bool ctc_decode = false;
   // The class's own "<name>_token" arguments (CodeLlama's prefix_token ...) with their defaults, in the order
   // the class passes them to Transformers' base class, which is the order of the model-specific special
   // tokens.

@@ -62,7 +62,8 @@ struct ModelJson {
   const json::Value& fields;
   std::string_view vocab;
   std::string_view merges;
-  std::string_view document;  // for the line and column of a syntax error
+  std::string_view document;    // for the line and column of a syntax error
+  bool python_numbers = false;  // see TokenizerJson::python_numbers
 };
 
 std::unique_ptr<Model> make_model(const ModelJson& m);

@@ -1,7 +1,12 @@
 // Unigram: the segmentation of highest total log-probability (Viterbi over every vocabulary piece that
-// matches), unknown characters as unk, which fuses with a neighbouring unk.
+// matches), unknown characters as unk. Neighbouring pieces of unk's id fuse, the vocabulary's own unk piece
+// included (which matters where a class points unk_id at an ordinary piece), as in the Rust library.
 #include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
 #include <limits>
+#include <string>
 
 #include "tfm/io/json_reader.h"
 #include "tfm/tokenizer/json_fields.h"
@@ -32,9 +37,7 @@ class Unigram : public Model {
         continue;
       }
       if (byte_fallback_ && append_bytes(token, ids)) continue;
-      check(unk_id_.has_value(),
-            "Unigram model has no unk_id but the text has a character outside its vocabulary");
-      ids.push_back(*unk_id_);
+      ids.push_back(*unk_id_);  // viterbi yields pieces outside the vocabulary only where there is an unk
     }
   }
 
@@ -50,13 +53,13 @@ class Unigram : public Model {
     return true;
   }
 
-  // The best segmentation as substrings of piece; consecutive unknown pieces are joined.
+  // The best segmentation as substrings of piece; consecutive pieces of unk's id are joined.
   std::vector<std::string_view> viterbi(std::string_view piece) const {
     const size_t n = piece.size();
     struct Node {
       double score = 0;
       size_t start = 0;
-      int32_t id = -1;  // -1: unknown character
+      int32_t id = -1;
       bool reached = false;
     };
     std::vector<Node> best(n + 1);
@@ -78,25 +81,28 @@ class Unigram : public Model {
           if (end == n) break;
         }
         if (!single_char_piece) {
+          // The Rust library fails on meeting such a character, off the best path and with byte fallback too.
+          check(unk_id_.has_value(),
+                "Unigram model has no unk_id but the text has a character outside its vocabulary");
           const double score = best[pos].score + unk_score;
           if (!best[char_end].reached || score > best[char_end].score)
-            best[char_end] = {score, pos, -1, true};
+            best[char_end] = {score, pos, *unk_id_, true};
         }
       }
       pos = char_end;
     }
     std::vector<std::string_view> tokens;
-    bool previous_unknown = false;
+    bool previous_unk = false;
     for (size_t end = n; end > 0; end = best[end].start) {
       const Node& node = best[end];
       std::string_view token = piece.substr(node.start, end - node.start);
-      const bool unknown = node.id < 0;
-      if (unknown && previous_unknown)  // fuse with the unknown piece after it
+      const bool unk = node.id == unk_id_;
+      if (unk && previous_unk)  // fuse with the unk piece after it
         tokens.back() =
             piece.substr(node.start, tokens.back().data() + tokens.back().size() - piece.data() - node.start);
       else
         tokens.push_back(token);
-      previous_unknown = unknown;
+      previous_unk = unk;
     }
     std::reverse(tokens.begin(), tokens.end());
     return tokens;
@@ -109,6 +115,75 @@ class Unigram : public Model {
   double min_score_;
   size_t max_piece_bytes_ = 1;
 };
+
+// A score as the Rust library's serde_json reads it (without its float_roundtrip feature): up to 19 or 20
+// significant digits as a u64, converted to double, then one multiplication or division by a power of ten.
+// About one long score in a hundred comes out an ulp away from the correctly rounded value, which is enough
+// to break a tie between two segmentations differently.
+double serde_json_f64(std::string_view text) {
+  static const std::vector<double> pow10 = [] {
+    std::vector<double> p(309);
+    for (size_t k = 0; k < p.size(); ++k) {
+      const std::string s = "1e" + std::to_string(k);
+      std::from_chars(s.data(), s.data() + s.size(), p[k]);
+    }
+    return p;
+  }();
+  check(text != "NaN" && text != "Infinity" && text != "-Infinity", "vocab score ", text, " is not a number");
+  constexpr uint64_t kMax = UINT64_MAX;
+  auto overflows = [&](uint64_t n, uint64_t digit) {
+    return n >= kMax / 10 && (n > kMax / 10 || digit > kMax % 10);
+  };
+  size_t i = 0;
+  const bool negative = text[i] == '-';
+  if (negative) ++i;
+  uint64_t significand = 0;
+  int64_t exponent = 0;
+  auto digit_at = [&](size_t k) { return k < text.size() && text[k] >= '0' && text[k] <= '9'; };
+  for (bool overflow = false; digit_at(i); ++i) {  // past the u64, integer digits only scale
+    const uint64_t d = static_cast<uint64_t>(text[i] - '0');
+    overflow = overflow || overflows(significand, d);
+    if (overflow)
+      ++exponent;
+    else
+      significand = significand * 10 + d;
+  }
+  if (i < text.size() && text[i] == '.') {
+    for (++i; digit_at(i); ++i) {  // past the u64, fraction digits are dropped
+      const uint64_t d = static_cast<uint64_t>(text[i] - '0');
+      if (overflows(significand, d)) {
+        while (digit_at(i)) ++i;
+        break;
+      }
+      significand = significand * 10 + d;
+      --exponent;
+    }
+  }
+  if (i < text.size() && (text[i] == 'e' || text[i] == 'E')) {
+    ++i;
+    const bool negative_exponent = text[i] == '-';
+    if (text[i] == '-' || text[i] == '+') ++i;
+    int64_t e = 0;
+    for (; digit_at(i); ++i) e = std::min<int64_t>(e * 10 + (text[i] - '0'), 1'000'000);
+    exponent += negative_exponent ? -e : e;
+  }
+  double f = static_cast<double>(significand);
+  while (f != 0) {
+    if (exponent >= 0) {
+      check(exponent < static_cast<int64_t>(pow10.size()) && std::isfinite(f * pow10[exponent]),
+            "vocab score ", text, " is out of range");
+      f *= pow10[exponent];
+      break;
+    }
+    if (-exponent < static_cast<int64_t>(pow10.size())) {
+      f /= pow10[-exponent];
+      break;
+    }
+    f /= 1e308;
+    exponent += 308;
+  }
+  return negative ? -f : f;
+}
 
 }  // namespace
 
@@ -130,7 +205,7 @@ std::unique_ptr<Model> make_unigram(const ModelJson& m) {
     if (!r.next_element()) bad();
     const json::Value::Type t = r.peek();
     if (t != json::Value::Type::integer && t != json::Value::Type::number) bad();
-    scores.push_back(r.number());
+    scores.push_back(m.python_numbers ? r.number() : serde_json_f64(r.raw()));
     if (r.next_element()) bad();
   }
   r.end();
