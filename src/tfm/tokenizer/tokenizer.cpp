@@ -33,7 +33,7 @@ Tokenizer Tokenizer::from_json(const TokenizerJson& tj) {
   check(v.is_object(), "tokenizer.json must hold an object, found ", json::Value::type_name(v.type()));
   Tokenizer t;
   const json::Value& model = required(v, "model");
-  t.model_ = make_model(ModelJson{model, tj.vocab, tj.merges, *tj.text});
+  t.model_ = make_model(ModelJson{model, tj.vocab, tj.merges, *tj.text, tj.exact_scores});
   const json::Value* type = model.find("type");
   t.model_is_bpe_ = type && type->is_string() && type->as_string() == "BPE";
   const json::Value null;

@@ -21,6 +21,9 @@ struct TokenizerJson {
   // literal, so a TokenizerJson can move.
   std::string_view vocab, merges;
   std::unique_ptr<const std::string> text;
+  // Unigram scores read exactly, as Python's json reads them for a Transformers class that rebuilds the
+  // model from the vocabulary, rather than as the Rust library reads the file (an ulp off at times).
+  bool exact_scores = false;
 };
 
 }  // namespace tfm::tokenizer

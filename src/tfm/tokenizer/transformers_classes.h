@@ -26,6 +26,9 @@ struct TokenizerClass {
   // when the file has none). nullopt keeps the file's.
   std::optional<json::Value> (*post_processor)(const Tokenizer& tokenizer, const json::Value& config,
                                                const json::Value& from_file) = nullptr;
+  // For a class whose special tokens go beyond the named ones of the config (language codes, entity tokens):
+  // completes those read from the config (defaults applied) before they join the added vocabulary.
+  void (*special_tokens)(SpecialTokens& tokens, const json::Value& config) = nullptr;
 };
 
 // A special token as tokenizer_config.json writes it: "<s>", {"content": "<s>", ...} or null.

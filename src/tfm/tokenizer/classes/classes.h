@@ -2,6 +2,9 @@
 // what their rebuilds share. transformers_classes.cpp puts the groups together.
 #pragma once
 
+#include <functional>
+#include <initializer_list>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -12,6 +15,7 @@ namespace tfm::tokenizer::classes {
 
 // The groups.
 void add_decoder_bpe_classes(std::vector<TokenizerClass>& out);  // Llama, Qwen2, GPT-2 and other decoder LMs
+void add_unigram_b_classes(std::vector<TokenizerClass>& out);    // DeBERTa-v2, mBART-50, Pegasus, ...
 
 // Replaces the file's model with `type` over the file's vocabulary (and merges, for BPE), with the class's
 // own options (JSON members), and clears the normalizer, pre-tokenizer and decoder: the class sets those it
@@ -21,6 +25,26 @@ void rebuild_model(TokenizerJson& tj, std::string_view type, std::string_view op
 // Transformers' update_post_processor: "bos $A eos" as a TemplateProcessing, each special token where asked
 // for and the tokenizer has it.
 json::Value bos_eos_template(const Tokenizer& t, bool add_bos, bool add_eos);
+
+// A TemplateProcessing of the single sequence: "$A" for it, any other item a special token with its id in t
+// (one t lacks, or nullopt, is left out).
+json::Value special_template(const Tokenizer& t, std::initializer_list<std::optional<std::string>> items);
+
+// Calls visit(index, piece, score) for the entries of tokenizer.json's Unigram vocabulary, in order, until it
+// returns false.
+void for_each_unigram_entry(const TokenizerJson& tj,
+                            const std::function<bool(size_t, std::string_view, double)>& visit);
+// Python's vocab.index((piece, score), start) over the (piece, score) list Transformers extracts from
+// tokenizer.json; nullopt where it raises.
+std::optional<int64_t> unigram_index(const TokenizerJson& tj, std::string_view piece, double score = 0.0,
+                                     size_t start = 0);
+
+// The Precompiled normalizer of the file (alone or in its Sequence), which Transformers hands to the class as
+// _spm_precompiled_charsmap; null when there is none.
+json::Value precompiled_normalizer(const TokenizerJson& tj);
+
+// A SentencePiece Metaspace (replacement U+2581), as pre-tokenizer and as decoder.
+json::Value metaspace(std::string_view prepend_scheme, bool split = true);
 
 // The config's value for a special-token argument that is also a pipeline option (unk_token of a model).
 std::string special_token_or(const json::Value& config, std::string_view key, std::string_view fallback);

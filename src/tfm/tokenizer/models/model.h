@@ -63,6 +63,7 @@ struct ModelJson {
   std::string_view vocab;
   std::string_view merges;
   std::string_view document;  // for the line and column of a syntax error
+  bool exact_scores = false;  // see TokenizerJson::exact_scores
 };
 
 std::unique_ptr<Model> make_model(const ModelJson& m);

@@ -1,6 +1,9 @@
 // Unigram: the segmentation of highest total log-probability (Viterbi over every vocabulary piece that
 // matches), unknown characters as unk, which fuses with a neighbouring unk.
 #include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdlib>
 #include <limits>
 
 #include "tfm/io/json_reader.h"
@@ -90,7 +93,9 @@ class Unigram : public Model {
     for (size_t end = n; end > 0; end = best[end].start) {
       const Node& node = best[end];
       std::string_view token = piece.substr(node.start, end - node.start);
-      const bool unknown = node.id < 0;
+      // The Rust library fuses by id: a vocabulary piece whose id is unk_id fuses as an unknown one does
+      // (some Transformers classes fix unk_id at an id that is not the unk piece's).
+      const bool unknown = node.id < 0 || (unk_id_ && node.id == *unk_id_);
       if (unknown && previous_unknown)  // fuse with the unknown piece after it
         tokens.back() =
             piece.substr(node.start, tokens.back().data() + tokens.back().size() - piece.data() - node.start);
@@ -109,6 +114,75 @@ class Unigram : public Model {
   double min_score_;
   size_t max_piece_bytes_ = 1;
 };
+
+// A score as the Rust library reads it. serde_json (without its float_roundtrip feature) gathers the digits
+// into a u64, up to the first that would overflow it, and scales that by one power of ten: two roundings, so
+// a few scores in a hundred land an ulp from the nearest double that Python's json (and Reader::number)
+// gives. Enough to break a tie between two segmentations the other way.
+double serde_json_number(std::string_view text) {
+  static const std::array<double, 309> pow10 = [] {
+    std::array<double, 309> p{};
+    for (size_t i = 0; i < p.size(); ++i) p[i] = std::strtod(("1e" + std::to_string(i)).c_str(), nullptr);
+    return p;
+  }();
+  size_t i = 0;
+  auto is_digit = [&] { return i < text.size() && text[i] >= '0' && text[i] <= '9'; };
+  auto invalid = [&] { throw_error("invalid number ", text); };
+  auto out_of_range = [&] { throw_error("number ", text, " is out of range"); };
+  const bool negative = i < text.size() && text[i] == '-';
+  if (negative) ++i;
+  uint64_t significand = 0;
+  int64_t exponent = 0;
+  // Appends the digit at i, false where the significand would overflow.
+  auto append = [&] {
+    const uint64_t digit = text[i] - '0';
+    if (significand > (std::numeric_limits<uint64_t>::max() - digit) / 10) return false;
+    significand = significand * 10 + digit;
+    return true;
+  };
+  if (!is_digit()) invalid();
+  if (text[i] == '0') {
+    ++i;
+    if (is_digit()) invalid();  // one leading zero at most
+  }
+  for (bool full = false; is_digit(); ++i) {  // integer digits past a full significand scale it
+    if (!full) full = !append();
+    if (full) ++exponent;
+  }
+  if (i < text.size() && text[i] == '.') {
+    ++i;
+    if (!is_digit()) invalid();
+    for (bool full = false; is_digit(); ++i) {  // fraction digits past a full significand are dropped
+      if (!full) full = !append();
+      if (!full) --exponent;
+    }
+  }
+  if (i < text.size() && (text[i] == 'e' || text[i] == 'E')) {
+    ++i;
+    const bool negative_exponent = i < text.size() && text[i] == '-';
+    if (i < text.size() && (text[i] == '-' || text[i] == '+')) ++i;
+    if (!is_digit()) invalid();
+    int64_t e = 0;
+    for (; is_digit(); ++i)
+      e = std::min<int64_t>(e * 10 + (text[i] - '0'), std::numeric_limits<int32_t>::max());
+    exponent += negative_exponent ? -e : e;
+  }
+  if (i != text.size()) invalid();
+  double f = static_cast<double>(significand);
+  for (;;) {
+    const uint64_t scale = exponent < 0 ? -exponent : exponent;
+    if (scale < pow10.size()) {
+      f = exponent >= 0 ? f * pow10[scale] : f / pow10[scale];
+      break;
+    }
+    if (f == 0) break;
+    if (exponent > 0) out_of_range();
+    f /= 1e308;
+    exponent += 308;
+  }
+  if (std::isinf(f)) out_of_range();
+  return negative ? -f : f;
+}
 
 }  // namespace
 
@@ -130,7 +204,7 @@ std::unique_ptr<Model> make_unigram(const ModelJson& m) {
     if (!r.next_element()) bad();
     const json::Value::Type t = r.peek();
     if (t != json::Value::Type::integer && t != json::Value::Type::number) bad();
-    scores.push_back(r.number());
+    scores.push_back(m.exact_scores ? r.number() : serde_json_number(r.raw()));
     if (r.next_element()) bad();
   }
   r.end();
