@@ -180,6 +180,7 @@ Tokenizer AutoTokenizer::from_pretrained(const std::string& dir, std::string_vie
   tj = TokenizerJson();  // the file's text is no longer needed
 
   t.special_ = read_special_tokens(config, cls);
+  if (cls && cls->special_tokens) cls->special_tokens(t.special_, config);
   for (const AddedToken& a : declared) t.add_token(a);
   // Special tokens the added vocabulary lacks join it (Qwen2Tokenizer re-adds them all, resetting the
   // lstrip / rstrip of those already there).

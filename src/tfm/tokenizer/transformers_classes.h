@@ -33,6 +33,9 @@ struct TokenizerClass {
   std::vector<std::string> (*extra_special_tokens)(const json::Value& config) = nullptr;
   // LasrTokenizer decodes CTC output: a run of one id counts once, and pad tokens are left out.
   bool ctc_decode = false;
+  // For a class whose special tokens go beyond the named ones of the config (language codes, entity tokens):
+  // completes those read from the config (defaults applied) before they join the added vocabulary.
+  void (*special_tokens)(SpecialTokens& tokens, const json::Value& config) = nullptr;
   // The class's own "<name>_token" arguments (CodeLlama's prefix_token ...) with their defaults, in the order
   // the class passes them to Transformers' base class, which is the order of the model-specific special
   // tokens.

@@ -150,7 +150,7 @@ void rebuild_siglip2(TokenizerJson& tj, const json::Value& config) {
 }
 
 void rebuild_tipsv2(TokenizerJson& tj, const json::Value& config) {
-  const json::Value precompiled = file_precompiled(tj);
+  const json::Value precompiled = precompiled_normalizer(tj);
   rebuild_model(tj, "BPE", R"({"fuse_unk": true, "byte_fallback": true})");
   json::Value normalizer = json::parse(R"({"type": "Sequence", "normalizers": []})");
   json::Array& steps = normalizer.find("normalizers")->as_array();

@@ -19,12 +19,13 @@ void rebuild_model(TokenizerJson& tj, std::string_view type, std::string_view op
   for (const char* stage : {"normalizer", "pre_tokenizer", "decoder"}) tj.tree.set(stage, nullptr);
 }
 
-json::Value file_precompiled(const TokenizerJson& tj) {
+json::Value precompiled_normalizer(const TokenizerJson& tj) {
   const json::Value* normalizer = tj.tree.find("normalizer");
   if (!normalizer || !normalizer->is_object()) return {};
   const json::Value* found = nullptr;
   auto look = [&](const json::Value& stage) {
-    if (!found && string_or(stage, "type", "") == "Precompiled" && stage.contains("precompiled_charsmap"))
+    if (!found && stage.is_object() && string_or(stage, "type", "") == "Precompiled" &&
+        stage.contains("precompiled_charsmap"))
       found = &stage;
   };
   if (string_or(*normalizer, "type", "") != "Sequence")
@@ -32,37 +33,6 @@ json::Value file_precompiled(const TokenizerJson& tj) {
   else if (const json::Value* steps = normalizer->find("normalizers"); steps && steps->is_array())
     for (const json::Value& stage : steps->as_array()) look(stage);
   return found && !string_or(*found, "precompiled_charsmap", "").empty() ? *found : json::Value();
-}
-
-json::Value bos_eos_template(const Tokenizer& t, bool add_bos, bool add_eos) {
-  json::Array single;
-  json::Value special_tokens = json::Object{};
-  auto add_special = [&](const std::optional<std::string>& token) {
-    const std::optional<int64_t> id = token ? t.token_to_id(*token) : std::nullopt;
-    if (!id) return;
-    json::Value item = json::Object{};
-    item.set("SpecialToken", json::parse(R"({"type_id": 0})"));
-    item.find("SpecialToken")->set("id", *token);
-    single.push_back(std::move(item));
-    json::Value entry = json::Object{};
-    entry.set("id", *token);
-    entry.set("ids", json::Array{json::Value(*id)});
-    entry.set("tokens", json::Array{json::Value(*token)});
-    special_tokens.set(*token, std::move(entry));
-  };
-  if (add_bos) add_special(t.bos_token());
-  single.push_back(json::parse(R"({"Sequence": {"id": "A", "type_id": 0}})"));
-  if (add_eos) add_special(t.eos_token());
-  json::Value out = json::Object{};
-  out.set("type", "TemplateProcessing");
-  out.set("single", std::move(single));
-  out.set("special_tokens", std::move(special_tokens));
-  return out;
-}
-
-std::string special_token_or(const json::Value& config, std::string_view key, std::string_view fallback) {
-  const json::Value* v = config.find(key);
-  return v ? special_token_string(*v).value_or(std::string(fallback)) : std::string(fallback);
 }
 
 namespace {
@@ -123,40 +93,78 @@ json::Value template_processing(const std::vector<std::string>& single, const st
   return out;
 }
 
-json::Value precompiled_normalizer(const TokenizerJson& tj) {
-  const json::Value* n = tj.tree.find("normalizer");
-  if (!n || !n->is_object()) return nullptr;
-  const bool sequence = string_or(*n, "type", "") == "Sequence";
-  const json::Array own{*n};
-  const json::Value* list = sequence ? n->find("normalizers") : nullptr;
-  for (const json::Value& entry : list && list->is_array() ? list->as_array() : own)
-    if (string_or(entry, "type", "") == "Precompiled" && entry.contains("precompiled_charsmap")) return entry;
-  return nullptr;
+json::Value special_template(const Tokenizer& t, std::initializer_list<std::optional<std::string>> items) {
+  std::vector<std::string> single;
+  std::vector<std::pair<std::string, std::optional<int64_t>>> special;
+  for (const std::optional<std::string>& token : items) {
+    if (token == "$A") {
+      single.push_back("$A");
+    } else if (const std::optional<int64_t> id = token ? t.token_to_id(*token) : std::nullopt) {
+      single.push_back(*token);
+      special.emplace_back(*token, id);
+    }
+  }
+  return template_processing(single, {}, special);
 }
 
-void set_whitespace_metaspace(TokenizerJson& tj, std::string_view prepend_scheme) {
-  json::Value metaspace =
-      json::parse(R"({"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "", "split": true})");
-  metaspace.set("prepend_scheme", std::string(prepend_scheme));
-  json::Value pre = json::parse(R"({"type": "Sequence", "pretokenizers": [{"type": "WhitespaceSplit"}]})");
-  pre.find("pretokenizers")->as_array().push_back(metaspace);
-  tj.tree.set("pre_tokenizer", std::move(pre));
-  tj.tree.set("decoder", std::move(metaspace));
+json::Value bos_eos_template(const Tokenizer& t, bool add_bos, bool add_eos) {
+  return special_template(
+      t, {add_bos ? t.bos_token() : std::nullopt, "$A", add_eos ? t.eos_token() : std::nullopt});
+}
+
+void for_each_unigram_entry(const TokenizerJson& tj,
+                            const std::function<bool(size_t, std::string_view, double)>& visit) {
+  check(!tj.vocab.empty(), "model: missing field 'vocab'");
+  json::Reader r(tj.vocab, *tj.text);
+  r.begin_array();
+  for (size_t i = 0; r.next_element(); ++i) {
+    auto bad = [&] { throw_error("model: vocab entry ", i, " must be [\"piece\", score]"); };
+    r.begin_array();
+    if (!r.next_element()) bad();
+    const std::string_view piece = r.string();  // valid until the next string()
+    if (!r.next_element()) bad();
+    const double score = r.number();
+    if (r.next_element()) bad();
+    if (!visit(i, piece, score)) return;
+  }
+}
+
+std::optional<int64_t> unigram_index(const TokenizerJson& tj, std::string_view piece, double score,
+                                     size_t start) {
+  std::optional<int64_t> found;
+  for_each_unigram_entry(tj, [&](size_t i, std::string_view p, double s) {
+    if (i >= start && p == piece && s == score) found = static_cast<int64_t>(i);
+    return !found;
+  });
+  return found;
 }
 
 std::optional<int64_t> unigram_piece_id(const TokenizerJson& tj, std::string_view piece) {
-  json::Reader r(tj.vocab);
-  check(r.peek() == json::Value::Type::array, "model: field 'vocab' must be an array of [\"piece\", score]");
-  r.begin_array();
-  for (int64_t i = 0; r.next_element(); ++i) {
-    r.begin_array();
-    check(r.next_element() && r.peek() == json::Value::Type::string, "model: vocab entry ", i,
-          " must be [\"piece\", score]");
-    const bool found = r.string() == piece;
-    while (r.next_element()) r.skip();
-    if (found) return i;
-  }
-  return std::nullopt;
+  std::optional<int64_t> found;
+  for_each_unigram_entry(tj, [&](size_t i, std::string_view p, double) {
+    if (p == piece) found = static_cast<int64_t>(i);
+    return !found;
+  });
+  return found;
+}
+
+json::Value metaspace(std::string_view prepend_scheme, bool split) {
+  json::Value m = json::parse(R"({"type": "Metaspace", "replacement": "\u2581"})");
+  m.set("prepend_scheme", std::string(prepend_scheme));
+  m.set("split", split);
+  return m;
+}
+
+void set_whitespace_metaspace(TokenizerJson& tj, std::string_view prepend_scheme) {
+  json::Value pre = json::parse(R"({"type": "Sequence", "pretokenizers": [{"type": "WhitespaceSplit"}]})");
+  pre.find("pretokenizers")->as_array().push_back(metaspace(prepend_scheme));
+  tj.tree.set("pre_tokenizer", std::move(pre));
+  tj.tree.set("decoder", metaspace(prepend_scheme));
+}
+
+std::string special_token_or(const json::Value& config, std::string_view key, std::string_view fallback) {
+  const json::Value* v = config.find(key);
+  return v ? special_token_string(*v).value_or(std::string(fallback)) : std::string(fallback);
 }
 
 }  // namespace tfm::tokenizer::classes

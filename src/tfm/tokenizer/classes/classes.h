@@ -2,6 +2,8 @@
 // what their rebuilds share. transformers_classes.cpp puts the groups together.
 #pragma once
 
+#include <functional>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -17,6 +19,7 @@ namespace tfm::tokenizer::classes {
 void add_decoder_bpe_classes(std::vector<TokenizerClass>& out);  // Llama, Qwen2, GPT-2 and other decoder LMs
 void add_bert_like_classes(std::vector<TokenizerClass>& out);    // BERT's WordPiece classes and others
 void add_unigram_a_classes(std::vector<TokenizerClass>& out);    // T5, ALBERT, XLM-R and other SentencePiece
+void add_unigram_b_classes(std::vector<TokenizerClass>& out);    // DeBERTa-v2, mBART-50, Pegasus, ...
 
 // Replaces the file's model with `type` over the file's vocabulary (and merges, for BPE), with the class's
 // own options (JSON members), and clears the normalizer, pre-tokenizer and decoder: the class sets those it
@@ -27,30 +30,38 @@ void rebuild_model(TokenizerJson& tj, std::string_view type, std::string_view op
 // The file's SentencePiece charsmap normalizer (alone or in a Sequence), which Transformers hands to the
 // class (convert_to_native_format's _spm_precompiled_charsmap); null when there is none or it is empty (falsy
 // in Python). Read it before rebuild_model clears the normalizer.
-json::Value file_precompiled(const TokenizerJson& tj);
-
-// Transformers' update_post_processor: "bos $A eos" as a TemplateProcessing, each special token where asked
-// for and the tokenizer has it.
-json::Value bos_eos_template(const Tokenizer& t, bool add_bos, bool add_eos);
-
-// The config's value for a special-token argument that is also a pipeline option (unk_token of a model).
-std::string special_token_or(const json::Value& config, std::string_view key, std::string_view fallback);
+json::Value precompiled_normalizer(const TokenizerJson& tj);
 
 // processors.TemplateProcessing(single, pair, special_tokens): pieces "$A", "$B:1", "[CLS]:0" (type id 0
 // where none is given), each special token with its id (an error where it has none, as in Python).
 json::Value template_processing(const std::vector<std::string>& single, const std::vector<std::string>& pair,
                                 const std::vector<std::pair<std::string, std::optional<int64_t>>>& special);
 
-// The file's Precompiled normalizer, alone or in a top-level Sequence, or null: Transformers hands its
-// charsmap to a SentencePiece class as _spm_precompiled_charsmap. Read it before rebuild_model clears it.
-json::Value precompiled_normalizer(const TokenizerJson& tj);
+// A TemplateProcessing of the single sequence: "$A" for it, any other item a special token with its id in t
+// (one t lacks, or nullopt, is left out).
+json::Value special_template(const Tokenizer& t, std::initializer_list<std::optional<std::string>> items);
 
-// The SentencePiece pre-tokenizer and decoder of the Unigram classes: WhitespaceSplit then Metaspace
-// ("\u2581", split), and a Metaspace decoder, both with prepend_scheme.
+// Transformers' update_post_processor: "bos $A eos", each special token where asked for and t has it.
+json::Value bos_eos_template(const Tokenizer& t, bool add_bos, bool add_eos);
+
+// Calls visit(index, piece, score) for the entries of tokenizer.json's Unigram vocabulary, in order, until it
+// returns false.
+void for_each_unigram_entry(const TokenizerJson& tj,
+                            const std::function<bool(size_t, std::string_view, double)>& visit);
+// Python's vocab.index((piece, score), start) over the (piece, score) list Transformers extracts from
+// tokenizer.json; nullopt where it raises.
+std::optional<int64_t> unigram_index(const TokenizerJson& tj, std::string_view piece, double score = 0.0,
+                                     size_t start = 0);
+// The index of the first entry of `piece`, whatever its score, for classes that look up their unk_token.
+std::optional<int64_t> unigram_piece_id(const TokenizerJson& tj, std::string_view piece);
+
+// A SentencePiece Metaspace (replacement U+2581), as pre-tokenizer and as decoder.
+json::Value metaspace(std::string_view prepend_scheme, bool split = true);
+// The pre-tokenizer and decoder of most Unigram classes: WhitespaceSplit then Metaspace, and a Metaspace
+// decoder, both with prepend_scheme.
 void set_whitespace_metaspace(TokenizerJson& tj, std::string_view prepend_scheme);
 
-// The index of `piece` in the file's Unigram vocabulary ([piece, score] pairs), for classes that look up
-// their unk_token there.
-std::optional<int64_t> unigram_piece_id(const TokenizerJson& tj, std::string_view piece);
+// The config's value for a special-token argument that is also a pipeline option (unk_token of a model).
+std::string special_token_or(const json::Value& config, std::string_view key, std::string_view fallback);
 
 }  // namespace tfm::tokenizer::classes

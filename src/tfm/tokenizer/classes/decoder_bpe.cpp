@@ -5,13 +5,6 @@
 namespace tfm::tokenizer::classes {
 namespace {
 
-// SentencePiece-style pieces: spaces as U+2581, added at the start as `scheme` says.
-json::Value metaspace(std::string_view scheme) {
-  json::Value pre = json::parse(R"({"type": "Metaspace", "replacement": "\u2581", "split": false})");
-  pre.set("prepend_scheme", std::string(scheme));
-  return pre;
-}
-
 // U+2581 back to spaces, byte tokens back to bytes, and the first space dropped when `strip_first`.
 json::Value sentencepiece_decoder(bool strip_first) {
   json::Value decoder = json::parse(R"({"type": "Sequence", "decoders": [
@@ -28,7 +21,7 @@ void rebuild_llama(TokenizerJson& tj, const json::Value& config) {
   rebuild_model(tj, "BPE", R"({"unk_token": null, "fuse_unk": true, "byte_fallback": true})");
   const bool add_prefix_space = bool_or(config, "add_prefix_space", true);
   const bool legacy = bool_or(config, "legacy", false);
-  tj.tree.set("pre_tokenizer", metaspace(!add_prefix_space ? "never" : legacy ? "always" : "first"));
+  tj.tree.set("pre_tokenizer", metaspace(!add_prefix_space ? "never" : legacy ? "always" : "first", false));
   tj.tree.set("decoder", sentencepiece_decoder(add_prefix_space));
 }
 
@@ -36,7 +29,8 @@ void rebuild_code_llama(TokenizerJson& tj, const json::Value& config) {
   json::Value options = json::parse(R"({"fuse_unk": true, "byte_fallback": true})");
   options.set("unk_token", special_token_or(config, "unk_token", "<unk>"));
   rebuild_model(tj, "BPE", json::dump(options));
-  tj.tree.set("pre_tokenizer", metaspace(bool_or(config, "add_prefix_space", true) ? "first" : "never"));
+  tj.tree.set("pre_tokenizer",
+              metaspace(bool_or(config, "add_prefix_space", true) ? "first" : "never", false));
   tj.tree.set("decoder", sentencepiece_decoder(true));
 }
 
