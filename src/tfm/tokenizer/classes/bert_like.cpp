@@ -92,13 +92,7 @@ std::optional<json::Value> mpnet_post_processor(const Tokenizer& t, const json::
 }
 
 void rebuild_herbert(TokenizerJson& tj, const json::Value& config) {
-  json::Value model = json::parse(R"({"end_of_word_suffix": "</w>"})");
-  model.set("unk_token", special_token_or(config, "unk_token", "<unk>"));
-  rebuild_model(tj, "BPE", json::dump(model));
-  tj.tree.set("normalizer", json::parse(R"({"type": "BertNormalizer", "clean_text": true,
-      "handle_chinese_chars": true, "strip_accents": false, "lowercase": false})"));
-  tj.tree.set("pre_tokenizer", json::parse(R"({"type": "BertPreTokenizer"})"));
-  tj.tree.set("decoder", json::parse(R"({"type": "BPEDecoder", "suffix": "</w>"})"));
+  rebuild_words_bpe(tj, config, false);
 }
 
 // BertProcessing with the ids of HerBERT's vocabulary written in, whatever the tokenizer's are.

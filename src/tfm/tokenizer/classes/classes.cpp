@@ -162,6 +162,18 @@ void set_whitespace_metaspace(TokenizerJson& tj, std::string_view prepend_scheme
   tj.tree.set("decoder", metaspace(prepend_scheme));
 }
 
+void rebuild_words_bpe(TokenizerJson& tj, const json::Value& config, bool lowercase) {
+  json::Value options = json::parse(R"({"end_of_word_suffix": "</w>"})");
+  options.set("unk_token", special_token_or(config, "unk_token", "<unk>"));
+  rebuild_model(tj, "BPE", json::dump(options));
+  json::Value normalizer = json::parse(
+      R"({"type": "BertNormalizer", "clean_text": true, "handle_chinese_chars": true, "strip_accents": null})");
+  normalizer.set("lowercase", lowercase);  // accents go where case goes
+  tj.tree.set("normalizer", std::move(normalizer));
+  tj.tree.set("pre_tokenizer", json::parse(R"({"type": "BertPreTokenizer"})"));
+  tj.tree.set("decoder", json::parse(R"({"type": "BPEDecoder", "suffix": "</w>"})"));
+}
+
 std::string special_token_or(const json::Value& config, std::string_view key, std::string_view fallback) {
   const json::Value* v = config.find(key);
   return v ? special_token_string(*v).value_or(std::string(fallback)) : std::string(fallback);

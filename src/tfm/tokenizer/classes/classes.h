@@ -61,6 +61,10 @@ json::Value metaspace(std::string_view prepend_scheme, bool split = true);
 // decoder, both with prepend_scheme.
 void set_whitespace_metaspace(TokenizerJson& tj, std::string_view prepend_scheme);
 
+// A BPE over BERT's words (its normalizer, lowercasing or not, and pre-tokenizer) with "</w>" ending each
+// word, unk from the config: the original GPT and HerBERT.
+void rebuild_words_bpe(TokenizerJson& tj, const json::Value& config, bool lowercase);
+
 // The config's value for a special-token argument that is also a pipeline option (unk_token of a model).
 std::string special_token_or(const json::Value& config, std::string_view key, std::string_view fallback);
 

@@ -101,16 +101,8 @@ void rebuild_cohere(TokenizerJson& tj, const json::Value& config) {
   rebuild_byte_level(tj, config, R"({"type": "NFC"})", true);
 }
 
-// The original GPT: lowercased words in BERT's way, a "</w>" at each word's end.
 void rebuild_openai_gpt(TokenizerJson& tj, const json::Value& config) {
-  json::Value options =
-      json::parse(R"({"continuing_subword_prefix": "", "end_of_word_suffix": "</w>", "fuse_unk": false})");
-  options.set("unk_token", special_token_or(config, "unk_token", "<unk>"));
-  rebuild_model(tj, "BPE", json::dump(options));
-  tj.tree.set("normalizer", json::parse(R"({"type": "BertNormalizer", "clean_text": true,
-      "handle_chinese_chars": true, "strip_accents": null, "lowercase": true})"));
-  tj.tree.set("pre_tokenizer", json::parse(R"({"type": "BertPreTokenizer"})"));
-  tj.tree.set("decoder", json::parse(R"({"type": "BPEDecoder", "suffix": "</w>"})"));
+  rebuild_words_bpe(tj, config, true);
 }
 
 void rebuild_gemma(TokenizerJson& tj, const json::Value& config) {
