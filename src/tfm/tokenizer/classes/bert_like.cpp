@@ -91,6 +91,13 @@ std::optional<json::Value> mpnet_post_processor(const Tokenizer& t, const json::
   return out;
 }
 
+// The DPR tokenizers take do_lower_case for themselves and leave BertTokenizer its default, lowercasing.
+void rebuild_dpr(TokenizerJson& tj, const json::Value& config) {
+  json::Value bert_config = config;
+  bert_config.set("do_lower_case", true);
+  rebuild_bert(tj, bert_config);
+}
+
 void rebuild_herbert(TokenizerJson& tj, const json::Value& config) {
   rebuild_words_bpe(tj, config, false);
 }
@@ -189,6 +196,10 @@ void add_bert_like_classes(std::vector<TokenizerClass>& out) {
   const SpecialTokens bert = {{}, {}, "[UNK]", "[SEP]", "[PAD]", "[CLS]", "[MASK]", {}};
   const TokenizerClass group[] = {
       {"BertTokenizer", bert, rebuild_bert, false, cls_sep_template},
+      {"DistilBertTokenizer", bert, rebuild_bert, false, cls_sep_template},
+      {"DPRContextEncoderTokenizer", bert, rebuild_dpr, false, cls_sep_template},
+      {"DPRQuestionEncoderTokenizer", bert, rebuild_dpr, false, cls_sep_template},
+      {"DPRReaderTokenizer", bert, rebuild_dpr, false, cls_sep_template},
       {"FunnelTokenizer",
        {"<s>", "</s>", "<unk>", "<sep>", "<pad>", "<cls>", "<mask>", {}},
        rebuild_funnel,
