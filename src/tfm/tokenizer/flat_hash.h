@@ -3,6 +3,7 @@
 // building is a few allocations and a probe is one or two cache lines.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <string_view>
@@ -38,17 +39,18 @@ class StringIdTable {
     slots_.assign(table_capacity(n), Slot{});
     mask_ = slots_.size() - 1;
   }
-  // Inserts or replaces, returning the id replaced (-1 if none); key_of(id) must return the string of every
-  // id inserted.
+  // Inserts from many threads at once (a vocabulary of 150k is filled in parallel, as its slots are cache
+  // misses); of equal keys the largest id stays. key_of(id) must return the string of every id inserted.
   template <typename KeyOf>
-  int32_t insert(std::string_view key, int32_t id, const KeyOf& key_of) {
+  void insert_concurrently(std::string_view key, int32_t id, const KeyOf& key_of) {
     const uint64_t h = hash_bytes(key);
+    const Slot mine{static_cast<uint32_t>(h >> 32), id};
     for (size_t i = h & mask_;; i = (i + 1) & mask_) {
-      Slot& s = slots_[i];
-      if (s.id < 0 || (s.tag == static_cast<uint32_t>(h >> 32) && key_of(s.id) == key)) {
-        const int32_t before = s.id;
-        s = {static_cast<uint32_t>(h >> 32), id};
-        return before;
+      std::atomic_ref<Slot> slot(slots_[i]);
+      Slot seen = slot.load(std::memory_order_relaxed);
+      while (true) {  // a failed exchange reloads `seen`
+        if (seen.id >= 0 && (seen.tag != mine.tag || key_of(seen.id) != key)) break;  // another key's
+        if (seen.id >= id || slot.compare_exchange_weak(seen, mine, std::memory_order_relaxed)) return;
       }
     }
   }
@@ -64,8 +66,8 @@ class StringIdTable {
   }
 
  private:
-  struct Slot {
-    uint32_t tag = 0;  // high hash bits, to skip most string compares
+  struct alignas(8) Slot {  // aligned for atomic_ref
+    uint32_t tag = 0;       // high hash bits, to skip most string compares
     int32_t id = -1;
   };
   std::vector<Slot> slots_;

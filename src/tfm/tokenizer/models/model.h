@@ -43,7 +43,7 @@ class Vocab {
 
  private:
   std::vector<std::string> tokens_;
-  std::vector<bool> present_;
+  std::vector<uint8_t> present_;  // bytes, not bits: filled from several threads
   StringIdTable ids_;
   size_t size_ = 0;
 };
