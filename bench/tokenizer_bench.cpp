@@ -12,7 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "tfm/io/file.h"
 #include "tfm/tokenizer/tokenizer.h"
+#include "tfm/tokenizer/tokenizer_json.h"
 
 namespace {
 
@@ -60,6 +62,23 @@ int main(int argc, char** argv) {
     }
     std::sort(load_wall.begin(), load_wall.end());
     std::sort(load_cpu.begin(), load_cpu.end());
+    // Where a load goes, best of as many runs: reading the file, the structural pass (tree and raw vocab and
+    // merges), building the pipeline from it (the model's tables), and what AutoTokenizer adds.
+    double read = 1e9, parse = 1e9, build = 1e9;
+    const std::string json_path = model + "/tokenizer.json";
+    for (int i = 0; i < loads; ++i) {
+      auto start = std::chrono::steady_clock::now();
+      std::string text = tfm::io::read_file(json_path);
+      read = std::min(read, seconds_since(start));
+      start = std::chrono::steady_clock::now();
+      const auto tj = tfm::tokenizer::TokenizerJson::parse(std::move(text));
+      parse = std::min(parse, seconds_since(start));
+      start = std::chrono::steady_clock::now();
+      const auto tok = tfm::tokenizer::Tokenizer::from_json(tj);
+      build = std::min(build, seconds_since(start));
+    }
+    std::printf("tfm %s: load stages (best): read %.1f ms, structure %.1f ms, tables %.1f ms\n",
+                model.c_str(), read * 1e3, parse * 1e3, build * 1e3);
     const auto tok = tfm::tokenizer::AutoTokenizer::from_pretrained(model);
     double best = 1e9;
     size_t tokens = 0;
