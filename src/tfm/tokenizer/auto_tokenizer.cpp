@@ -50,6 +50,35 @@ json::Value read_config(const fs::path& dir) {
   return config;
 }
 
+// Transformers' model-specific special tokens: the config's "*_token" keys other than the named ones, and the
+// entries of an extra_special_tokens object. Keys holding a serialized AddedToken come first: Transformers
+// meets those among the class's keyword arguments, after it has taken the string-valued ones aside.
+std::vector<std::pair<std::string, std::string>> model_specific_tokens(const json::Value& config) {
+  static constexpr std::string_view kNamed[] = {"bos_token", "eos_token", "unk_token", "sep_token",
+                                                "pad_token", "cls_token", "mask_token"};
+  std::vector<std::pair<std::string, std::string>> out, strings;
+  for (const auto& [key, value] : config.as_object()) {
+    if (!key.ends_with("_token") || std::find(std::begin(kNamed), std::end(kNamed), key) != std::end(kNamed))
+      continue;
+    const json::Value* type = value.is_object() ? value.find("__type") : nullptr;
+    if (value.is_string())
+      strings.emplace_back(key, value.as_string());
+    else if (type && type->is_string() && type->as_string() == "AddedToken")
+      out.emplace_back(key, required(value, "content").as_string());
+  }
+  if (const json::Value* extra = config.find("extra_special_tokens"); extra && extra->is_object())
+    for (const auto& [key, value] : extra->as_object())
+      if (auto token = special_token_string(value)) strings.emplace_back(key, *token);
+  for (auto& [key, token] : strings) {  // a later entry of a key only changes its token
+    auto same = std::find_if(out.begin(), out.end(), [&](const auto& e) { return e.first == key; });
+    if (same != out.end())
+      same->second = std::move(token);
+    else
+      out.emplace_back(std::move(key), std::move(token));
+  }
+  return out;
+}
+
 // The named special tokens: the config's value where it names one (null included), else the class default.
 SpecialTokens read_special_tokens(const json::Value& config, const SpecialTokens& defaults) {
   SpecialTokens s = defaults;
@@ -68,6 +97,7 @@ SpecialTokens read_special_tokens(const json::Value& config, const SpecialTokens
   if (const json::Value* extra = config.find("extra_special_tokens"); extra && extra->is_array())
     for (const json::Value& t : extra->as_array())
       if (auto name = special_token_string(t)) s.extra.push_back(*name);
+  s.model_specific = model_specific_tokens(config);
   return s;
 }
 
@@ -136,6 +166,8 @@ Tokenizer AutoTokenizer::from_pretrained(const std::string& dir) {
   tj = TokenizerJson();  // the file's text is no longer needed
 
   t.special_ = read_special_tokens(config, cls ? cls->defaults : SpecialTokens{});
+  if (cls && cls->special_tokens) cls->special_tokens(t.special_, config);
+  t.class_ = cls;
   for (const AddedToken& a : declared) t.add_token(a);
   // Special tokens the added vocabulary lacks join it (Qwen2Tokenizer re-adds them all, resetting the
   // lstrip / rstrip of those already there).

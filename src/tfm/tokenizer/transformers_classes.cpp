@@ -10,6 +10,7 @@ const std::vector<TokenizerClass>& all_classes() {
   static const std::vector<TokenizerClass> all = [] {
     std::vector<TokenizerClass> v;
     classes::add_decoder_bpe_classes(v);
+    classes::add_encoder_bpe_classes(v);
     return v;
   }();
   return all;

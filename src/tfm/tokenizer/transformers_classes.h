@@ -3,9 +3,11 @@
 // tokenizer.json the way its class would, and names the class's default special tokens.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "tfm/io/json.h"
 #include "tfm/tokenizer/tokenizer.h"
@@ -26,6 +28,13 @@ struct TokenizerClass {
   // when the file has none). nullopt keeps the file's.
   std::optional<json::Value> (*post_processor)(const Tokenizer& tokenizer, const json::Value& config,
                                                const json::Value& from_file) = nullptr;
+  // For a class whose special tokens depend on the config beyond the named ones (NLLB's language codes when
+  // the config lists no extra tokens): changes those read from the config over the defaults.
+  void (*special_tokens)(SpecialTokens& special, const json::Value& config) = nullptr;
+  // For a class whose decode does more than the tokenizers library's (CLIP drops its end-of-word suffix,
+  // Whisper its timestamps): the text of ids, given the library's decode of the ids it keeps.
+  std::string (*decode)(const Tokenizer& tokenizer, const std::vector<int64_t>& ids, bool skip_special_tokens,
+                        const std::function<std::string(const std::vector<int64_t>&)>& backend) = nullptr;
 };
 
 // A special token as tokenizer_config.json writes it: "<s>", {"content": "<s>", ...} or null.

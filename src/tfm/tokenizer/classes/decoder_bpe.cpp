@@ -41,22 +41,12 @@ void rebuild_qwen2(TokenizerJson& tj, const json::Value& config) {
 }
 
 void rebuild_gpt2(TokenizerJson& tj, const json::Value& config) {
-  rebuild_model(tj, "BPE",
-                R"({"continuing_subword_prefix": "", "end_of_word_suffix": "", "fuse_unk": false})");
-  json::Value pre = json::parse(R"({"type": "ByteLevel"})");
-  pre.set("add_prefix_space", bool_or(config, "add_prefix_space", false));
-  tj.tree.set("pre_tokenizer", std::move(pre));
-  tj.tree.set("decoder", json::parse(R"({"type": "ByteLevel"})"));
+  rebuild_byte_level_bpe(tj, bool_or(config, "add_prefix_space", false));
 }
 
 void rebuild_gpt_neox(TokenizerJson& tj, const json::Value& config) {
-  rebuild_model(tj, "BPE",
-                R"({"continuing_subword_prefix": "", "end_of_word_suffix": "", "fuse_unk": false})");
+  rebuild_byte_level_bpe(tj, bool_or(config, "add_prefix_space", false));
   tj.tree.set("normalizer", json::parse(R"({"type": "NFC"})"));
-  json::Value pre = json::parse(R"({"type": "ByteLevel"})");
-  pre.set("add_prefix_space", bool_or(config, "add_prefix_space", false));
-  tj.tree.set("pre_tokenizer", std::move(pre));
-  tj.tree.set("decoder", json::parse(R"({"type": "ByteLevel"})"));
 }
 
 void rebuild_gemma(TokenizerJson& tj, const json::Value& config) {
