@@ -42,8 +42,17 @@ TEST_P(Family, MatchesTransformers) {
   const json::Value r = rec();
   if (!r.contains("transformers")) GTEST_SKIP() << "no tokenizer_config.json in this family";
   const auto tok = AutoTokenizer::from_pretrained(dir());
-  expect_matches(tok, r.at("transformers"));
-  EXPECT_EQ(tok.all_special_ids(), ids_of(r.at("transformers").at("special").at("all_special_ids")));
+  const json::Value& expected = r.at("transformers");
+  expect_matches(tok, expected);
+  EXPECT_EQ(tok.all_special_ids(), ids_of(expected.at("special").at("all_special_ids")));
+  // Id lists encoding never yields (single ids, a run of ids, every special id): where a class's own decode
+  // steps show (CLIP's suffixes, Whisper's timestamps and prompts).
+  for (size_t i = 0; i < expected.at("decode_ids").size(); ++i) {
+    SCOPED_TRACE("ids " + json::dump(expected.at("decode_ids")[i]));
+    const auto ids = ids_of(expected.at("decode_ids")[i]);
+    EXPECT_EQ(tok.decode(ids), expected.at("decode_ids_text")[i].as_string());
+    EXPECT_EQ(tok.decode(ids, true), expected.at("decode_ids_text_skip")[i].as_string());
+  }
 }
 
 // Every folder of tests/tokenizer/families, so a new family needs no change here.

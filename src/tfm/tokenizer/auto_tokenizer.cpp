@@ -76,34 +76,36 @@ SpecialTokens read_special_tokens(const json::Value& config, const TokenizerClas
       for (const json::Value& t : extra->as_array())
         if (auto name = special_token_string(t)) s.extra.push_back(*name);
   }
-  // Transformers 5 makes any other "<name>_token" holding a token a named special token too
-  // (SplinterTokenizer's question_token), before the extra ones: first those the class passes itself, in its
-  // order, then the config's others and those of an extra_special_tokens dict. A null in the config drops
-  // the class's.
-  std::vector<std::pair<std::string, std::string>> model_specific;
+  // Transformers 5's model-specific special tokens: the other "<name>_token" entries holding a token
+  // (SplinterTokenizer's question_token, LUKE's entity tokens) and those of an extra_special_tokens object.
+  // In its order: first the class's own arguments, in the order it passes them (CodeLlama's infill tokens),
+  // and the config's entries holding AddedToken objects, which reach the class among its keyword arguments;
+  // then the string ones and the object's, which from_pretrained took aside. A null drops a class's own
+  // token.
   if (cls)
-    for (const auto& [key, token] : cls->own_tokens) model_specific.emplace_back(key, token);
-  auto add_model_specific = [&](const std::string& key, const json::Value& v) {
-    auto own = std::find_if(model_specific.begin(), model_specific.end(),
-                            [&](const auto& m) { return m.first == key; });
-    if (v.is_null() && own != model_specific.end()) {
-      model_specific.erase(own);
+    for (const auto& [key, token] : cls->own_tokens) s.model_specific.emplace_back(key, token);
+  auto add = [&](const std::string& key, const json::Value& v) {
+    auto same = std::find_if(s.model_specific.begin(), s.model_specific.end(),
+                             [&](const auto& m) { return m.first == key; });
+    if (v.is_null() && same != s.model_specific.end()) {
+      s.model_specific.erase(same);
     } else if (v.is_string() || (v.is_object() && v.contains("content"))) {
-      if (own != model_specific.end())
-        own->second = *special_token_string(v);
+      if (same != s.model_specific.end())
+        same->second = *special_token_string(v);
       else
-        model_specific.emplace_back(key, *special_token_string(v));
+        s.model_specific.emplace_back(key, *special_token_string(v));
     }
   };
+  auto model_specific_key = [&](const std::string& key) {
+    return key.ends_with("_token") &&
+           std::none_of(std::begin(named), std::end(named), [&](const auto& n) { return n.first == key; });
+  };
   for (const auto& [key, v] : config.as_object())
-    if (key.ends_with("_token") &&
-        std::none_of(std::begin(named), std::end(named), [&](const auto& n) { return n.first == key; }))
-      add_model_specific(key, v);
+    if (model_specific_key(key) && v.is_object()) add(key, v);
+  for (const auto& [key, v] : config.as_object())
+    if (model_specific_key(key) && !v.is_object()) add(key, v);
   if (extra && extra->is_object())
-    for (const auto& [key, v] : extra->as_object()) add_model_specific(key, v);
-  std::vector<std::string> named_extra;
-  for (const auto& [key, token] : model_specific) named_extra.push_back(token);
-  s.extra.insert(s.extra.begin(), named_extra.begin(), named_extra.end());
+    for (const auto& [key, v] : extra->as_object()) add(key, v);
   return s;
 }
 
@@ -181,6 +183,7 @@ Tokenizer AutoTokenizer::from_pretrained(const std::string& dir, std::string_vie
 
   t.special_ = read_special_tokens(config, cls);
   if (cls && cls->special_tokens) cls->special_tokens(t.special_, config);
+  t.class_ = cls;
   for (const AddedToken& a : declared) t.add_token(a);
   // Special tokens the added vocabulary lacks join it (Qwen2Tokenizer re-adds them all, resetting the
   // lstrip / rstrip of those already there).
@@ -198,7 +201,6 @@ Tokenizer AutoTokenizer::from_pretrained(const std::string& dir, std::string_vie
       t.post_processor_ = make_post_processor(*p);
   // add_bos_token / add_eos_token are not read: Transformers 5 drops them whenever tokenizer.json exists, and
   // without a post-processor in the file its own template adds nothing either.
-  t.ctc_decode_ = cls && cls->ctc_decode;
   t.split_special_tokens_ = bool_or(config, "split_special_tokens", false);
   t.clean_up_tokenization_spaces_ = bool_or(config, "clean_up_tokenization_spaces", false);
   t.model_max_length_ = read_model_max_length(config);

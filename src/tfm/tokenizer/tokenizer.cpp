@@ -10,6 +10,7 @@
 #include "tfm/tokenizer/pre_tokenizers/pre_tokenizer.h"
 #include "tfm/tokenizer/processors/post_processor.h"
 #include "tfm/tokenizer/tokenizer_json.h"
+#include "tfm/tokenizer/transformers_classes.h"
 #include "tfm/tokenizer/unicode.h"
 
 namespace tfm::tokenizer {
@@ -119,15 +120,21 @@ std::vector<std::vector<int64_t>> Tokenizer::encode_batch(const std::vector<std:
 }
 
 std::string Tokenizer::decode(const std::vector<int64_t>& ids, bool skip_special_tokens) const {
-  std::vector<int64_t> ctc_ids;
-  if (ctc_decode_) {
-    const std::optional<int64_t> pad = pad_token_id();
-    for (size_t i = 0; i < ids.size(); ++i)
-      if ((i == 0 || ids[i] != ids[i - 1]) && ids[i] != pad) ctc_ids.push_back(ids[i]);
-  }
+  std::string text = class_ && class_->decode
+                         ? class_->decode(*this, ids, skip_special_tokens,
+                                          [&](const std::vector<int64_t>& kept) {
+                                            return backend_decode(kept, skip_special_tokens);
+                                          })
+                         : backend_decode(ids, skip_special_tokens);
+  // Transformers skips its cleanup for BPE models, where it would remove real spaces.
+  if (clean_up_tokenization_spaces_ && !model_is_bpe_) text = clean_up_tokenization(std::move(text), false);
+  return text;
+}
+
+std::string Tokenizer::backend_decode(const std::vector<int64_t>& ids, bool skip_special_tokens) const {
   std::vector<std::string> tokens;
   tokens.reserve(ids.size());
-  for (int64_t id : ctc_decode_ ? ctc_ids : ids) {
+  for (int64_t id : ids) {
     if (id < 0 || id > INT32_MAX) continue;
     if (const AddedToken* a = added_->find(static_cast<int32_t>(id))) {
       if (!(skip_special_tokens && a->special)) tokens.push_back(added_->text(*a));
@@ -142,8 +149,6 @@ std::string Tokenizer::decode(const std::vector<int64_t>& ids, bool skip_special
   } else {
     for (size_t i = 0; i < tokens.size(); ++i) text += (i ? " " : "") + tokens[i];
   }
-  // Transformers skips its cleanup for BPE models, where it would remove real spaces.
-  if (clean_up_tokenization_spaces_ && !model_is_bpe_) text = clean_up_tokenization(std::move(text), false);
   return text;
 }
 
@@ -190,6 +195,7 @@ std::vector<std::string> Tokenizer::all_special_tokens() const {
   for (const auto* t : {&special_.bos, &special_.eos, &special_.unk, &special_.sep, &special_.pad,
                         &special_.cls, &special_.mask})
     if (*t) push(**t);
+  for (const auto& [key, t] : special_.model_specific) push(t);
   for (const std::string& t : special_.extra) push(t);
   return out;
 }

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "tfm/io/json.h"
@@ -23,13 +24,15 @@ class Decoder;
 class AddedVocabulary;
 struct AddedToken;
 struct TokenizerJson;
+struct TokenizerClass;
 
 // The named special tokens of Transformers (bos_token ... mask_token); unset when the tokenizer has none.
 struct SpecialTokens {
   std::optional<std::string> bos, eos, unk, sep, pad, cls, mask;
-  // The config's other named ones (question_token) and extra_special_tokens (formerly
-  // additional_special_tokens), in Transformers' order.
-  std::vector<std::string> extra;
+  std::vector<std::string> extra;  // extra_special_tokens (formerly additional_special_tokens)
+  // Transformers' model-specific special tokens, (config key, token): the config's other "*_token" keys
+  // (LUKE's entity_unk_token). They come after the named tokens and before the extra ones.
+  std::vector<std::pair<std::string, std::string>> model_specific = {};
 };
 
 class Tokenizer {
@@ -65,7 +68,8 @@ class Tokenizer {
   std::optional<int64_t> eos_token_id() const { return special_id(special_.eos); }
   std::optional<int64_t> pad_token_id() const { return special_id(special_.pad); }
   std::optional<int64_t> unk_token_id() const { return special_id(special_.unk); }
-  // The named special tokens then the extra ones, without repeats (Transformers' all_special_tokens / _ids).
+  // The named special tokens, the model-specific ones, then the extra ones, without repeats (Transformers'
+  // all_special_tokens / _ids).
   std::vector<std::string> all_special_tokens() const;
   std::vector<int64_t> all_special_ids() const;
 
@@ -81,6 +85,8 @@ class Tokenizer {
   friend struct AutoTokenizer;
 
   std::optional<int64_t> special_id(const std::optional<std::string>& token) const;
+  // The tokenizers library's decode (Transformers' backend_tokenizer.decode), before the class's own steps.
+  std::string backend_decode(const std::vector<int64_t>& ids, bool skip_special_tokens) const;
   // Adds an added token (or resets the settings of one already there), taking the id it has, the model's id
   // for a token in its vocabulary, or the next free id.
   void add_token(AddedToken token);
@@ -97,9 +103,9 @@ class Tokenizer {
   bool model_is_bpe_ = false;
 
   // Transformers' layer.
+  const TokenizerClass* class_ = nullptr;  // the class whose decode steps apply, if it has any
   SpecialTokens special_;
   bool split_special_tokens_ = false;
-  bool ctc_decode_ = false;  // decode drops repeats of an id and pad tokens (LasrTokenizer)
   bool clean_up_tokenization_spaces_ = false;
   int64_t model_max_length_ = 1000000000000000000;  // Transformers' VERY_LARGE_INTEGER, clipped to int64
   json::Value config_ = json::Object{};

@@ -13,6 +13,7 @@ const std::vector<TokenizerClass>& all_classes() {
     classes::add_bert_like_classes(v);
     classes::add_unigram_a_classes(v);
     classes::add_unigram_b_classes(v);
+    classes::add_encoder_bpe_classes(v);
     return v;
   }();
   return all;

@@ -3,6 +3,7 @@
 // tokenizer.json the way its class would, and names the class's default special tokens.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -31,15 +32,17 @@ struct TokenizerClass {
   // For a class whose default extra special tokens depend on the config (T5's <extra_id_N>, as many as
   // extra_ids): they, in place of defaults.extra. The config's own extra_special_tokens win over either.
   std::vector<std::string> (*extra_special_tokens)(const json::Value& config) = nullptr;
-  // LasrTokenizer decodes CTC output: a run of one id counts once, and pad tokens are left out.
-  bool ctc_decode = false;
-  // For a class whose special tokens go beyond the named ones of the config (language codes, entity tokens):
+  // For a class whose special tokens go beyond what the config names (language codes, entity tokens):
   // completes those read from the config (defaults applied) before they join the added vocabulary.
   void (*special_tokens)(SpecialTokens& tokens, const json::Value& config) = nullptr;
   // The class's own "<name>_token" arguments (CodeLlama's prefix_token ...) with their defaults, in the order
-  // the class passes them to Transformers' base class, which is the order of the model-specific special
-  // tokens.
+  // the class passes them to Transformers' base class, which orders the model-specific special tokens.
   std::vector<std::pair<std::string_view, std::string_view>> own_tokens = {};
+  // For a class whose decode does more than the tokenizers library's (CLIP drops its end-of-word suffix,
+  // Whisper its timestamps, LASR repeats and pads): the text of ids, given the library's decode of the ids
+  // it keeps.
+  std::string (*decode)(const Tokenizer& tokenizer, const std::vector<int64_t>& ids, bool skip_special_tokens,
+                        const std::function<std::string(const std::vector<int64_t>&)>& backend) = nullptr;
 };
 
 // A special token as tokenizer_config.json writes it: "<s>", {"content": "<s>", ...} or null.

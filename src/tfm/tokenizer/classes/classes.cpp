@@ -19,6 +19,15 @@ void rebuild_model(TokenizerJson& tj, std::string_view type, std::string_view op
   for (const char* stage : {"normalizer", "pre_tokenizer", "decoder"}) tj.tree.set(stage, nullptr);
 }
 
+void rebuild_byte_level_bpe(TokenizerJson& tj, bool add_prefix_space) {
+  rebuild_model(tj, "BPE",
+                R"({"continuing_subword_prefix": "", "end_of_word_suffix": "", "fuse_unk": false})");
+  json::Value pre = json::parse(R"({"type": "ByteLevel"})");
+  pre.set("add_prefix_space", add_prefix_space);
+  tj.tree.set("pre_tokenizer", std::move(pre));
+  tj.tree.set("decoder", json::parse(R"({"type": "ByteLevel"})"));
+}
+
 json::Value precompiled_normalizer(const TokenizerJson& tj) {
   const json::Value* normalizer = tj.tree.find("normalizer");
   if (!normalizer || !normalizer->is_object()) return {};

@@ -20,12 +20,17 @@ void add_decoder_bpe_classes(std::vector<TokenizerClass>& out);  // Llama, Qwen2
 void add_bert_like_classes(std::vector<TokenizerClass>& out);    // BERT's WordPiece classes and others
 void add_unigram_a_classes(std::vector<TokenizerClass>& out);    // T5, ALBERT, XLM-R and other SentencePiece
 void add_unigram_b_classes(std::vector<TokenizerClass>& out);    // DeBERTa-v2, mBART-50, Pegasus, ...
+void add_encoder_bpe_classes(std::vector<TokenizerClass>& out);  // RoBERTa, Whisper, CLIP, NLLB and others
 
 // Replaces the file's model with `type` over the file's vocabulary (and merges, for BPE), with the class's
 // own options (JSON members), and clears the normalizer, pre-tokenizer and decoder: the class sets those it
 // has. The post-processor stays, as Transformers takes it from the file. Scores are read as Python reads
 // them.
 void rebuild_model(TokenizerJson& tj, std::string_view type, std::string_view options);
+
+// GPT-2's byte-level BPE (no unk token, no affixes) with a ByteLevel pre-tokenizer (GPT-2's regex) and
+// decoder: the pipeline of GPT2Tokenizer, RobertaTokenizer and the classes built like them.
+void rebuild_byte_level_bpe(TokenizerJson& tj, bool add_prefix_space);
 
 // The file's SentencePiece charsmap normalizer (alone or in a Sequence), which Transformers hands to the
 // class (convert_to_native_format's _spm_precompiled_charsmap); null when there is none or it is empty (falsy

@@ -69,36 +69,22 @@ void rebuild_qwen3_5(TokenizerJson& tj, const json::Value& config) {  // marks j
       R"re((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)re");
 }
 
-// GPT-2 style: a BPE over bytes after the class's normalizer (none when null) and, for Cohere, with each
-// digit split off first.
-void rebuild_byte_level(TokenizerJson& tj, const json::Value& config, const char* normalizer,
-                        bool split_digits) {
-  rebuild_model(tj, "BPE",
-                R"({"continuing_subword_prefix": "", "end_of_word_suffix": "", "fuse_unk": false})");
-  if (normalizer) tj.tree.set("normalizer", json::parse(normalizer));
-  json::Value bytes = json::parse(R"({"type": "ByteLevel"})");
-  bytes.set("add_prefix_space", bool_or(config, "add_prefix_space", false));
-  if (split_digits) {
-    json::Value pre = json::parse(R"({"type": "Sequence", "pretokenizers": [
-        {"type": "Digits", "individual_digits": true}]})");
-    pre.find("pretokenizers")->as_array().push_back(std::move(bytes));
-    tj.tree.set("pre_tokenizer", std::move(pre));
-  } else {
-    tj.tree.set("pre_tokenizer", std::move(bytes));
-  }
-  tj.tree.set("decoder", json::parse(R"({"type": "ByteLevel"})"));
-}
-
 void rebuild_gpt2(TokenizerJson& tj, const json::Value& config) {  // also CodeGenTokenizer
-  rebuild_byte_level(tj, config, nullptr, false);
+  rebuild_byte_level_bpe(tj, bool_or(config, "add_prefix_space", false));
 }
 
 void rebuild_gpt_neox(TokenizerJson& tj, const json::Value& config) {
-  rebuild_byte_level(tj, config, R"({"type": "NFC"})", false);
+  rebuild_byte_level_bpe(tj, bool_or(config, "add_prefix_space", false));
+  tj.tree.set("normalizer", json::parse(R"({"type": "NFC"})"));
 }
 
+// GPT-NeoX's pipeline with each digit split off before the bytes.
 void rebuild_cohere(TokenizerJson& tj, const json::Value& config) {
-  rebuild_byte_level(tj, config, R"({"type": "NFC"})", true);
+  rebuild_gpt_neox(tj, config);
+  json::Value pre = json::parse(
+      R"({"type": "Sequence", "pretokenizers": [{"type": "Digits", "individual_digits": true}]})");
+  pre.find("pretokenizers")->as_array().push_back(*tj.tree.find("pre_tokenizer"));
+  tj.tree.set("pre_tokenizer", std::move(pre));
 }
 
 void rebuild_openai_gpt(TokenizerJson& tj, const json::Value& config) {

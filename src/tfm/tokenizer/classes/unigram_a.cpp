@@ -152,6 +152,16 @@ constexpr const char* kFairseqLanguageCodes[] = {
     "hi_IN", "it_IT", "ja_XX", "kk_KZ", "ko_KR", "lt_LT", "lv_LV", "my_MM", "ne_NP",
     "nl_XX", "ro_RO", "ru_RU", "si_LK", "tr_TR", "vi_VN", "zh_CN"};
 
+// LasrTokenizer decodes CTC output: a run of one id counts once, and pad tokens are left out.
+std::string ctc_decode(const Tokenizer& t, const std::vector<int64_t>& ids, bool,
+                       const std::function<std::string(const std::vector<int64_t>&)>& backend) {
+  const std::optional<int64_t> pad = t.pad_token_id();
+  std::vector<int64_t> kept;
+  for (size_t i = 0; i < ids.size(); ++i)
+    if ((i == 0 || ids[i] != ids[i - 1]) && ids[i] != pad) kept.push_back(ids[i]);
+  return backend(kept);
+}
+
 }  // namespace
 
 void add_unigram_a_classes(std::vector<TokenizerClass>& out) {
@@ -167,7 +177,7 @@ void add_unigram_a_classes(std::vector<TokenizerClass>& out) {
                  .rebuild = rebuild_t5<3>,
                  .post_processor = eos_template,
                  .extra_special_tokens = sentinels,
-                 .ctc_decode = true});
+                 .decode = ctc_decode});
   // No template of its own: the file's, or update_post_processor's plain one where the file has none.
   out.push_back({.name = "VideoPrismTokenizer",
                  .defaults = t5_tokens,

@@ -137,23 +137,12 @@ void rebuild_mluke(TokenizerJson& tj, const json::Value&) {
   set_pipeline(tj, std::move(normalizers), "always");
 }
 
-// The entity tokens. from_pretrained takes the config's entity_*_token (keys ending in _token) as the
-// model-specific special tokens, named after the standard ones; the class's __init__ then sees its defaults
-// and adds those, with entity_token_1 / _2, to the extra special tokens where missing.
+// The entity tokens: the model-specific ones are the class's own (own_tokens below); its __init__ also adds
+// entity_token_1 / _2 and the entity tokens' defaults to the extra special tokens where missing.
 void mluke_special_tokens(SpecialTokens& s, const json::Value& config) {
-  const std::pair<const char*, const char*> entity_specials[] = {{"entity_unk_token", "[UNK]"},
-                                                                 {"entity_pad_token", "[PAD]"},
-                                                                 {"entity_mask_token", "[MASK]"},
-                                                                 {"entity_mask2_token", "[MASK2]"}};
-  std::vector<std::string> tokens;
-  for (const auto& [key, fallback] : entity_specials)
-    tokens.push_back(special_token_or(config, key, fallback));
-  std::vector<std::string> extra = std::move(s.extra);
-  append_missing(extra, special_token_or(config, "entity_token_1", "<ent>"));
-  append_missing(extra, special_token_or(config, "entity_token_2", "<ent2>"));
-  for (const auto& [key, fallback] : entity_specials) append_missing(extra, fallback);
-  tokens.insert(tokens.end(), extra.begin(), extra.end());
-  s.extra = std::move(tokens);
+  append_missing(s.extra, special_token_or(config, "entity_token_1", "<ent>"));
+  append_missing(s.extra, special_token_or(config, "entity_token_2", "<ent2>"));
+  for (const char* fallback : {"[UNK]", "[PAD]", "[MASK]", "[MASK2]"}) append_missing(s.extra, fallback);
 }
 
 // _post_init: "cls $A sep".
@@ -268,7 +257,11 @@ void add_unigram_b_classes(std::vector<TokenizerClass>& out) {
        .defaults = {"<s>", "</s>", "<unk>", "</s>", "<pad>", "<s>", "<mask>", {}},
        .rebuild = rebuild_mluke,
        .post_processor = cls_sep_post_processor,
-       .special_tokens = mluke_special_tokens},
+       .special_tokens = mluke_special_tokens,
+       .own_tokens = {{"entity_unk_token", "[UNK]"},
+                      {"entity_pad_token", "[PAD]"},
+                      {"entity_mask_token", "[MASK]"},
+                      {"entity_mask2_token", "[MASK2]"}}},
       {.name = "PegasusTokenizer",
        .defaults = {{}, "</s>", "<unk>", {}, "<pad>", {}, "<mask_2>", {}},
        .rebuild = rebuild_pegasus,
