@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <omp.h>
+
+#include <algorithm>
 #include <functional>
 #include <random>
 
@@ -128,6 +131,41 @@ TEST(JsonReader, RawReturnsExactlyTheValuesText) {
     EXPECT_FALSE(r.next_member(key));
     r.end();
   }
+}
+
+// Containers of a megabyte and more are scanned in pieces on several threads: the same text must come out,
+// wherever the pieces are cut (strings full of brackets, escaped quotes, backslash runs).
+TEST(JsonReader, RawOfALargeContainerOnSeveralThreads) {
+  std::mt19937 rng(7);
+  Array items;
+  size_t size = 0;
+  while (size < (3u << 20)) {
+    items.push_back(random_value(rng, 0));
+    size += dump(items.back()).size();
+  }
+  const Value large(std::move(items));
+  DumpOptions pretty;
+  pretty.indent = 1;  // newlines, where the pieces are cut
+  const std::string large_text = dump(large, pretty);
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(std::max(threads, 8));
+  for (const std::string& after : {std::string(", \"after\": [\"]\"]}"), std::string("}")}) {
+    const std::string document = "{\"value\":\n" + large_text + after;
+    Reader r(document);
+    r.begin_object();
+    std::string_view key;
+    ASSERT_TRUE(r.next_member(key));
+    EXPECT_TRUE(r.raw() == large_text);
+    if (after.size() > 1) {
+      ASSERT_TRUE(r.next_member(key));
+      r.skip();
+    }
+    EXPECT_FALSE(r.next_member(key));
+    r.end();
+  }
+  const std::string unclosed = "{\"value\":\n" + large_text.substr(0, large_text.size() - 1);
+  EXPECT_THROW(Reader(unclosed).raw(), Error);
+  omp_set_num_threads(threads);
 }
 
 TEST(JsonReader, WhatRawLeavesIsCheckedWhenReadWithTheDocumentsPosition) {

@@ -380,7 +380,9 @@ std::string_view Reader::raw() {
     skip();  // a scalar is checked now
     return std::string_view(start, static_cast<size_t>(p_ - start));
   }
-  const bool large = end_ - p_ >= kParallelScan && omp_get_max_threads() > 1;
+  // In pieces, the text is scanned about twice over (the piece where the container ends again, and the rest of
+  // the document after it): a gain from four threads on.
+  const bool large = end_ - p_ >= kParallelScan && omp_get_max_threads() >= 4;
   const char* close = large ? container_end_in_pieces(p_, end_) : container_end(p_, end_);
   if (!close) {
     p_ = end_;
