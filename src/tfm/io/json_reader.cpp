@@ -94,7 +94,12 @@ const char* container_end_in_pieces(const char* p, const char* end) {
   const size_t n = cuts.size() - 1;
   std::vector<int> change(n, 0), lowest(n, INT_MAX);
 #pragma omp parallel for schedule(static)
-  for (size_t i = 0; i < n; ++i) scan_brackets(cuts[i], cuts[i + 1], change[i], INT_MIN, lowest[i]);
+  for (size_t i = 0; i < n; ++i) {
+    int piece_change = 0, piece_lowest = INT_MAX;  // locals: neighbouring results share a cache line
+    scan_brackets(cuts[i], cuts[i + 1], piece_change, INT_MIN, piece_lowest);
+    change[i] = piece_change;
+    lowest[i] = piece_lowest;
+  }
   int depth = 0;
   for (size_t i = 0; i < n; ++i) {
     if (lowest[i] != INT_MAX && depth + lowest[i] <= 0) {
@@ -380,8 +385,8 @@ std::string_view Reader::raw() {
     skip();  // a scalar is checked now
     return std::string_view(start, static_cast<size_t>(p_ - start));
   }
-  // In pieces, the text is scanned about twice over (the piece where the container ends again, and the rest of
-  // the document after it): a gain from four threads on.
+  // In pieces, the text is scanned about twice over (the piece where the container ends again, and the rest
+  // of the document after it): a gain from four threads on.
   const bool large = end_ - p_ >= kParallelScan && omp_get_max_threads() >= 4;
   const char* close = large ? container_end_in_pieces(p_, end_) : container_end(p_, end_);
   if (!close) {
