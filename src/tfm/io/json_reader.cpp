@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include <omp.h>
@@ -113,6 +114,14 @@ const char* container_end_in_pieces(const char* p, const char* end) {
 
 bool is_digit(char c) {
   return c >= '0' && c <= '9';
+}
+
+// The integer a number's text holds; nullopt beyond 64 bits.
+std::optional<int64_t> to_int64(std::string_view text) {
+  int64_t i = 0;
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), i);
+  if (ec != std::errc() || ptr != text.data() + text.size()) return std::nullopt;
+  return i;
 }
 
 // Python's json keeps the last value of a duplicated key, at the place of the first. Small objects check as
@@ -284,11 +293,9 @@ std::string_view Reader::string() {
 
 int64_t Reader::integer() {
   if (peek() != Value::Type::integer) fail("expected an integer");
-  const std::string_view text = read_number();
-  int64_t i = 0;
-  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), i);
-  if (ec != std::errc() || ptr != text.data() + text.size()) fail("integer out of range");
-  return i;
+  const std::optional<int64_t> i = to_int64(read_number());
+  if (!i) fail("integer out of range");
+  return *i;
 }
 
 double Reader::number() {
@@ -339,10 +346,7 @@ Value Reader::value() {
       return Value();
     case Value::Type::integer: {
       const char* start = p_;
-      const std::string_view text = read_number();
-      int64_t i = 0;
-      const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), i);
-      if (ec == std::errc() && ptr == text.data() + text.size()) return Value(i);
+      if (const std::optional<int64_t> i = to_int64(read_number())) return Value(*i);
       p_ = start;  // beyond 64 bits: a float, as before
       return Value(number());
     }
@@ -373,7 +377,7 @@ void Reader::skip() {
       return;
     case Value::Type::integer:
     case Value::Type::number:
-      number();
+      read_number();  // the syntax only: a part raw() returns is converted by whoever reads it
       return;
   }
 }
@@ -403,12 +407,17 @@ void Reader::end() {
 }
 
 std::string_view Reader::read_string(std::string& scratch) {
-  const char* run = p_;
-  while (p_ < end_ && *p_ != '"' && *p_ != '\\' && static_cast<unsigned char>(*p_) >= 0x20) ++p_;
+  auto plain_run = [&] {  // up to the next quote, escape or control character
+    const char* run = p_;
+    while (p_ < end_ && *p_ != '"' && *p_ != '\\' && static_cast<unsigned char>(*p_) >= 0x20) ++p_;
+    return std::string_view(run, static_cast<size_t>(p_ - run));
+  };
+  const std::string_view run = plain_run();
   if (p_ < end_ && *p_ == '"') {  // no escapes: the text itself
-    return std::string_view(run, static_cast<size_t>(p_++ - run));
+    ++p_;
+    return run;
   }
-  scratch.assign(run, p_);
+  scratch.assign(run);
   while (true) {
     if (p_ >= end_) fail("unterminated string");
     const char c = *p_++;
@@ -458,9 +467,7 @@ std::string_view Reader::read_string(std::string& scratch) {
       default:
         fail("invalid escape in string");
     }
-    const char* more = p_;
-    while (p_ < end_ && *p_ != '"' && *p_ != '\\' && static_cast<unsigned char>(*p_) >= 0x20) ++p_;
-    scratch.append(more, p_);
+    scratch.append(plain_run());
   }
 }
 
