@@ -120,6 +120,26 @@ TEST(LoaderErrors, SyntaxErrorsInsideVocabAndMergesNameTheirPlaceInTheFile) {
   EXPECT_EQ(load_error(with(word_level, "[1 2]", "[1, 2]")), "");
 }
 
+// A token listed twice in the vocabulary keeps its last id, as Python's json and the Rust library read it;
+// the id it had before is left without a token. Small and large vocabularies (the latter filled from every
+// thread).
+TEST(LoaderErrors, ATokenListedTwiceKeepsItsLastId) {
+  for (const int size : {8, 20000}) {
+    std::string vocab = R"({"a": 0)";
+    for (int i = 1; i < size; ++i) vocab += ", \"t" + std::to_string(i) + "\": " + std::to_string(i);
+    vocab += ", \"t3\": " + std::to_string(size) + ", \"a\": " + std::to_string(size + 1) + "}";
+    const Tokenizer t = Tokenizer::from_json(TokenizerJson::parse(
+        R"({"model": {"type": "WordLevel", "unk_token": "a", "vocab": )" + vocab + "}}"));
+    SCOPED_TRACE(size);
+    EXPECT_EQ(t.token_to_id("a"), size + 1);
+    EXPECT_EQ(t.token_to_id("t3"), size);
+    EXPECT_EQ(t.id_to_token(0), std::nullopt);
+    EXPECT_EQ(t.id_to_token(3), std::nullopt);
+    EXPECT_EQ(t.id_to_token(size), "t3");
+    EXPECT_EQ(t.vocab_size(), static_cast<size_t>(size));
+  }
+}
+
 TEST(LoaderErrors, MissingFolderAndFileAreNamed) {
   try {
     AutoTokenizer::from_pretrained("/nonexistent/tfm-folder");

@@ -40,17 +40,21 @@ class StringIdTable {
     mask_ = slots_.size() - 1;
   }
   // Inserts from many threads at once (a vocabulary of 150k is filled in parallel, as its slots are cache
-  // misses); of equal keys the largest id stays. key_of(id) must return the string of every id inserted.
+  // misses); of equal keys the largest id stays. Returns the id that did not stay (this one, or the smaller
+  // one it replaced), -1 when the key was new. key_of(id) must return the string of every id inserted.
   template <typename KeyOf>
-  void insert_concurrently(std::string_view key, int32_t id, const KeyOf& key_of) {
+  int32_t insert_concurrently(std::string_view key, int32_t id, const KeyOf& key_of) {
     const uint64_t h = hash_bytes(key);
     const Slot mine{static_cast<uint32_t>(h >> 32), id};
     for (size_t i = h & mask_;; i = (i + 1) & mask_) {
       std::atomic_ref<Slot> slot(slots_[i]);
-      Slot seen = slot.load(std::memory_order_relaxed);
+      // Acquire and release: whoever displaces an id sees all its inserter did before (Vocab reads a flag).
+      Slot seen = slot.load(std::memory_order_acquire);
       while (true) {  // a failed exchange reloads `seen`
         if (seen.id >= 0 && (seen.tag != mine.tag || key_of(seen.id) != key)) break;  // another key's
-        if (seen.id >= id || slot.compare_exchange_weak(seen, mine, std::memory_order_relaxed)) return;
+        if (seen.id >= id) return id;
+        if (slot.compare_exchange_weak(seen, mine, std::memory_order_acq_rel, std::memory_order_acquire))
+          return seen.id;
       }
     }
   }

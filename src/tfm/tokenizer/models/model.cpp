@@ -24,15 +24,16 @@ Vocab::Vocab(std::vector<std::pair<std::string, int32_t>> entries) {
     present_[id] = true;
   }
   ids_.reset(entries.size());
+  // A token listed twice keeps its last id; each id that does not stay is reported by exactly one insert.
   const int64_t n = static_cast<int64_t>(tokens_.size());
-#pragma omp parallel for schedule(static) if (n > 4096)
-  for (int64_t id = 0; id < n; ++id)
-    if (present_[id]) ids_.insert_concurrently(tokens_[id], static_cast<int32_t>(id), key_of());
-      // A token listed twice keeps its last id.
 #pragma omp parallel for schedule(static) reduction(+ : size_) if (n > 4096)
   for (int64_t id = 0; id < n; ++id) {
-    present_[id] = present_[id] && ids_.find(tokens_[id], key_of()) == id;
-    size_ += present_[id];
+    if (!present_[id]) continue;
+    const int32_t dropped = ids_.insert_concurrently(tokens_[id], static_cast<int32_t>(id), key_of());
+    if (dropped >= 0)
+      present_[dropped] = 0;  // a byte of its own: no other thread writes it
+    else
+      ++size_;
   }
 }
 
