@@ -101,6 +101,28 @@ std::string to_valid_utf8(std::string_view bytes) {
   return out;
 }
 
+std::pair<size_t, size_t> trimmed_range(std::string_view text, bool left, bool right,
+                                        bool (*is_space)(char32_t)) {
+  size_t start = 0, end = text.size();
+  if (left) {
+    while (start < end) {
+      size_t p = start;
+      if (!is_space(next_code_point(text, p))) break;
+      start = p;
+    }
+  }
+  if (right) {
+    while (end > start) {
+      size_t b = end - 1;
+      while (b > start && (static_cast<unsigned char>(text[b]) & 0xC0) == 0x80) --b;
+      size_t p = b;
+      if (!is_space(next_code_point(text, p))) break;
+      end = b;
+    }
+  }
+  return {start, end};
+}
+
 bool is_whitespace(char32_t c) {
   if (c == ' ' || (c >= 0x09 && c <= 0x0D)) return true;
   if (c < 0x85) return false;

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace tfm::tokenizer {
 
@@ -20,7 +21,12 @@ void append_utf8(std::string& out, char32_t c);
 // String::from_utf8_lossy do.
 std::string to_valid_utf8(std::string_view bytes);
 
-bool is_whitespace(char32_t c);        // Unicode White_Space (Rust char::is_whitespace)
+bool is_whitespace(char32_t c);  // Unicode White_Space (Rust char::is_whitespace)
+
+// The [start, end) byte range of text without the code points is_space accepts at its start (left) and / or
+// end (right).
+std::pair<size_t, size_t> trimmed_range(std::string_view text, bool left, bool right,
+                                        bool (*is_space)(char32_t));
 bool is_alphabetic(char32_t c);        // letters, letter numbers (approximation of Rust char::is_alphabetic)
 bool is_numeric(char32_t c);           // Nd, Nl, No
 bool is_punctuation(char32_t c);       // general category P*

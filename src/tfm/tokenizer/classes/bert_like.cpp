@@ -40,33 +40,12 @@ void rebuild_funnel(TokenizerJson& tj, const json::Value& config) {
                         string_or(config, "wordpieces_prefix", "##"));
 }
 
-using TokenId = std::pair<std::string, int64_t>;
-
 // A special token with its id, as post-processors list them; nullopt when the tokenizer lacks the token.
 std::optional<TokenId> token_and_id(const Tokenizer& t, const std::optional<std::string>& token) {
   if (!token) return std::nullopt;
   const std::optional<int64_t> id = t.token_to_id(*token);
   if (!id) return std::nullopt;
   return TokenId{*token, *id};
-}
-
-// TemplateProcessing "first $A last".
-json::Value template_around(const TokenId& first, const TokenId& last) {
-  json::Value out = json::parse(R"({"type": "TemplateProcessing", "single": [
-      {"SpecialToken": {"type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}, {"SpecialToken": {"type_id": 0}}]})");
-  json::Array& single = out.find("single")->as_array();
-  single[0].find("SpecialToken")->set("id", first.first);
-  single[2].find("SpecialToken")->set("id", last.first);
-  json::Value specials = json::Object{};
-  for (const TokenId& token : {first, last}) {
-    json::Value entry = json::Object{};
-    entry.set("id", token.first);
-    entry.set("ids", json::Array{json::Value(token.second)});
-    entry.set("tokens", json::Array{json::Value(token.first)});
-    specials.set(token.first, std::move(entry));
-  }
-  out.set("special_tokens", std::move(specials));
-  return out;
 }
 
 // "cls $A sep", set after super().__init__ by the WordPiece classes, whose special tokens it names are in
@@ -76,7 +55,7 @@ std::optional<json::Value> cls_sep_template(const Tokenizer& t, const json::Valu
   const auto cls = token_and_id(t, t.special_tokens().cls);
   const auto sep = token_and_id(t, t.special_tokens().sep);
   if (!cls || !sep) return std::nullopt;
-  return template_around(*cls, *sep);
+  return template_around({*cls}, {*sep});
 }
 
 // RobertaProcessing: "<s> $A </s>".
@@ -84,11 +63,7 @@ std::optional<json::Value> mpnet_post_processor(const Tokenizer& t, const json::
   const auto cls = token_and_id(t, t.special_tokens().cls);
   const auto sep = token_and_id(t, t.special_tokens().sep);
   if (!cls || !sep) return std::nullopt;
-  json::Value out =
-      json::parse(R"({"type": "RobertaProcessing", "trim_offsets": true, "add_prefix_space": false})");
-  out.set("sep", json::Array{json::Value(sep->first), json::Value(sep->second)});
-  out.set("cls", json::Array{json::Value(cls->first), json::Value(cls->second)});
-  return out;
+  return roberta_processing(*sep, *cls, true, false);
 }
 
 // The DPR tokenizers take do_lower_case for themselves and leave BertTokenizer its default, lowercasing.
@@ -139,7 +114,7 @@ void rebuild_esmc(TokenizerJson& tj, const json::Value& config) {
 std::optional<json::Value> esmc_post_processor(const Tokenizer& t, const json::Value&, const json::Value&) {
   const std::string cls = t.special_tokens().cls.value_or("None");
   const std::string eos = t.special_tokens().eos.value_or("None");
-  return template_around({cls, esmc_id(cls)}, {eos, esmc_id(eos)});
+  return template_around({{cls, esmc_id(cls)}}, {{eos, esmc_id(eos)}});
 }
 
 // GemmaTokenizer's pipeline with lowercasing before it.
@@ -158,12 +133,12 @@ void rebuild_tipsv2(TokenizerJson& tj, const json::Value& config) {
   if (bool_or(config, "do_lower_case", true)) steps.push_back(json::parse(R"({"type": "Lowercase"})"));
   if (!precompiled.is_null()) steps.push_back(precompiled);
   tj.tree.set("normalizer", std::move(normalizer));
-  tj.tree.set("pre_tokenizer",
-              json::parse(R"({"type": "Sequence", "pretokenizers": [{"type": "WhitespaceSplit"},
-      {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "always", "split": true}]})"));
-  tj.tree.set("decoder", json::parse(R"({"type": "Sequence", "decoders": [
-      {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "always", "split": true},
-      {"type": "ByteFallback"}, {"type": "Fuse"}]})"));
+  set_whitespace_metaspace(tj, "always");  // with byte tokens back to bytes in the decoder
+  json::Value decoder =
+      json::parse(R"({"type": "Sequence", "decoders": [{"type": "ByteFallback"}, {"type": "Fuse"}]})");
+  json::Array& decoders = decoder.find("decoders")->as_array();
+  decoders.insert(decoders.begin(), metaspace("always"));
+  tj.tree.set("decoder", std::move(decoder));
 }
 
 // The class hands its third Split a plain string, so the regex-like pattern is matched literally.

@@ -1,5 +1,6 @@
 #include "tfm/tokenizer/classes/classes.h"
 
+#include <algorithm>
 #include <charconv>
 
 #include "tfm/io/json_reader.h"
@@ -78,6 +79,15 @@ json::Value template_piece(const std::string& item) {
   return piece;
 }
 
+// A special_tokens entry of a TemplateProcessing.
+json::Value special_token_entry(const TokenId& token) {
+  json::Value entry = json::Object{};
+  entry.set("id", token.first);
+  entry.set("ids", json::Array{json::Value(token.second)});
+  entry.set("tokens", json::Array{json::Value(token.first)});
+  return entry;
+}
+
 }  // namespace
 
 json::Value template_processing(const std::vector<std::string>& single, const std::vector<std::string>& pair,
@@ -85,11 +95,7 @@ json::Value template_processing(const std::vector<std::string>& single, const st
   json::Value special_tokens = json::Object{};
   for (const auto& [token, id] : special) {
     check(id.has_value(), "special token '", token, "' of the class's template has no id");
-    json::Value entry = json::Object{};
-    entry.set("id", token);
-    entry.set("ids", json::Array{json::Value(*id)});
-    entry.set("tokens", json::Array{json::Value(token)});
-    special_tokens.set(token, std::move(entry));
+    special_tokens.set(token, special_token_entry({token, *id}));
   }
   json::Value out = json::Object{};
   out.set("type", "TemplateProcessing");
@@ -102,23 +108,56 @@ json::Value template_processing(const std::vector<std::string>& single, const st
   return out;
 }
 
+json::Value template_around(const std::vector<TokenId>& prefix, const std::vector<TokenId>& suffix) {
+  json::Array single;
+  json::Value special_tokens = json::Object{};
+  auto add = [&](const TokenId& token) {
+    json::Value piece = json::parse(R"({"SpecialToken": {"type_id": 0}})");
+    piece.find("SpecialToken")->set("id", token.first);
+    single.push_back(std::move(piece));
+    special_tokens.set(token.first, special_token_entry(token));
+  };
+  for (const TokenId& token : prefix) add(token);
+  single.push_back(json::parse(R"({"Sequence": {"id": "A", "type_id": 0}})"));
+  for (const TokenId& token : suffix) add(token);
+  json::Value out = json::Object{};
+  out.set("type", "TemplateProcessing");
+  out.set("single", std::move(single));
+  out.set("special_tokens", std::move(special_tokens));
+  return out;
+}
+
 json::Value special_template(const Tokenizer& t, std::initializer_list<std::optional<std::string>> items) {
-  std::vector<std::string> single;
-  std::vector<std::pair<std::string, std::optional<int64_t>>> special;
+  std::vector<TokenId> prefix, suffix;
+  std::vector<TokenId>* side = &prefix;
   for (const std::optional<std::string>& token : items) {
-    if (token == "$A") {
-      single.push_back("$A");
-    } else if (const std::optional<int64_t> id = token ? t.token_to_id(*token) : std::nullopt) {
-      single.push_back(*token);
-      special.emplace_back(*token, id);
-    }
+    if (token == "$A")
+      side = &suffix;
+    else if (const std::optional<int64_t> id = token ? t.token_to_id(*token) : std::nullopt)
+      side->emplace_back(*token, *id);
   }
-  return template_processing(single, {}, special);
+  return template_around(prefix, suffix);
+}
+
+json::Value roberta_processing(const TokenId& sep, const TokenId& cls, bool trim_offsets,
+                               bool add_prefix_space) {
+  json::Value out = json::parse(R"({"type": "RobertaProcessing"})");
+  out.set("sep", json::Array{json::Value(sep.first), json::Value(sep.second)});
+  out.set("cls", json::Array{json::Value(cls.first), json::Value(cls.second)});
+  out.set("trim_offsets", trim_offsets);
+  out.set("add_prefix_space", add_prefix_space);
+  return out;
 }
 
 json::Value bos_eos_template(const Tokenizer& t, bool add_bos, bool add_eos) {
   return special_template(
       t, {add_bos ? t.bos_token() : std::nullopt, "$A", add_eos ? t.eos_token() : std::nullopt});
+}
+
+void rebuild_unigram(TokenizerJson& tj, int64_t unk_id) {
+  json::Value options = json::parse(R"({"byte_fallback": false})");
+  options.set("unk_id", unk_id);
+  rebuild_model(tj, "Unigram", json::dump(options));
 }
 
 void for_each_unigram_entry(const TokenizerJson& tj,
@@ -171,6 +210,15 @@ void set_whitespace_metaspace(TokenizerJson& tj, std::string_view prepend_scheme
   tj.tree.set("decoder", metaspace(prepend_scheme));
 }
 
+std::string prefix_scheme(const json::Value& config, std::string_view without_prefix) {
+  return bool_or(config, "add_prefix_space", true) ? "always" : std::string(without_prefix);
+}
+
+void append_quote_replaces(json::Array& normalizers) {
+  normalizers.push_back(json::parse(R"({"type": "Replace", "pattern": {"String": "``"}, "content": "\""})"));
+  normalizers.push_back(json::parse(R"({"type": "Replace", "pattern": {"String": "''"}, "content": "\""})"));
+}
+
 void rebuild_words_bpe(TokenizerJson& tj, const json::Value& config, bool lowercase) {
   json::Value options = json::parse(R"({"end_of_word_suffix": "</w>"})");
   options.set("unk_token", special_token_or(config, "unk_token", "<unk>"));
@@ -186,6 +234,15 @@ void rebuild_words_bpe(TokenizerJson& tj, const json::Value& config, bool lowerc
 std::string special_token_or(const json::Value& config, std::string_view key, std::string_view fallback) {
   const json::Value* v = config.find(key);
   return v ? special_token_string(*v).value_or(std::string(fallback)) : std::string(fallback);
+}
+
+void append_missing(std::vector<std::string>& tokens, const std::string& token) {
+  if (std::find(tokens.begin(), tokens.end(), token) == tokens.end()) tokens.push_back(token);
+}
+
+void append_luke_entity_extras(SpecialTokens& s, const json::Value& config) {
+  append_missing(s.extra, special_token_or(config, "entity_token_1", "<ent>"));
+  append_missing(s.extra, special_token_or(config, "entity_token_2", "<ent2>"));
 }
 
 }  // namespace tfm::tokenizer::classes

@@ -37,17 +37,30 @@ void rebuild_byte_level_bpe(TokenizerJson& tj, bool add_prefix_space);
 // in Python). Read it before rebuild_model clears the normalizer.
 json::Value precompiled_normalizer(const TokenizerJson& tj);
 
+// A special token of a template and its id.
+using TokenId = std::pair<std::string, int64_t>;
+
 // processors.TemplateProcessing(single, pair, special_tokens): pieces "$A", "$B:1", "[CLS]:0" (type id 0
 // where none is given), each special token with its id (an error where it has none, as in Python).
 json::Value template_processing(const std::vector<std::string>& single, const std::vector<std::string>& pair,
                                 const std::vector<std::pair<std::string, std::optional<int64_t>>>& special);
 
-// A TemplateProcessing of the single sequence: "$A" for it, any other item a special token with its id in t
-// (one t lacks, or nullopt, is left out).
+// The TemplateProcessing "prefix $A suffix" of these tokens.
+json::Value template_around(const std::vector<TokenId>& prefix, const std::vector<TokenId>& suffix);
+
+// template_around of the items before and after "$A", each a special token with its id in t (one t lacks,
+// or nullopt, is left out).
 json::Value special_template(const Tokenizer& t, std::initializer_list<std::optional<std::string>> items);
+
+// processors.RobertaProcessing: "cls $A sep".
+json::Value roberta_processing(const TokenId& sep, const TokenId& cls, bool trim_offsets,
+                               bool add_prefix_space);
 
 // Transformers' update_post_processor: "bos $A eos", each special token where asked for and t has it.
 json::Value bos_eos_template(const Tokenizer& t, bool add_bos, bool add_eos);
+
+// Unigram(vocab, unk_id=unk_id, byte_fallback=False) over the file's vocabulary (rebuild_model).
+void rebuild_unigram(TokenizerJson& tj, int64_t unk_id);
 
 // Calls visit(index, piece, score) for the entries of tokenizer.json's Unigram vocabulary, in order, until it
 // returns false.
@@ -66,11 +79,30 @@ json::Value metaspace(std::string_view prepend_scheme, bool split = true);
 // decoder, both with prepend_scheme.
 void set_whitespace_metaspace(TokenizerJson& tj, std::string_view prepend_scheme);
 
+// Metaspace's prepend_scheme of a SentencePiece class: "always" unless add_prefix_space (true by default) is
+// off.
+std::string prefix_scheme(const json::Value& config, std::string_view without_prefix = "never");
+// SentencePiece's `` and '' to a double quote, as two Replace normalizers.
+void append_quote_replaces(json::Array& normalizers);
+
 // A BPE over BERT's words (its normalizer, lowercasing or not, and pre-tokenizer) with "</w>" ending each
 // word, unk from the config: the original GPT and HerBERT.
 void rebuild_words_bpe(TokenizerJson& tj, const json::Value& config, bool lowercase);
 
 // The config's value for a special-token argument that is also a pipeline option (unk_token of a model).
 std::string special_token_or(const json::Value& config, std::string_view key, std::string_view fallback);
+
+// Appends token unless tokens has it (a class adding to its additional special tokens).
+void append_missing(std::vector<std::string>& tokens, const std::string& token);
+
+// LUKE's and mLUKE's entity tokens, the model-specific special tokens the classes pass themselves
+// (TokenizerClass::own_tokens), in their order with their defaults.
+inline constexpr std::pair<std::string_view, std::string_view> kLukeEntityTokens[] = {
+    {"entity_unk_token", "[UNK]"},
+    {"entity_pad_token", "[PAD]"},
+    {"entity_mask_token", "[MASK]"},
+    {"entity_mask2_token", "[MASK2]"}};
+// The entity_token_1 / _2 LUKE and mLUKE add to the extra special tokens.
+void append_luke_entity_extras(SpecialTokens& s, const json::Value& config);
 
 }  // namespace tfm::tokenizer::classes

@@ -13,26 +13,9 @@
 namespace tfm::tokenizer::classes {
 namespace {
 
-// A special token of a template and its id.
-using TemplateToken = std::pair<std::string, int64_t>;
-
-// "prefix $A suffix" as a TemplateProcessing of these tokens.
-json::Value around(const std::vector<TemplateToken>& prefix, const std::vector<TemplateToken>& suffix) {
-  std::vector<std::string> single;
-  std::vector<std::pair<std::string, std::optional<int64_t>>> special;
-  for (const auto* part : {&prefix, &suffix}) {
-    if (part == &suffix) single.push_back("$A");
-    for (const auto& [token, id] : *part) {
-      single.push_back(token);
-      special.emplace_back(token, id);
-    }
-  }
-  return template_processing(single, {}, special);
-}
-
 // A token of a class's template with the id Transformers gives it (convert_tokens_to_ids: the unk token's
 // for a token the vocabulary lacks).
-TemplateToken with_id(const Tokenizer& t, const std::optional<std::string>& token) {
+TokenId with_id(const Tokenizer& t, const std::optional<std::string>& token) {
   check(token.has_value(), "the class's template names a special token the tokenizer does not have");
   const std::optional<int64_t> id = t.convert_tokens_to_ids({*token})[0];
   check(id.has_value(), "the class's template names '", *token, "', which has no id");
@@ -40,7 +23,7 @@ TemplateToken with_id(const Tokenizer& t, const std::optional<std::string>& toke
 }
 
 // An id of a class's template with its token (convert_ids_to_tokens).
-TemplateToken with_token(const Tokenizer& t, int64_t id) {
+TokenId with_token(const Tokenizer& t, int64_t id) {
   const std::optional<std::string> token = t.id_to_token(id);
   check(token.has_value(), "the class's template names id ", id, ", which has no token");
   return {*token, id};
@@ -55,16 +38,6 @@ void rebuild_roberta(TokenizerJson& tj, const json::Value& config) {
 // LayoutLMv3 and Blenderbot put a space before the text unless told not to.
 void rebuild_prefix_space(TokenizerJson& tj, const json::Value& config) {
   rebuild_byte_level_bpe(tj, bool_or(config, "add_prefix_space", true));
-}
-
-json::Value roberta_processing(const TemplateToken& sep, const TemplateToken& cls, bool trim_offsets,
-                               bool add_prefix_space) {
-  json::Value out = json::parse(R"({"type": "RobertaProcessing"})");
-  out.set("sep", json::Array{json::Value(sep.first), json::Value(sep.second)});
-  out.set("cls", json::Array{json::Value(cls.first), json::Value(cls.second)});
-  out.set("trim_offsets", trim_offsets);
-  out.set("add_prefix_space", add_prefix_space);
-  return out;
 }
 
 std::optional<json::Value> roberta_post_processor(const Tokenizer& t, const json::Value& config,
@@ -84,35 +57,7 @@ std::optional<json::Value> layoutlmv3_post_processor(const Tokenizer& t, const j
 std::optional<json::Value> deberta_post_processor(const Tokenizer& t, const json::Value&,
                                                   const json::Value&) {
   const SpecialTokens& s = t.special_tokens();
-  return around({with_id(t, s.cls)}, {with_id(t, s.sep)});
-}
-
-// LUKE hands its entity tokens to Transformers' base class as keyword arguments: the four entity_*_token
-// come first among the model-specific tokens, in this order, and entity_token_1 / _2 join the extra tokens.
-void luke_special_tokens(SpecialTokens& s, const json::Value& config) {
-  static const std::pair<const char*, const char*> kEntity[] = {{"entity_unk_token", "[UNK]"},
-                                                                {"entity_pad_token", "[PAD]"},
-                                                                {"entity_mask_token", "[MASK]"},
-                                                                {"entity_mask2_token", "[MASK2]"}};
-  std::vector<std::pair<std::string, std::string>> ordered;
-  for (const auto& [key, fallback] : kEntity) {
-    auto it = std::find_if(s.model_specific.begin(), s.model_specific.end(),
-                           [key = key](const auto& e) { return e.first == key; });
-    if (it == s.model_specific.end()) {
-      ordered.emplace_back(key, fallback);
-    } else {
-      ordered.push_back(std::move(*it));
-      s.model_specific.erase(it);
-    }
-  }
-  std::move(s.model_specific.begin(), s.model_specific.end(), std::back_inserter(ordered));
-  s.model_specific = std::move(ordered);
-  for (const auto& [key, fallback] :
-       {std::pair{"entity_token_1", "<ent>"}, std::pair{"entity_token_2", "<ent2>"}}) {
-    std::string token = special_token_or(config, key, fallback);
-    if (std::find(s.extra.begin(), s.extra.end(), token) == s.extra.end())
-      s.extra.push_back(std::move(token));
-  }
+  return template_around({with_id(t, s.cls)}, {with_id(t, s.sep)});
 }
 
 // LUKE cleans up tokenization spaces itself, BPE or not, and by default.
@@ -180,7 +125,7 @@ void rebuild_whisper(TokenizerJson& tj, const json::Value& config) {
 std::optional<json::Value> whisper_post_processor(const Tokenizer& t, const json::Value& config,
                                                   const json::Value&) {
   const int64_t start = with_id(t, "<|startoftranscript|>").second;
-  std::vector<TemplateToken> prefix{with_token(t, start)};
+  std::vector<TokenId> prefix{with_token(t, start)};
   if (const json::Value* language = config.find("language"); language && !language->is_null())
     prefix.push_back(with_token(t, start + 1 + whisper_language_index(language->as_string())));
   if (const json::Value* task = config.find("task"); task && !task->is_null()) {
@@ -190,7 +135,7 @@ std::optional<json::Value> whisper_post_processor(const Tokenizer& t, const json
   }
   if (!bool_or(config, "predict_timestamps", false))
     prefix.push_back(with_token(t, with_id(t, "<|notimestamps|>").second));
-  return around(prefix, {with_id(t, t.eos_token())});
+  return template_around(prefix, {with_id(t, t.eos_token())});
 }
 
 // Whisper's decode: with skip_special_tokens, a prompt (<|startofprev|> ...) goes up to
@@ -240,27 +185,25 @@ bool is_python_space(char32_t c) {
 std::string clip_decode(const Tokenizer&, const std::vector<int64_t>& ids, bool,
                         const std::function<std::string(const std::vector<int64_t>&)>& backend) {
   const std::string text = replace_all(backend(ids), "</w>", " ");
-  size_t start = 0, end = text.size();
-  for (size_t p = start; start < end && is_python_space(next_code_point(text, p));) start = p;
-  while (end > start) {
-    size_t b = end - 1;
-    while (b > start && (static_cast<unsigned char>(text[b]) & 0xC0) == 0x80) --b;
-    size_t p = b;
-    if (!is_python_space(next_code_point(text, p))) break;
-    end = b;
-  }
+  const auto [start, end] = trimmed_range(text, true, true, is_python_space);
   return text.substr(start, end - start);
 }
 
 // --- SentencePiece-style classes ---
 
-// The SentencePiece BPE of NLLB and Reformer: unk fused, no byte fallback; the file's charsmap (if any) then
-// runs of spaces made one; Metaspace always putting ▁ in front.
-void rebuild_spm_bpe(TokenizerJson& tj, const json::Value& config) {
-  const json::Value precompiled = precompiled_normalizer(tj);
+// The SentencePiece BPE of NLLB, Reformer and SeamlessM4T: unk fused, no byte fallback, Metaspace.
+void rebuild_spm_bpe(TokenizerJson& tj, const json::Value& config, std::string_view prepend_scheme) {
   json::Value options = json::parse(R"({"fuse_unk": true, "byte_fallback": false})");
   options.set("unk_token", special_token_or(config, "unk_token", "<unk>"));
   rebuild_model(tj, "BPE", json::dump(options));
+  tj.tree.set("pre_tokenizer", metaspace(prepend_scheme));
+  tj.tree.set("decoder", metaspace(prepend_scheme));
+}
+
+// NLLB and Reformer: the file's charsmap (if any) then runs of spaces made one; ▁ always in front.
+void rebuild_nllb(TokenizerJson& tj, const json::Value& config) {
+  const json::Value precompiled = precompiled_normalizer(tj);
+  rebuild_spm_bpe(tj, config, "always");
   if (!precompiled.is_null()) {
     json::Value normalizer = json::parse(R"({"type": "Sequence", "normalizers": [
         {"type": "Replace", "pattern": {"Regex": " {2,}"}, "content": " "}]})");
@@ -268,8 +211,6 @@ void rebuild_spm_bpe(TokenizerJson& tj, const json::Value& config) {
     parts.insert(parts.begin(), precompiled);
     tj.tree.set("normalizer", std::move(normalizer));
   }
-  tj.tree.set("pre_tokenizer", metaspace("always"));
-  tj.tree.set("decoder", metaspace("always"));
 }
 
 const char* const kNllbLanguageCodes[] = {
@@ -311,26 +252,20 @@ void nllb_special_tokens(SpecialTokens& s, const json::Value& config) {
 // legacy_behaviour the text, eos, the code.
 std::optional<json::Value> nllb_post_processor(const Tokenizer& t, const json::Value& config,
                                                const json::Value&) {
-  const TemplateToken language = with_id(t, string_or(config, "src_lang", "eng_Latn"));
-  const TemplateToken eos = with_id(t, t.eos_token());
-  if (bool_or(config, "legacy_behaviour", false)) return around({}, {eos, language});
-  return around({language}, {eos});
+  const TokenId language = with_id(t, string_or(config, "src_lang", "eng_Latn"));
+  const TokenId eos = with_id(t, t.eos_token());
+  if (bool_or(config, "legacy_behaviour", false)) return template_around({}, {eos, language});
+  return template_around({language}, {eos});
 }
 
 void rebuild_seamless_m4t(TokenizerJson& tj, const json::Value& config) {
-  json::Value options = json::parse(R"({"fuse_unk": true, "byte_fallback": false})");
-  options.set("unk_token", special_token_or(config, "unk_token", "<unk>"));
-  rebuild_model(tj, "BPE", json::dump(options));
+  rebuild_spm_bpe(tj, config, "first");
   tj.tree.set("normalizer", json::parse(R"({"type": "Sequence", "normalizers": [
       {"type": "Replace", "pattern": {"Regex": "[\\n\\r\\t]"}, "content": " "}, {"type": "NFKC"},
       {"type": "Strip", "strip_left": false, "strip_right": true},
       {"type": "Replace", "pattern": {"Regex": " +\u2581"}, "content": "\u2581"},
       {"type": "Replace", "pattern": {"Regex": "^\u2581+$"}, "content": ""},
       {"type": "Replace", "pattern": {"Regex": " {2,}"}, "content": "\u2581"}]})"));
-  const char* metaspace =
-      R"({"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "first", "split": true})";
-  tj.tree.set("pre_tokenizer", json::parse(metaspace));
-  tj.tree.set("decoder", json::parse(metaspace));
 }
 
 // Encoding text switches SeamlessM4T to its source language: that language's code, the text, eos.
@@ -338,8 +273,8 @@ std::optional<json::Value> seamless_m4t_post_processor(const Tokenizer& t, const
                                                        const json::Value&) {
   std::string language = string_or(config, "src_lang", "eng");
   if (language.find("__") == std::string::npos) language = "__" + language + "__";
-  return around({with_token(t, with_id(t, language).second)},
-                {with_token(t, with_id(t, t.eos_token()).second)});
+  return template_around({with_token(t, with_id(t, language).second)},
+                         {with_token(t, with_id(t, t.eos_token()).second)});
 }
 
 }  // namespace
@@ -358,7 +293,8 @@ void add_encoder_bpe_classes(std::vector<TokenizerClass>& out) {
       {.name = "LukeTokenizer",
        .defaults = roberta,
        .rebuild = rebuild_roberta,
-       .special_tokens = luke_special_tokens,
+       .special_tokens = append_luke_entity_extras,
+       .own_tokens = {std::begin(kLukeEntityTokens), std::end(kLukeEntityTokens)},
        .decode = luke_decode},
       {.name = "LayoutLMv3Tokenizer",
        .defaults = roberta,
@@ -377,12 +313,12 @@ void add_encoder_bpe_classes(std::vector<TokenizerClass>& out) {
        .decode = clip_decode},
       {.name = "NllbTokenizer",
        .defaults = {"<s>", "</s>", "<unk>", "</s>", "<pad>", "<s>", "<mask>", {}},
-       .rebuild = rebuild_spm_bpe,
+       .rebuild = rebuild_nllb,
        .post_processor = nllb_post_processor,
        .special_tokens = nllb_special_tokens},
       {.name = "ReformerTokenizer",
        .defaults = {{}, "</s>", "<unk>", {}, {}, {}, {}, {}},
-       .rebuild = rebuild_spm_bpe},
+       .rebuild = rebuild_nllb},
       {.name = "SeamlessM4TTokenizer",
        .defaults = {"<s>", "</s>", "<unk>", "</s>", "<pad>", "<s>", {}, {}},
        .rebuild = rebuild_seamless_m4t,

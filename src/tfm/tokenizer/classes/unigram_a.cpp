@@ -7,23 +7,11 @@
 namespace tfm::tokenizer::classes {
 namespace {
 
-// Unigram(vocab, unk_id=unk_id, byte_fallback=False).
-void unigram_model(TokenizerJson& tj, int64_t unk_id) {
-  json::Value options = json::parse(R"({"byte_fallback": false})");
-  options.set("unk_id", unk_id);
-  rebuild_model(tj, "Unigram", json::dump(options));
-}
-
-const char* prefix_scheme(const json::Value& config) {
-  return bool_or(config, "add_prefix_space", true) ? "always" : "never";
-}
-
 // ALBERT's and XLNet's normalizer: `` and '' as ", then NFKD without accents, lowercase, the charsmap.
 json::Value quotes_normalizer(bool strip_accents, bool lowercase, json::Value charsmap) {
-  json::Value sequence = json::parse(R"({"type": "Sequence", "normalizers": [
-      {"type": "Replace", "pattern": {"String": "``"}, "content": "\""},
-      {"type": "Replace", "pattern": {"String": "''"}, "content": "\""}]})");
+  json::Value sequence = json::parse(R"({"type": "Sequence", "normalizers": []})");
   json::Array& list = sequence.find("normalizers")->as_array();
+  append_quote_replaces(list);
   if (strip_accents) {
     list.push_back(json::parse(R"({"type": "NFKD"})"));
     list.push_back(json::parse(R"({"type": "StripAccents"})"));
@@ -37,24 +25,24 @@ json::Value quotes_normalizer(bool strip_accents, bool lowercase, json::Value ch
 template <int64_t UnkId>
 void rebuild_t5(TokenizerJson& tj, const json::Value&) {
   json::Value charsmap = precompiled_normalizer(tj);
-  unigram_model(tj, UnkId);
+  rebuild_unigram(tj, UnkId);
   tj.tree.set("normalizer", std::move(charsmap));
   set_whitespace_metaspace(tj, "always");
 }
 
 void rebuild_udop(TokenizerJson& tj, const json::Value& config) {
-  unigram_model(tj, unigram_piece_id(tj, special_token_or(config, "unk_token", "<unk>")).value_or(2));
+  rebuild_unigram(tj, unigram_piece_id(tj, special_token_or(config, "unk_token", "<unk>")).value_or(2));
   set_whitespace_metaspace(tj, "always");
 }
 
 void rebuild_mbart(TokenizerJson& tj, const json::Value&) {
-  unigram_model(tj, 3);
+  rebuild_unigram(tj, 3);
   set_whitespace_metaspace(tj, "always");
 }
 
 void rebuild_albert(TokenizerJson& tj, const json::Value& config) {
   json::Value charsmap = precompiled_normalizer(tj);
-  unigram_model(tj, 1);
+  rebuild_unigram(tj, 1);
   tj.tree.set("normalizer", quotes_normalizer(!bool_or(config, "keep_accents", false),
                                               bool_or(config, "do_lower_case", true), std::move(charsmap)));
   set_whitespace_metaspace(tj, prefix_scheme(config));
@@ -64,7 +52,7 @@ void rebuild_albert(TokenizerJson& tj, const json::Value& config) {
 // when __init__ asks for it).
 void rebuild_xlnet(TokenizerJson& tj, const json::Value& config) {
   json::Value charsmap = precompiled_normalizer(tj);
-  unigram_model(tj, int_or(config, "unk_id", 0));
+  rebuild_unigram(tj, int_or(config, "unk_id", 0));
   tj.tree.set("normalizer",
               quotes_normalizer(true, bool_or(config, "do_lower_case", false), std::move(charsmap)));
   set_whitespace_metaspace(tj, "always");
@@ -72,14 +60,14 @@ void rebuild_xlnet(TokenizerJson& tj, const json::Value& config) {
 
 void rebuild_camembert(TokenizerJson& tj, const json::Value& config) {
   json::Value charsmap = precompiled_normalizer(tj);
-  unigram_model(tj, unigram_piece_id(tj, special_token_or(config, "unk_token", "<unk>")).value_or(0));
+  rebuild_unigram(tj, unigram_piece_id(tj, special_token_or(config, "unk_token", "<unk>")).value_or(0));
   tj.tree.set("normalizer", std::move(charsmap));
   set_whitespace_metaspace(tj, prefix_scheme(config));
 }
 
 void rebuild_xlm_roberta(TokenizerJson& tj, const json::Value& config) {
   json::Value charsmap = precompiled_normalizer(tj);
-  unigram_model(tj, 3);
+  rebuild_unigram(tj, 3);
   tj.tree.set("normalizer", std::move(charsmap));
   set_whitespace_metaspace(tj, prefix_scheme(config));
 }

@@ -17,10 +17,6 @@ constexpr std::string_view kMBart50Languages[] = {
     "km_KH", "mk_MK", "ml_IN", "mn_MN", "mr_IN", "pl_PL", "ps_AF", "pt_XX", "sv_SE", "sw_KE", "ta_IN",
     "te_IN", "th_TH", "tl_XX", "uk_UA", "ur_PK", "xh_ZA", "gl_ES", "sl_SI"};
 
-void rebuild_unigram(TokenizerJson& tj, int64_t unk_id) {
-  rebuild_model(tj, "Unigram", R"({"unk_id": )" + std::to_string(unk_id) + R"(, "byte_fallback": false})");
-}
-
 // The normalizer Sequence of `items`, and the Metaspace pre-tokenizer and decoder.
 void set_pipeline(TokenizerJson& tj, json::Array items, std::string_view prepend_scheme) {
   json::Value normalizer = json::parse(R"({"type": "Sequence"})");
@@ -28,10 +24,6 @@ void set_pipeline(TokenizerJson& tj, json::Array items, std::string_view prepend
   tj.tree.set("normalizer", std::move(normalizer));
   tj.tree.set("pre_tokenizer", metaspace(prepend_scheme));
   tj.tree.set("decoder", metaspace(prepend_scheme));
-}
-
-std::string prefix_scheme(const json::Value& config, std::string_view without_prefix) {
-  return bool_or(config, "add_prefix_space", true) ? "always" : std::string(without_prefix);
 }
 
 // The Replace of runs of two spaces or more, with ' ' or '▁'.
@@ -49,19 +41,9 @@ void append_whitespace_cleanup(json::Array& items) {
   items.push_back(json::parse(R"({"type": "Strip", "strip_left": false, "strip_right": true})"));
 }
 
-// `` and '' to a double quote (mLUKE, RemBERT).
-void append_quote_replaces(json::Array& items) {
-  items.push_back(json::parse(R"({"type": "Replace", "pattern": {"String": "``"}, "content": "\""})"));
-  items.push_back(json::parse(R"({"type": "Replace", "pattern": {"String": "''"}, "content": "\""})"));
-}
-
 // "cls $A sep", with the ids the tokenizer has.
 json::Value cls_sep_template(const Tokenizer& t) {
   return special_template(t, {t.special_tokens().cls, "$A", t.special_tokens().sep});
-}
-
-void append_missing(std::vector<std::string>& tokens, const std::string& token) {
-  if (std::find(tokens.begin(), tokens.end(), token) == tokens.end()) tokens.push_back(token);
 }
 
 void rebuild_deberta_v2(TokenizerJson& tj, const json::Value& config) {
@@ -137,12 +119,11 @@ void rebuild_mluke(TokenizerJson& tj, const json::Value&) {
   set_pipeline(tj, std::move(normalizers), "always");
 }
 
-// The entity tokens: the model-specific ones are the class's own (own_tokens below); its __init__ also adds
-// entity_token_1 / _2 and the entity tokens' defaults to the extra special tokens where missing.
+// The entity tokens' extras, and their defaults too where missing (the model-specific entity tokens are the
+// class's own: own_tokens below).
 void mluke_special_tokens(SpecialTokens& s, const json::Value& config) {
-  append_missing(s.extra, special_token_or(config, "entity_token_1", "<ent>"));
-  append_missing(s.extra, special_token_or(config, "entity_token_2", "<ent2>"));
-  for (const char* fallback : {"[UNK]", "[PAD]", "[MASK]", "[MASK2]"}) append_missing(s.extra, fallback);
+  append_luke_entity_extras(s, config);
+  for (const auto& [key, fallback] : kLukeEntityTokens) append_missing(s.extra, std::string(fallback));
 }
 
 // _post_init: "cls $A sep".
@@ -166,22 +147,15 @@ void rebuild_pegasus(TokenizerJson& tj, const json::Value& config) {
   set_pipeline(tj, std::move(normalizers), "always");
 }
 
-// mask_token_sent is a model-specific special token (from_pretrained takes it from the config, so the class
-// sees its default); the extra special tokens are the config's, else the class's: mask_token_sent and
-// <unk_2> .. <unk_{offset-1}>.
-void pegasus_special_tokens(SpecialTokens& s, const json::Value& config) {
-  const json::Value* sent = config.find("mask_token_sent");
-  const bool sent_is_null = sent && special_token_string(*sent) == std::nullopt;
+// The additional special tokens the class passes: the default mask_token_sent (the config's was taken aside
+// as a model-specific token: own_tokens below) unless that is null, and <unk_2> .. <unk_{offset-1}>.
+std::vector<std::string> pegasus_extra_tokens(const json::Value& config) {
   std::vector<std::string> tokens;
-  if (!sent_is_null) tokens.push_back(special_token_or(config, "mask_token_sent", "<mask_1>"));
-  if (config.contains("extra_special_tokens")) {
-    tokens.insert(tokens.end(), s.extra.begin(), s.extra.end());
-  } else {
-    if (!sent_is_null) tokens.push_back("<mask_1>");
-    for (int64_t i = 2; i < int_or(config, "offset", 103); ++i)
-      tokens.push_back("<unk_" + std::to_string(i) + ">");
-  }
-  s.extra = std::move(tokens);
+  if (const json::Value* sent = config.find("mask_token_sent"); !sent || !sent->is_null())
+    tokens.push_back("<mask_1>");
+  for (int64_t i = 2; i < int_or(config, "offset", 103); ++i)
+    tokens.push_back("<unk_" + std::to_string(i) + ">");
+  return tokens;
 }
 
 // "$A eos".
@@ -221,13 +195,6 @@ void rebuild_xglm(TokenizerJson& tj, const json::Value& config) {
   set_pipeline(tj, std::move(normalizers), prefix_scheme(config, "never"));
 }
 
-// The <madeupword0..6> the class passes as additional_special_tokens count only where the config has no
-// extra special tokens of its own.
-void xglm_special_tokens(SpecialTokens& s, const json::Value& config) {
-  if (config.contains("extra_special_tokens")) return;
-  for (int i = 0; i < 7; ++i) s.extra.push_back("<madeupword" + std::to_string(i) + ">");
-}
-
 // "eos $A".
 std::optional<json::Value> xglm_post_processor(const Tokenizer& t, const json::Value&, const json::Value&) {
   return special_template(t, {t.eos_token(), "$A"});
@@ -258,25 +225,30 @@ void add_unigram_b_classes(std::vector<TokenizerClass>& out) {
        .rebuild = rebuild_mluke,
        .post_processor = cls_sep_post_processor,
        .special_tokens = mluke_special_tokens,
-       .own_tokens = {{"entity_unk_token", "[UNK]"},
-                      {"entity_pad_token", "[PAD]"},
-                      {"entity_mask_token", "[MASK]"},
-                      {"entity_mask2_token", "[MASK2]"}}},
+       .own_tokens = {std::begin(kLukeEntityTokens), std::end(kLukeEntityTokens)}},
       {.name = "PegasusTokenizer",
        .defaults = {{}, "</s>", "<unk>", {}, "<pad>", {}, "<mask_2>", {}},
        .rebuild = rebuild_pegasus,
        .post_processor = pegasus_post_processor,
-       .special_tokens = pegasus_special_tokens},
+       .extra_special_tokens = pegasus_extra_tokens,
+       .own_tokens = {{"mask_token_sent", "<mask_1>"}}},
       {"RemBertTokenizer",
        {"[CLS]", "[SEP]", "<unk>", "[SEP]", "<pad>", "[CLS]", "[MASK]", {}},
        rebuild_rembert,
        false,
        rembert_post_processor},
-      {.name = "XGLMTokenizer",
-       .defaults = {"<s>", "</s>", "<unk>", "</s>", "<pad>", "<s>", {}, {}},
+      {.name = "XGLMTokenizer",  // the <madeupword0..6> it passes as additional special tokens
+       .defaults = {"<s>",
+                    "</s>",
+                    "<unk>",
+                    "</s>",
+                    "<pad>",
+                    "<s>",
+                    {},
+                    {"<madeupword0>", "<madeupword1>", "<madeupword2>", "<madeupword3>", "<madeupword4>",
+                     "<madeupword5>", "<madeupword6>"}},
        .rebuild = rebuild_xglm,
-       .post_processor = xglm_post_processor,
-       .special_tokens = xglm_special_tokens},
+       .post_processor = xglm_post_processor},
   };
   out.insert(out.end(), std::begin(group), std::end(group));
 }

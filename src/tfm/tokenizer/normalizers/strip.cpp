@@ -5,35 +5,13 @@
 
 namespace tfm::tokenizer {
 
-// The [start, end) byte range of text without its leading / trailing whitespace.
-std::pair<size_t, size_t> whitespace_trimmed(std::string_view text, bool left, bool right) {
-  size_t start = 0, end = text.size();
-  if (left) {
-    while (start < end) {
-      size_t p = start;
-      if (!is_whitespace(next_code_point(text, p))) break;
-      start = p;
-    }
-  }
-  if (right) {
-    while (end > start) {
-      size_t b = end - 1;
-      while (b > start && (static_cast<unsigned char>(text[b]) & 0xC0) == 0x80) --b;
-      size_t p = b;
-      if (!is_whitespace(next_code_point(text, p))) break;
-      end = b;
-    }
-  }
-  return {start, end};
-}
-
 namespace {
 
 class Strip : public Normalizer {
  public:
   Strip(bool left, bool right) : left_(left), right_(right) {}
   void normalize(std::string& text) const override {
-    const auto [s, e] = whitespace_trimmed(text, left_, right_);
+    const auto [s, e] = trimmed_range(text, left_, right_, is_whitespace);
     text = text.substr(s, e - s);
   }
 
