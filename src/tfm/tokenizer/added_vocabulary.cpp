@@ -100,22 +100,9 @@ std::vector<Segment> AddedVocabulary::split(std::string_view text, bool normaliz
         continue;
       }
     }
-    if (best->lstrip) {
-      while (start > copied) {
-        size_t b = start - 1;
-        while (b > copied && (static_cast<unsigned char>(text[b]) & 0xC0) == 0x80) --b;
-        size_t p = b;
-        if (!is_whitespace(next_code_point(text, p))) break;
-        start = b;
-      }
-    }
-    if (best->rstrip) {
-      while (stop < text.size()) {
-        size_t p = stop;
-        if (!is_whitespace(next_code_point(text, p))) break;
-        stop = p;
-      }
-    }
+    if (best->lstrip)  // the whitespace before it, back to the previous match, joins the token
+      start = copied + trimmed_range(text.substr(copied, start - copied), false, true, is_whitespace).second;
+    if (best->rstrip) stop += trimmed_range(text.substr(stop), true, false, is_whitespace).first;
     if (start > copied) out.push_back({text.substr(copied, start - copied)});
     out.push_back({text.substr(start, stop - start), best->id});
     copied = pos = stop;
