@@ -3,10 +3,9 @@
 #include <algorithm>
 #include <climits>
 #include <filesystem>
-#include <fstream>
 #include <map>
-#include <sstream>
 
+#include "tfm/io/file.h"
 #include "tfm/tokenizer/added_vocabulary.h"
 #include "tfm/tokenizer/json_fields.h"
 #include "tfm/tokenizer/processors/post_processor.h"
@@ -42,12 +41,8 @@ json::Value read_config(const fs::path& dir) {
       old && !config.contains("extra_special_tokens"))
     config.set("extra_special_tokens", *old);
   // A chat_template.jinja file wins over the config's entry.
-  if (const fs::path jinja = dir / "chat_template.jinja"; fs::exists(jinja)) {
-    std::ifstream in(jinja, std::ios::binary);
-    std::ostringstream text;
-    text << in.rdbuf();
-    config.set("chat_template", text.str());
-  }
+  if (const fs::path jinja = dir / "chat_template.jinja"; fs::exists(jinja))
+    config.set("chat_template", io::read_file(jinja.string()));
   return config;
 }
 
@@ -152,9 +147,8 @@ Tokenizer AutoTokenizer::from_pretrained(const std::string& dir, std::string_vie
   const fs::path json_path = root / "tokenizer.json";
   check(fs::exists(json_path), dir, ": no tokenizer.json (tfm reads the tokenizers-library format only)");
   json::Value config = read_config(root);
-  TokenizerJson tj = TokenizerJson::read_file(json_path.string());
-  check(tj.tree.is_object(), json_path.string(), ": must hold an object");
 
+  // The class first: a folder tfm cannot read fails before its tokenizer.json is parsed.
   const fs::path model_config_path = root / "config.json";
   const json::Value model_config =
       fs::exists(model_config_path) ? json::parse_file(model_config_path.string()) : json::Value();
@@ -165,6 +159,9 @@ Tokenizer AutoTokenizer::from_pretrained(const std::string& dir, std::string_vie
   const TokenizerClass* cls = chosen.kind == ClassKind::rebuild ? find_tokenizer_class(chosen.name) : nullptr;
   check(chosen.kind != ClassKind::rebuild || cls != nullptr, dir, ": ", chosen.name,
         " builds its own pipeline in Transformers, which tfm does not reproduce yet");
+
+  TokenizerJson tj = TokenizerJson::read_file(json_path.string());
+  check(tj.tree.is_object(), json_path.string(), ": must hold an object");
   const std::vector<AddedToken> declared = declared_added_tokens(config, tj.tree);
   const json::Value* file_post_processor = tj.tree.find("post_processor");
   const json::Value post_processor_in_file = file_post_processor ? *file_post_processor : json::Value();

@@ -6,6 +6,7 @@
 
 #include "tfm/core/error.h"
 #include "tfm/tokenizer/json_fields.h"
+#include "tfm/tokenizer/unicode.h"
 
 namespace tfm::tokenizer {
 namespace {
@@ -55,13 +56,6 @@ bool glob_match(std::string_view text, std::string_view pattern) {
   return false;
 }
 
-std::string lowercase(std::string_view s) {
-  std::string out(s);
-  for (char& c : out)
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  return out;
-}
-
 // The class the tokenizer_class entry names (with "Fast" stripped, else added), as AutoTokenizer resolves it;
 // TokenizersBackend for an unknown name or the Python base class.
 ChosenClass class_of_config_entry(std::string_view name) {
@@ -89,8 +83,9 @@ ChosenClass choose_tokenizer_class(const json::Value& model_config, const json::
     auto_map = entry && !entry->is_null();
   }
 
+  const std::string lower_name = to_lowercase(name_or_path);  // Python's str.lower()
   for (std::string_view pattern : kTokenizersBackendIds)
-    if (!auto_map && glob_match(lowercase(name_or_path), pattern)) return kTokenizersBackend;
+    if (!auto_map && glob_match(lower_name, pattern)) return kTokenizersBackend;
 
   // A Hub class that differs from the class registered for the model type.
   const std::string hub_class = !config_class.empty() ? config_class : model_config_class;
