@@ -12,6 +12,7 @@
 #include <string>
 
 #include "tfm/core/error.h"
+#include "tfm/core/floats.h"
 #include "tfm/io/checkpoint.h"
 #include "tfm/io/json.h"
 #include "tfm/model/config.h"

@@ -70,13 +70,13 @@ void bench_attention(int64_t batch, int64_t context, int64_t heads, int64_t kv_h
                      std::mt19937& rng) {
   const int64_t block_size = 16, blocks_per_seq = (context + block_size - 1) / block_size;
   const int64_t blocks = batch * blocks_per_seq;
-  ops::LayerCache cache{random_on_xpu({blocks, block_size, kv_heads, head_dim}, rng),
-                        random_on_xpu({blocks, block_size, kv_heads, head_dim}, rng)};
+  const Tensor cache_k = random_on_xpu({blocks, block_size, kv_heads, head_dim}, rng);
+  const Tensor cache_v = random_on_xpu({blocks, block_size, kv_heads, head_dim}, rng);
   std::vector<int32_t> query_start(static_cast<size_t>(batch + 1)), tables(static_cast<size_t>(blocks));
   std::iota(query_start.begin(), query_start.end(), 0);
   std::iota(tables.begin(), tables.end(), 0);
   std::shuffle(tables.begin(), tables.end(), rng);
-  AttentionMetadata meta;
+  ops::AttentionMetadata meta;
   meta.query_start = ints_on_xpu(query_start);
   meta.context_lens =
       ints_on_xpu(std::vector<int32_t>(static_cast<size_t>(batch), static_cast<int32_t>(context)));
@@ -88,15 +88,16 @@ void bench_attention(int64_t batch, int64_t context, int64_t heads, int64_t kv_h
   const Tensor q = random_on_xpu({batch, heads, head_dim}, rng);
   Tensor out = empty({batch, heads, head_dim}, DType::float32, kXpu);
   const double kv_gb = 2.0 * static_cast<double>(batch * context * kv_heads * head_dim) * sizeof(float) / 1e9;
-  for (const auto impl : {ops::AttentionImpl::sdpa, ops::AttentionImpl::eager}) {
+  for (const char* variant : {"flash", "eager"}) {
     const double s = time_per_call([&] {
-      ops::paged_attention(q, cache, meta, 1.f / std::sqrt(static_cast<float>(head_dim)), 0, impl, out);
+      ops::paged_attention(q, cache_k, cache_v, meta, 1.f / std::sqrt(static_cast<float>(head_dim)), 0, out,
+                           variant);
     });
     std::printf(
         "attention batch=%-3lld context=%-6lld heads=%lld/%lld dim=%lld %-8s %9.3f ms  %7.1f GB/s of KV\n",
         static_cast<long long>(batch), static_cast<long long>(context), static_cast<long long>(heads),
         static_cast<long long>(kv_heads), static_cast<long long>(head_dim),
-        impl == ops::AttentionImpl::sdpa ? "one-pass" : "eager", s * 1e3, kv_gb / s);
+        variant, s * 1e3, kv_gb / s);
   }
 }
 

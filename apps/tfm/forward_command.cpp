@@ -17,8 +17,7 @@ int run(Args& args) {
   check(ids_text.has_value(), "--ids is required");
   const std::vector<int64_t> ids = parse_id_list(*ids_text);
 
-  CausalLM model = CausalLM::from_pretrained(
-      m.dir, {m.options.dtype, *m.options.device_map, m.options.attn_implementation});
+  CausalLM model = std::move(AutoModelForCausalLM::from_pretrained(m.dir, m.options).model());
   for (int64_t id : ids) {
     check(id < model.config().vocab_size, "token id ", id, " is outside the vocabulary (size ",
           model.config().vocab_size, ")");

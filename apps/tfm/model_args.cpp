@@ -14,7 +14,12 @@ const char* const kModelOptionsHelp =
     "  --dtype D                   auto, float32, bfloat16 or float16 (default: auto)\n"
     "  --attn-implementation A     eager, sdpa or flash_attention_2 (default: sdpa); flash_attention_3 on "
     "CUDA\n"
-    "                              devices of compute capability 9.0 or more\n";
+    "                              devices of compute capability 9.0 or more\n"
+    "  --use-kernels               run each layer kind's kernel variant of the built-in mapping (`tfm "
+    "kernels`)\n"
+    "  --kernels JSON|FILE         a KernelConfig: layer kind -> variant, per device and mode, e.g.\n"
+    "                              '{\"RMSNorm\": \"fused\", \"Linear\": {\"cpu\": \"reference\"}}' "
+    "(implies --use-kernels)\n";
 
 std::string default_model_dir() {
   namespace fs = std::filesystem;
@@ -34,6 +39,8 @@ ModelArgs read_model_args(Args& args) {
   m.options.device_map = args.get_or("device", "auto");
   m.options.dtype = args.get_or("dtype", "auto");
   m.options.attn_implementation = args.get_or("attn-implementation", "sdpa");
+  m.options.use_kernels = args.flag("use-kernels");
+  if (const auto kernels = args.get("kernels")) m.options.kernel_config = KernelConfig::parse(*kernels);
   m.id = model ? *model : default_model_dir();
   m.dir = resolve_pretrained(m.id, m.options.revision);
   return m;

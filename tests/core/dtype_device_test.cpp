@@ -6,6 +6,7 @@
 #include "tfm/core/device.h"
 #include "tfm/core/dtype.h"
 #include "tfm/core/error.h"
+#include "tfm/core/floats.h"
 #include "tfm/core/tensor.h"
 
 namespace tfm {
@@ -51,6 +52,40 @@ TEST(DType, HalfConversionsRoundToNearestEven) {
   EXPECT_EQ(float_to_fp16(1.0f), 0x3c00);
   EXPECT_EQ(float_to_fp16(65520.f), 0x7c00);  // rounds up to inf, as torch does
   EXPECT_TRUE(std::isnan(bf16_to_float(float_to_bf16(NAN))));
+}
+
+// Every float16 bit pattern against the definition (sign, 5-bit exponent, 10-bit mantissa), and back.
+TEST(DType, EveryHalfConvertsExactlyAndBack) {
+  for (uint32_t h = 0; h < 65536; ++h) {
+    const int exponent = static_cast<int>((h >> 10) & 0x1f), mantissa = static_cast<int>(h & 0x3ff);
+    float want = exponent == 0    ? std::ldexp(static_cast<float>(mantissa), -24)
+                 : exponent == 31 ? (mantissa ? NAN : INFINITY)
+                                  : std::ldexp(static_cast<float>(mantissa | 0x400), exponent - 25);
+    if (h & 0x8000) want = -want;
+    const float got = fp16_to_float(static_cast<uint16_t>(h));
+    if (std::isnan(want)) {
+      EXPECT_TRUE(std::isnan(got)) << h;
+      continue;
+    }
+    ASSERT_EQ(float_to_bits(got), float_to_bits(want)) << h;
+    ASSERT_EQ(float_to_fp16(got), h) << h;
+  }
+}
+
+// A float between two neighbouring halves goes to the nearer one, and a tie to the one with an even mantissa.
+TEST(DType, FloatToHalfRoundsToNearestEven) {
+  std::mt19937 rng(7);
+  for (int i = 0; i < 200000; ++i) {
+    const uint16_t low = static_cast<uint16_t>(rng() % 0x7bff);  // a finite half below the largest
+    const float a = fp16_to_float(low), b = fp16_to_float(static_cast<uint16_t>(low + 1));
+    const float t = std::uniform_real_distribution<float>(0.f, 1.f)(rng);
+    const float f = (i % 8 == 0) ? a + (b - a) / 2 : a + (b - a) * t;  // every eighth a tie
+    const uint16_t got = float_to_fp16(f);
+    const double da = std::fabs(double(f) - a), db = std::fabs(double(f) - b);
+    const uint16_t want = da < db ? low : db < da ? static_cast<uint16_t>(low + 1) : (low % 2 ? low + 1 : low);
+    ASSERT_EQ(got, want) << f;
+    ASSERT_EQ(float_to_fp16(-f), want | 0x8000) << -f;
+  }
 }
 
 TEST(Tensor, ViewsShareStorage) {

@@ -42,7 +42,7 @@ json::Object kwargs(std::initializer_list<std::pair<std::string, json::Value>> i
 TEST(Generate, GreedyBatchOfDifferentLengthsMatchesTransformers) {
   for (const std::string name : {"qwen3_head_dim_sliding", "mistral_sliding", "llama3_rope_bias"}) {
     const Case c = load(name);
-    CausalLM model = CausalLM::from_pretrained(kFixtures + name, {"float32", "cpu", "sdpa"});
+    CausalLM model = CausalLM::from_pretrained(kFixtures + name, {.dtype = "float32", .device = "cpu"});
     const GenerationConfig config = load_generation_config(kFixtures + name, model.config());
     const GenerateOutput out = generate(model, c.prompts, config, kwargs({{"max_new_tokens", 24}}));
     ASSERT_EQ(out.tokens.size(), c.prompts.size());
@@ -56,7 +56,7 @@ TEST(Generate, GreedyBatchOfDifferentLengthsMatchesTransformers) {
 
 TEST(Generate, EosStopsOnlyItsSequence) {
   const Case c = load("llama_gqa");
-  CausalLM model = CausalLM::from_pretrained(kFixtures + "llama_gqa", {"float32", "cpu", "sdpa"});
+  CausalLM model = CausalLM::from_pretrained(kFixtures + "llama_gqa", {.dtype = "float32", .device = "cpu"});
   // Make the 6th greedy token of the second prompt an end-of-sequence token.
   const int64_t eos = c.generated[1][5];
   const GenerateOutput out =
@@ -72,7 +72,7 @@ TEST(Generate, EosStopsOnlyItsSequence) {
 
 TEST(Generate, SamplingIsReproducibleWithASeed) {
   const Case c = load("llama_gqa");
-  CausalLM model = CausalLM::from_pretrained(kFixtures + "llama_gqa", {"float32", "cpu", "sdpa"});
+  CausalLM model = CausalLM::from_pretrained(kFixtures + "llama_gqa", {.dtype = "float32", .device = "cpu"});
   auto run = [&](int64_t seed) {
     return generate(
                model, c.prompts, GenerationConfig{},
@@ -85,7 +85,7 @@ TEST(Generate, SamplingIsReproducibleWithASeed) {
 
 TEST(Generate, StreamsEveryTokenInOrder) {
   const Case c = load("llama_gqa");
-  CausalLM model = CausalLM::from_pretrained(kFixtures + "llama_gqa", {"float32", "cpu", "sdpa"});
+  CausalLM model = CausalLM::from_pretrained(kFixtures + "llama_gqa", {.dtype = "float32", .device = "cpu"});
   std::vector<std::vector<int64_t>> streamed(c.prompts.size());
   GenerateCallbacks callbacks;
   callbacks.on_token = [&](size_t i, int64_t token) { streamed[i].push_back(token); };
@@ -95,7 +95,7 @@ TEST(Generate, StreamsEveryTokenInOrder) {
 }
 
 TEST(Generate, BadPromptsAreErrors) {
-  CausalLM model = CausalLM::from_pretrained(kFixtures + "llama_gqa", {"float32", "cpu", "sdpa"});
+  CausalLM model = CausalLM::from_pretrained(kFixtures + "llama_gqa", {.dtype = "float32", .device = "cpu"});
   EXPECT_THROW(generate(model, {{}}, GenerationConfig{}), Error);
   EXPECT_THROW(generate(model, {{1, 100000}}, GenerationConfig{}), Error);
 }

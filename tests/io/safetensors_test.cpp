@@ -6,6 +6,7 @@
 
 #include "safetensors_test_util.h"
 #include "tfm/core/error.h"
+#include "tfm/core/floats.h"
 
 namespace tfm {
 namespace {

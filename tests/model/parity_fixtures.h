@@ -77,7 +77,7 @@ inline void expect_logits_and_greedy_tokens(const std::string& model_name, const
   for (const std::string attn : {"sdpa", "eager"}) {
     for (const Prompt& p : reference(model_name)) {
       // A fresh model per prompt, as the reference was made (dynamic RoPE keeps state between calls).
-      CausalLM model = CausalLM::from_pretrained(kFixtures + model_name, {"float32", device, attn});
+      CausalLM model = CausalLM::from_pretrained(kFixtures + model_name, {.dtype = "float32", .device = device, .attn_implementation = attn});
       KVCache cache = model.make_cache(blocks_for(static_cast<int64_t>(p.ids.size()), 4), 4);
       SequenceCache seq;
       BatchBuilder builder(cache);
@@ -92,7 +92,7 @@ inline void expect_logits_and_greedy_tokens(const std::string& model_name, const
           relative_error(logits.data<float>() + static_cast<int64_t>(p.ids.size() - 1) * V, p.last_logits),
           1e-4)
           << attn;
-      CausalLM fresh = CausalLM::from_pretrained(kFixtures + model_name, {"float32", device, attn});
+      CausalLM fresh = CausalLM::from_pretrained(kFixtures + model_name, {.dtype = "float32", .device = device, .attn_implementation = attn});
       EXPECT_EQ(greedy(fresh, p.ids, p.generated.size()), p.generated)
           << attn << " prompt of " << p.ids.size();
     }
@@ -102,7 +102,7 @@ inline void expect_logits_and_greedy_tokens(const std::string& model_name, const
 // All prompts in one ragged batch on `device`, then one decode step for all of them, against Transformers'.
 inline void expect_ragged_batch(const std::string& model_name, const std::string& device) {
   const std::vector<Prompt> prompts = reference(model_name);
-  CausalLM model = CausalLM::from_pretrained(kFixtures + model_name, {"float32", device, "sdpa"});
+  CausalLM model = CausalLM::from_pretrained(kFixtures + model_name, {.dtype = "float32", .device = device});
   KVCache cache = model.make_cache(64, 4);
   std::vector<SequenceCache> seqs(prompts.size());
   BatchBuilder builder(cache);

@@ -13,6 +13,11 @@
 
 namespace tfm {
 
+std::string Backend::attention_unavailable(int, std::string_view name) {
+  if (name != "flash_attention_3") return "";
+  return "Flash Attention 3 is not available on CPU. Please make sure torch can access a CUDA device.";
+}
+
 Backend* find_backend(DeviceType type) {
   switch (type) {
     case DeviceType::cpu:
@@ -92,6 +97,28 @@ DeviceSpan span(const Tensor& t) {
   return {t.storage()->data(), t.byte_offset()};
 }
 }  // namespace
+
+Tensor clone(const Tensor& t) {
+  check(t.is_contiguous(), "clone needs a contiguous tensor, got ", t.str());
+  Tensor out = empty(t.shape(), t.dtype(), t.device());
+  if (t.nbytes() == 0) return out;
+  if (t.device().type == DeviceType::cpu) {
+    std::memcpy(out.raw(), t.raw(), t.nbytes());
+  } else {
+    compiled_backend(t.device().type).copy_on_device(t.device().index, span(out), span(t), t.nbytes());
+  }
+  return out;
+}
+
+void copy_from_host(const Tensor& dst, const void* src) {
+  check(dst.is_contiguous(), "copy_from_host needs a contiguous destination, got ", dst.str());
+  if (dst.nbytes() == 0) return;
+  if (dst.device().type == DeviceType::cpu) {
+    std::memcpy(dst.raw(), src, dst.nbytes());
+  } else {
+    compiled_backend(dst.device().type).copy_from_host(dst.device().index, span(dst), src, dst.nbytes());
+  }
+}
 
 Tensor to_device(const Tensor& t, Device device) {
   if (t.device().type == device.type &&

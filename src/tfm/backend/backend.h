@@ -1,6 +1,7 @@
-// The device seam. Each device kind (cpu, cuda, xpu) implements Backend; everything above this header sees
-// devices only through it and through ops/. A backend that is not compiled in, or finds no device, reports
-// zero devices; it never fails at load time.
+// The device seam. Each device kind (cpu, cuda, xpu) implements Backend for its memory and devices and registers
+// its kernels in the kernel registry (kernel_registry.h); everything above this header sees devices only
+// through it and through ops/. A backend that is not compiled in, or finds no device, reports zero devices; it
+// never fails at load time, and loads its device libraries only when a device of its kind is first used.
 #pragma once
 
 #include <cstddef>
@@ -8,7 +9,6 @@
 #include <string_view>
 #include <vector>
 
-#include "tfm/backend/op_kernels.h"
 #include "tfm/core/device.h"
 #include "tfm/core/tensor.h"
 
@@ -45,8 +45,12 @@ class Backend {
   virtual void copy_to_host(int index, void* dst, DeviceSpan src, size_t bytes) = 0;
   virtual void copy_on_device(int index, DeviceSpan dst, DeviceSpan src, size_t bytes) = 0;
   virtual void synchronize(int index) = 0;
-  // The op kernels of this device kind, or nullptr while it has none.
-  virtual OpKernels* kernels() { return nullptr; }
+
+  // Whether the device computes in `dtype` (float32, bfloat16, float16) as well as holding it.
+  virtual bool supports_dtype(int index, DType dtype) = 0;
+  // Why the device cannot run Transformers' attn_implementation `name`, in Transformers' words, or empty when it
+  // can. Only flash_attention_3 depends on the device (CUDA with compute capability 9.0).
+  virtual std::string attention_unavailable(int index, std::string_view name);
 };
 
 // The backend of a device kind, or nullptr when tfm was built without it.
@@ -63,5 +67,9 @@ Device resolve_device(std::string_view spec);
 Tensor empty(const Shape& shape, DType dtype, Device device);
 // `t` on `device`: `t` itself when it is there already, else a contiguous copy.
 Tensor to_device(const Tensor& t, Device device);
+// A contiguous copy of `t` on its own device.
+Tensor clone(const Tensor& t);
+// Copies dst.nbytes() bytes from host memory into `dst`, a contiguous tensor (or view) on any device.
+void copy_from_host(const Tensor& dst, const void* src);
 
 }  // namespace tfm

@@ -1,7 +1,6 @@
 #include "tfm/core/dtype.h"
 
 #include <array>
-#include <cmath>
 
 #include "tfm/core/error.h"
 
@@ -81,36 +80,6 @@ bool parse_safetensors_dtype(std::string_view code, DType* out) {
     }
   }
   return false;
-}
-
-float fp16_to_float(uint16_t h) {
-  const uint32_t sign = (h >> 15) & 1u, exponent = (h >> 10) & 0x1fu, mantissa = h & 0x3ffu;
-  float value;
-  if (exponent == 0) {
-    value = std::ldexp(static_cast<float>(mantissa), -24);
-  } else if (exponent == 31) {
-    value = mantissa ? NAN : INFINITY;
-  } else {
-    value = std::ldexp(static_cast<float>(mantissa | 0x400u), static_cast<int>(exponent) - 25);
-  }
-  return sign ? -value : value;
-}
-
-uint16_t float_to_fp16(float f) {
-  uint32_t bits;
-  std::memcpy(&bits, &f, 4);
-  const uint32_t sign = (bits >> 16) & 0x8000u;
-  const uint32_t abs = bits & 0x7fffffffu;
-  if (abs > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);   // NaN
-  if (abs >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // overflow to inf
-  if (abs < 0x38800000u) {                                               // subnormal or zero
-    const float magnitude = std::fabs(f);
-    const uint32_t m = static_cast<uint32_t>(std::nearbyint(std::ldexp(magnitude, 24)));
-    return static_cast<uint16_t>(sign | m);
-  }
-  // Normal: rebias the exponent and round the mantissa to nearest even.
-  uint32_t rounded = abs + 0xfffu + ((abs >> 13) & 1u);
-  return static_cast<uint16_t>(sign | ((rounded - 0x38000000u) >> 13));
 }
 
 }  // namespace tfm

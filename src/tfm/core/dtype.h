@@ -3,7 +3,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <string>
 #include <string_view>
 
@@ -43,22 +42,5 @@ DType parse_dtype(std::string_view name);
 // safetensors codes: "F32", "BF16", "I64", "BOOL", ...
 std::string_view safetensors_dtype_name(DType t);
 bool parse_safetensors_dtype(std::string_view code, DType* out);
-
-inline float bf16_to_float(uint16_t h) {
-  uint32_t bits = static_cast<uint32_t>(h) << 16;
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-// Round to nearest even, as torch does; NaN stays NaN.
-inline uint16_t float_to_bf16(float f) {
-  uint32_t bits;
-  std::memcpy(&bits, &f, 4);
-  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x40);
-  bits += 0x7fffu + ((bits >> 16) & 1u);
-  return static_cast<uint16_t>(bits >> 16);
-}
-float fp16_to_float(uint16_t h);
-uint16_t float_to_fp16(float f);
 
 }  // namespace tfm

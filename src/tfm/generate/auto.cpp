@@ -22,8 +22,12 @@ AutoModelForCausalLM::AutoModelForCausalLM(CausalLM model, GenerationConfig gene
 AutoModelForCausalLM AutoModelForCausalLM::from_pretrained(const std::string& id_or_dir,
                                                            const PretrainedOptions& options) {
   const std::string dir = resolve_pretrained(id_or_dir, options.revision);
-  CausalLM model = CausalLM::from_pretrained(
-      dir, {options.dtype, options.device_map.value_or("cpu"), options.attn_implementation});
+  CausalLM model = CausalLM::from_pretrained(dir, {.dtype = options.dtype,
+                                                  .device = options.device_map.value_or("cpu"),
+                                                  .attn_implementation = options.attn_implementation,
+                                                  .use_kernels = options.use_kernels,
+                                                  .kernel_config = options.kernel_config,
+                                                  .progress = options.progress});
   GenerationConfig generation_config = load_generation_config(dir, model.config());
   return AutoModelForCausalLM(std::move(model), std::move(generation_config), id_or_dir, dir);
 }

@@ -24,8 +24,11 @@ struct PretrainedOptions {
   // "auto", "cpu", "cuda", "cuda:1", "xpu:0". Unset means what Transformers does without it: the cpu for
   // from_pretrained, the first accelerator for pipeline().
   std::optional<std::string> device_map;
-  std::string attn_implementation = "sdpa";  // "eager" or "sdpa"
+  std::string attn_implementation = "sdpa";  // "eager", "sdpa", "flash_attention_2", "flash_attention_3"
   std::string revision = "main";             // for Hub ids: a branch, tag or commit
+  bool use_kernels = false;                  // the built-in kernel mapping, as Transformers' use_kernels=True
+  KernelConfig kernel_config{};              // per layer kind, the kernel variant; implies use_kernels
+  bool progress = true;                      // the "Loading weights" bar on stderr for loads over a second
 };
 
 // Resolves a local folder or Hub id to a local folder, downloading what a model needs.

@@ -136,6 +136,16 @@ Tensor Checkpoint::get(std::string_view name) const {
   return files_[at.file].get(name);
 }
 
+void Checkpoint::will_need(std::string_view name) const {
+  const Location& at = locate(name);
+  files_[at.file].will_need(name);
+}
+
+void Checkpoint::release(std::string_view name) const {
+  const Location& at = locate(name);
+  files_[at.file].release(name);
+}
+
 const std::string& Checkpoint::file_of(std::string_view name) const {
   return files_[locate(name).file].path();
 }

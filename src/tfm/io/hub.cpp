@@ -12,9 +12,11 @@
 #include <sstream>
 
 #include "tfm/core/error.h"
+#include "tfm/io/env.h"
 #include "tfm/io/hub_cache.h"
 #include "tfm/io/hub_client.h"
 #include "tfm/io/json.h"
+#include "tfm/io/progress_bar.h"
 
 namespace tfm::io {
 
@@ -34,14 +36,6 @@ constexpr const char* kModelFiles[] = {
 std::optional<std::string> env(const char* name) {
   const char* value = std::getenv(name);
   return value ? std::optional<std::string>(value) : std::nullopt;
-}
-
-// huggingface_hub's _is_true: 1, ON, YES, TRUE in any case.
-bool env_is_true(const char* name) {
-  std::string value = env(name).value_or("");
-  std::transform(value.begin(), value.end(), value.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
-  return value == "1" || value == "ON" || value == "YES" || value == "TRUE";
 }
 
 // A time-out in whole seconds; unset, empty or 0 means the default, 10 (as huggingface_hub's `int(v) or 10`).
@@ -251,7 +245,7 @@ HubSettings hub_settings(const HubOptions& options) {
     settings.token = token_from_environment(hf_home);
   }
   settings.offline = options.offline || env_is_true("HF_HUB_OFFLINE") || env_is_true("TRANSFORMERS_OFFLINE");
-  settings.progress = options.progress && !env_is_true("HF_HUB_DISABLE_PROGRESS_BARS");
+  settings.progress = options.progress && !progress_bars_disabled();
   settings.etag_timeout_s = env_seconds("HF_HUB_ETAG_TIMEOUT");
   settings.download_timeout_s = env_seconds("HF_HUB_DOWNLOAD_TIMEOUT");
   return settings;

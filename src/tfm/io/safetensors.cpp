@@ -297,6 +297,33 @@ Tensor SafetensorsFile::get(std::string_view name) const {
   return Tensor(std::move(storage), info->shape, info->dtype);
 }
 
+namespace {
+// The whole pages inside [begin, begin + bytes) of a page-aligned mapping; neighbours' pages are left alone.
+std::pair<char*, size_t> inner_pages(const char* begin, size_t bytes) {
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t first = (reinterpret_cast<uintptr_t>(begin) + page - 1) / page * page;
+  const uintptr_t last = (reinterpret_cast<uintptr_t>(begin) + bytes) / page * page;
+  return {reinterpret_cast<char*>(first), last > first ? last - first : 0};
+}
+}  // namespace
+
+void SafetensorsFile::will_need(std::string_view name) const {
+  const TensorInfo* info = find(name);
+  if (!info) return;
+  // Pages partly shared with a neighbour may be read too: the hint rounds outward.
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(mapping_->bytes() + info->offset) / page * page;
+  const uintptr_t end = reinterpret_cast<uintptr_t>(mapping_->bytes() + info->offset + info->nbytes);
+  madvise(reinterpret_cast<void*>(begin), end - begin, MADV_WILLNEED);
+}
+
+void SafetensorsFile::release(std::string_view name) const {
+  const TensorInfo* info = find(name);
+  if (!info) return;
+  const auto [pages, bytes] = inner_pages(mapping_->bytes() + info->offset, info->nbytes);
+  if (bytes > 0) madvise(pages, bytes, MADV_DONTNEED);  // a read-only private mapping: nothing is lost
+}
+
 void save_safetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
                       const json::Object& metadata) {
   auto fail = [&](const auto&... parts) { throw_error("writing safetensors file '", path, "': ", parts...); };

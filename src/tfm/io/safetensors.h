@@ -45,6 +45,10 @@ class SafetensorsFile {
   // (never so in files the Python library wrote) is copied to aligned memory instead. An absent name throws,
   // naming the file.
   Tensor get(std::string_view name) const;
+  // Hints that `name`'s bytes will be read soon, or are done with: released pages leave this process's
+  // memory but stay in the page cache, and a later read maps them again. Views stay valid either way.
+  void will_need(std::string_view name) const;
+  void release(std::string_view name) const;
   // The "__metadata__" object (string values only); empty when the file has none.
   const json::Value& metadata() const { return metadata_; }
 

@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "tfm/model/kv_cache.h"
-#include "tfm/ops/ops.h"
 
 namespace tfm {
 

@@ -1,51 +1,67 @@
-// A decoder-only causal language model (Llama, Mistral, Qwen2, Qwen3): config, weights and the forward pass
-// over a ragged batch with a paged KV cache.
+// A decoder-only causal language model (Llama, Mistral, Qwen2, Qwen3): config, layers and the forward pass
+// over a ragged batch with a paged KV cache, in the dtype it was loaded in.
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include "tfm/core/device.h"
+#include "tfm/core/kernel_mode.h"
 #include "tfm/model/batch.h"
 #include "tfm/model/config.h"
 #include "tfm/model/kv_cache.h"
-#include "tfm/model/rope.h"
-#include "tfm/model/weights.h"
-#include "tfm/ops/ops.h"
+#include "tfm/ops/kernel_config.h"
 
 namespace tfm {
 
+class SavedActivations;
+
 struct LoadOptions {
-  std::string dtype = "auto";                // "auto" (config.json's dtype), "float32", "bfloat16", "float16"
-  std::string device = "cpu";                // resolved by resolve_device: "auto", "cpu", "cuda:0", ...
-  std::string attn_implementation = "sdpa";  // "eager" or "sdpa"
+  std::string dtype = "auto";  // "auto" (config.json's dtype, else float32), "float32", "bfloat16", "float16"
+  std::string device = "cpu";  // resolved by resolve_device: "auto", "cpu", "cuda:0", ...
+  std::string attn_implementation = "sdpa";  // "eager", "sdpa", "flash_attention_2", "flash_attention_3"
+  bool use_kernels = false;                  // the built-in kernel mapping (Transformers' use_kernels=True)
+  KernelConfig kernel_config{};              // per-layer variants; a non-empty one implies use_kernels
+  bool progress = true;                      // "Loading weights" on stderr when a load takes over a second
 };
 
 class CausalLM {
  public:
   // `dir` is a model folder as the Hub ships it.
   static CausalLM from_pretrained(const std::string& dir, const LoadOptions& options = {});
+  CausalLM(CausalLM&&) noexcept;
+  CausalLM& operator=(CausalLM&&) noexcept;
+  ~CausalLM();
 
-  const ModelConfig& config() const { return config_; }
-  Device device() const { return device_; }
-  DType dtype() const { return dtype_; }
+  const ModelConfig& config() const;
+  Device device() const;
+  DType dtype() const;
+  // Bytes of device memory the weights take.
+  size_t weight_bytes() const;
 
-  // A cache of `num_blocks` blocks of `block_size` tokens on the model's device.
+  // A cache of `num_blocks` blocks of `block_size` tokens on the model's device, in its dtype.
   KVCache make_cache(int64_t num_blocks, int64_t block_size = kDefaultBlockSize) const;
   static constexpr int64_t kDefaultBlockSize = 16;
 
-  // Runs one step and returns the float32 logits (R, vocab) of batch.logits_rows, on the host.
-  Tensor forward(const ForwardBatch& batch, KVCache& cache);
+  // Runs one step and returns the float32 logits (R, vocab) of batch.logits_rows, on the host. With `saved`,
+  // the layers keep in it what a backward pass needs.
+  Tensor forward(const ForwardBatch& batch, KVCache& cache, SavedActivations* saved = nullptr);
+
+  // Transformers' train() / eval(): with kernels in use, the layers switch to the variants registered for
+  // the mode (kernelize's fallback to the default where a variant serves only the other).
+  void train(bool mode = true);
+  void eval() { train(false); }
+  bool training() const;
+  // Transformers' set_use_kernels(use_kernels, kernel_config): applied at once; false returns every layer to
+  // its default kernels.
+  void set_use_kernels(bool use_kernels, const KernelConfig& config = {});
+  // The variant each layer kind runs now (layer kinds absent run their defaults).
+  const LayerKernels& layer_kernels() const;
 
  private:
-  CausalLM(ModelConfig config, ModelWeights weights, DType dtype, Device device,
-           ops::AttentionImpl attention);
-
-  ModelConfig config_;
-  ModelWeights weights_;
-  DType dtype_;
-  Device device_;
-  ops::AttentionImpl attention_;
-  RotaryEmbedding rope_;
+  struct Impl;
+  explicit CausalLM(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace tfm

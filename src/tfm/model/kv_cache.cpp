@@ -22,14 +22,15 @@ void BlockPool::release(int32_t block) {
   free_.push_back(block);
 }
 
-KVCache KVCache::create(const ModelConfig& config, int32_t num_blocks, int64_t block_size, Device device) {
+KVCache KVCache::create(const ModelConfig& config, int32_t num_blocks, int64_t block_size, DType dtype,
+                        Device device) {
   check(num_blocks > 0 && block_size > 0, "a KV cache needs blocks, got ", num_blocks, " of ", block_size);
   KVCache cache;
   cache.block_size = block_size;
   cache.pool = BlockPool(num_blocks);
   const Shape shape{num_blocks, block_size, config.num_key_value_heads, config.head_dim};
   for (int64_t l = 0; l < config.num_hidden_layers; ++l) {
-    cache.layers.push_back({empty(shape, DType::float32, device), empty(shape, DType::float32, device)});
+    cache.layers.push_back({empty(shape, dtype, device), empty(shape, dtype, device)});
   }
   return cache;
 }

@@ -1,6 +1,6 @@
 // The paged KV cache: fixed-size blocks from one pool, per layer a key and a value tensor of
-// (num_blocks, block_size, kv_heads, head_dim). A sequence owns a list of blocks; its token j lives in block
-// blocks[j / block_size] at offset j % block_size.
+// (num_blocks, block_size, kv_heads, head_dim) in the model's dtype. A sequence owns a list of blocks; its
+// token j lives in block blocks[j / block_size] at offset j % block_size.
 #pragma once
 
 #include <cstdint>
@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "tfm/core/device.h"
+#include "tfm/core/tensor.h"
 #include "tfm/model/config.h"
-#include "tfm/ops/ops.h"
 
 namespace tfm {
 
@@ -31,12 +31,19 @@ inline int64_t blocks_for(int64_t tokens, int64_t block_size) {
   return (tokens + block_size - 1) / block_size;
 }
 
+// One layer's keys and values: (blocks, block_size, kv_heads, head_dim) each.
+struct LayerCache {
+  Tensor key;
+  Tensor value;
+};
+
 struct KVCache {
   int64_t block_size = 0;
-  std::vector<ops::LayerCache> layers;
+  std::vector<LayerCache> layers;
   BlockPool pool{0};
 
-  static KVCache create(const ModelConfig& config, int32_t num_blocks, int64_t block_size, Device device);
+  static KVCache create(const ModelConfig& config, int32_t num_blocks, int64_t block_size, DType dtype,
+                        Device device);
 };
 
 }  // namespace tfm

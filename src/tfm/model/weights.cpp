@@ -1,11 +1,13 @@
 #include "tfm/model/weights.h"
 
-#include <map>
+#include <algorithm>
 #include <set>
 
 #include "tfm/backend/backend.h"
 #include "tfm/core/error.h"
+#include "tfm/core/floats.h"
 #include "tfm/io/checkpoint.h"
+#include "tfm/io/progress_bar.h"
 
 namespace tfm {
 
@@ -41,64 +43,86 @@ std::vector<WeightSpec> expected_weights(const ModelConfig& c) {
 
 namespace {
 
-// float32 values of a stored tensor, rounded to the precision the model runs at.
-Tensor to_float32(const Tensor& stored, DType precision, const std::string& where) {
-  Tensor out = Tensor::cpu(stored.shape(), DType::float32);
-  float* o = out.data<float>();
-  const int64_t n = stored.numel();
-  switch (stored.dtype()) {
-    case DType::float32:
-      std::copy_n(stored.data<float>(), n, o);
-      break;
-    case DType::bfloat16:
-      for (int64_t i = 0; i < n; ++i) o[i] = bf16_to_float(stored.data<uint16_t>()[i]);
-      break;
-    case DType::float16:
-      for (int64_t i = 0; i < n; ++i) o[i] = fp16_to_float(stored.data<uint16_t>()[i]);
-      break;
-    default:
-      throw_error(where, " is stored as ", dtype_name(stored.dtype()), ", which tfm cannot load as weights");
-  }
-  if (precision == DType::bfloat16 && stored.dtype() != DType::bfloat16) {
-    for (int64_t i = 0; i < n; ++i) o[i] = bf16_to_float(float_to_bf16(o[i]));
-  } else if (precision == DType::float16 && stored.dtype() != DType::float16) {
-    for (int64_t i = 0; i < n; ++i) o[i] = fp16_to_float(float_to_fp16(o[i]));
-  }
-  return out;
-}
-
-// Rows of several (rows_i, cols) tensors stacked into one (sum rows_i, cols).
-Tensor stack_rows(const std::vector<Tensor>& parts) {
-  int64_t rows = 0;
-  for (const Tensor& p : parts) rows += p.size(0);
-  Shape shape = parts[0].shape();
-  shape[0] = rows;
-  Tensor out = Tensor::cpu(shape, DType::float32);
-  float* o = out.data<float>();
-  for (const Tensor& p : parts) o = std::copy_n(p.data<float>(), p.numel(), o);
-  return out;
-}
-
 bool ignored_on_load(const std::string& name) {
   // Old checkpoints stored the rotary frequencies; Transformers recomputes them and ignores these.
   return name.ends_with("rotary_emb.inv_freq");
 }
 
+bool is_float_dtype(DType d) {
+  return std::find(std::begin(kComputeDTypes), std::end(kComputeDTypes), d) != std::end(kComputeDTypes);
+}
+
+// Elements converted per upload when a tensor changes dtype on its way: host memory for the conversion stays
+// at one chunk.
+constexpr int64_t kChunkElements = int64_t{8} << 20;
+
+// `n` elements of dtype `from` at `src` as dtype `to` at `dst`, rounding to nearest even.
+void convert(const void* src, DType from, void* dst, DType to, int64_t n) {
+  visit_float(from, [&]<typename In>() {
+    visit_float(to, [&]<typename Out>() {
+      const In* in = static_cast<const In*>(src);
+      Out* out = static_cast<Out*>(dst);
+#pragma omp parallel for if (n > 65536)
+      for (int64_t i = 0; i < n; ++i) out[i] = from_float<Out>(to_float(in[i]));
+    });
+  });
+}
+
 }  // namespace
 
-ModelWeights load_weights(const std::string& dir, const ModelConfig& config, DType dtype, Device device) {
-  const Checkpoint checkpoint = Checkpoint::open(dir);
+struct WeightLoader::State {
+  Checkpoint checkpoint;
+  DType dtype;
+  Device device;
+  std::set<std::string> expected;
+  io::ProgressBar progress;
+
+  // The bytes of `stored` (a view of the file mapping) into `dst`, a device tensor or view of its shape.
+  void upload(const Tensor& stored, const Tensor& dst) {
+    if (stored.dtype() == dtype) {
+      copy_from_host(dst, stored.raw());
+      return;
+    }
+    const int64_t n = stored.numel();
+    const Tensor flat = dst.reshape({n});
+    std::vector<char> chunk(static_cast<size_t>(std::min(n, kChunkElements)) * dtype_size(dtype));
+    for (int64_t begin = 0; begin < n; begin += kChunkElements) {
+      const int64_t count = std::min(kChunkElements, n - begin);
+      convert(static_cast<const char*>(stored.raw()) + begin * dtype_size(stored.dtype()), stored.dtype(),
+              chunk.data(), dtype, count);
+      copy_from_host(flat.narrow(begin, count), chunk.data());
+    }
+  }
+
+  Tensor stored(const std::string& name) {
+    check(expected.count(name), "weights: ", name, " is not a tensor this model has");
+    const Tensor t = checkpoint.get(name);
+    check(is_float_dtype(t.dtype()), checkpoint.file_of(name), ": ", name, " is stored as ", dtype_name(t.dtype()),
+          ", which tfm cannot load as weights (float32, bfloat16 and float16 can be)");
+    return t;
+  }
+
+  // Done with `name`'s bytes in the file: unless a cpu model still views them, they leave this process's
+  // memory (the page cache keeps them).
+  void done(const std::string& name, bool viewed) {
+    if (!viewed) checkpoint.release(name);
+    progress.update(1);
+  }
+};
+
+WeightLoader::WeightLoader(const std::string& dir, const ModelConfig& config, DType dtype, Device device,
+                           bool progress) {
+  Checkpoint checkpoint = Checkpoint::open(dir);
   const std::vector<WeightSpec> specs = expected_weights(config);
   std::set<std::string> expected;
   for (const WeightSpec& s : specs) expected.insert(s.name);
   for (const std::string& name : checkpoint.names()) {
     const bool tied_head = config.tie_word_embeddings && name == "lm_head.weight";
     if (!expected.count(name) && !tied_head && !ignored_on_load(name)) {
-      throw_error(checkpoint.file_of(name), ": unexpected tensor ", name, " (not part of a ",
-                  config.architecture_name, " with this config.json)");
+      throw_error(checkpoint.file_of(name), ": unexpected tensor ", name, " (not part of a ", config.architecture_name,
+                  " with this config.json)");
     }
   }
-  std::map<std::string, Tensor> host;
   for (const WeightSpec& s : specs) {
     const TensorInfo* info = checkpoint.find(s.name);
     if (!info) throw_error(dir, ": missing tensor ", s.name, " (", config.architecture_name, " needs it)");
@@ -106,46 +130,44 @@ ModelWeights load_weights(const std::string& dir, const ModelConfig& config, DTy
       throw_error(checkpoint.file_of(s.name), ": tensor ", s.name, " has shape ", shape_str(info->shape),
                   " but config.json implies ", shape_str(s.shape));
     }
-    host[s.name] = to_float32(checkpoint.get(s.name), dtype, checkpoint.file_of(s.name) + ": " + s.name);
   }
-  auto take = [&](const std::string& name) { return to_device(host.at(name), device); };
-  auto take_optional = [&](const std::string& name) { return host.count(name) ? take(name) : Tensor(); };
+  state_.reset(new State{std::move(checkpoint), dtype, device, std::move(expected),
+                         io::ProgressBar("Loading weights", static_cast<int64_t>(specs.size()), 0, progress,
+                                         io::ProgressUnit::items, /*delay_s=*/1.0)});
+}
 
-  ModelWeights w;
-  w.embed_tokens = take("model.embed_tokens.weight");
-  for (int64_t l = 0; l < config.num_hidden_layers; ++l) {
-    const std::string p = "model.layers." + std::to_string(l) + ".";
-    LayerWeights lw;
-    lw.input_layernorm = take(p + "input_layernorm.weight");
-    const std::string a = p + "self_attn.";
-    lw.qkv_proj = to_device(stack_rows({host.at(a + "q_proj.weight"), host.at(a + "k_proj.weight"),
-                                        host.at(a + "v_proj.weight")}),
-                            device);
-    if (config.qkv_bias) {
-      lw.qkv_bias = to_device(
-          stack_rows({host.at(a + "q_proj.bias"), host.at(a + "k_proj.bias"), host.at(a + "v_proj.bias")}),
-          device);
-    }
-    lw.q_norm = take_optional(a + "q_norm.weight");
-    lw.k_norm = take_optional(a + "k_norm.weight");
-    lw.o_proj = take(a + "o_proj.weight");
-    lw.o_bias = take_optional(a + "o_proj.bias");
-    lw.post_attention_layernorm = take(p + "post_attention_layernorm.weight");
-    const std::string m = p + "mlp.";
-    lw.gate_up_proj =
-        to_device(stack_rows({host.at(m + "gate_proj.weight"), host.at(m + "up_proj.weight")}), device);
-    if (config.mlp_bias) {
-      lw.gate_up_bias =
-          to_device(stack_rows({host.at(m + "gate_proj.bias"), host.at(m + "up_proj.bias")}), device);
-    }
-    lw.down_proj = take(m + "down_proj.weight");
-    lw.down_bias = take_optional(m + "down_proj.bias");
-    w.layers.push_back(std::move(lw));
-    for (auto it = host.lower_bound(p); it != host.end() && it->first.starts_with(p);) it = host.erase(it);
+WeightLoader::~WeightLoader() = default;
+
+bool WeightLoader::has(const std::string& name) const {
+  return state_->expected.count(name) > 0;
+}
+
+Tensor WeightLoader::take(const std::string& name) {
+  const Tensor stored = state_->stored(name);
+  const bool view = state_->device.type == DeviceType::cpu && stored.dtype() == state_->dtype;
+  Tensor out = view ? stored : empty(stored.shape(), state_->dtype, state_->device);
+  if (!view) state_->upload(stored, out);
+  state_->done(name, view);
+  return out;
+}
+
+Tensor WeightLoader::take_rows(const std::vector<std::string>& names) {
+  std::vector<Tensor> parts;
+  int64_t rows = 0;
+  for (const std::string& name : names) {
+    parts.push_back(state_->stored(name));
+    rows += parts.back().size(0);
   }
-  w.norm = take("model.norm.weight");
-  w.lm_head = config.tie_word_embeddings ? w.embed_tokens : take("lm_head.weight");
-  return w;
+  Shape shape = parts[0].shape();
+  shape[0] = rows;
+  Tensor out = empty(shape, state_->dtype, state_->device);
+  int64_t row = 0;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    state_->upload(parts[i], out.narrow(row, parts[i].size(0)));
+    row += parts[i].size(0);
+    state_->done(names[i], /*viewed=*/false);
+  }
+  return out;
 }
 
 }  // namespace tfm

@@ -1,6 +1,7 @@
-// The tensors a checkpoint of each architecture holds, by their Hub names, and loading them for a device.
+// The tensors a checkpoint of each architecture holds, by their Hub names, and streaming them to a device.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -18,27 +19,29 @@ struct WeightSpec {
 // tied).
 std::vector<WeightSpec> expected_weights(const ModelConfig& config);
 
-// One decoder layer's weights, with q/k/v and gate/up fused so each is one matmul.
-struct LayerWeights {
-  Tensor input_layernorm;             // (H)
-  Tensor qkv_proj, qkv_bias;          // ((heads + 2 kv_heads) * head_dim, H), bias or undefined
-  Tensor q_norm, k_norm;              // (head_dim), Qwen3 only
-  Tensor o_proj, o_bias;              // (H, heads * head_dim)
-  Tensor post_attention_layernorm;    // (H)
-  Tensor gate_up_proj, gate_up_bias;  // (2 I, H)
-  Tensor down_proj, down_bias;        // (H, I)
-};
+// Moves a checkpoint's tensors to a device in the model's dtype, one tensor at a time, so that host memory
+// holds no copy of the model: a tensor stored in the model's dtype goes from the file mapping to the device as
+// it is (a cpu model keeps viewing the mapping, no copy at all), one stored in another dtype is converted on
+// its way in chunks. Opening checks the checkpoint against the config: missing, unexpected and misshapen
+// tensors are errors naming file and tensor. With `progress`, a load that takes over a second shows
+// Transformers' "Loading weights" bar on stderr.
+class WeightLoader {
+ public:
+  WeightLoader(const std::string& dir, const ModelConfig& config, DType dtype, Device device, bool progress);
+  ~WeightLoader();
+  WeightLoader(const WeightLoader&) = delete;
+  WeightLoader& operator=(const WeightLoader&) = delete;
 
-struct ModelWeights {
-  Tensor embed_tokens;  // (V, H)
-  std::vector<LayerWeights> layers;
-  Tensor norm;     // (H)
-  Tensor lm_head;  // (V, H), the embedding itself when tied
-};
+  bool has(const std::string& name) const;
+  // The tensor `name` on the device.
+  Tensor take(const std::string& name);
+  // The tensors `names` (same columns) stacked by rows into one device tensor: q/k/v and gate/up become one
+  // matmul each.
+  Tensor take_rows(const std::vector<std::string>& names);
 
-// Reads the safetensors checkpoint in `dir`, checks it against the config (missing, unexpected and misshapen
-// tensors are errors naming the file and tensor), and returns float32 weights whose values are rounded to
-// `dtype` (the precision the model runs at), placed on `device`.
-ModelWeights load_weights(const std::string& dir, const ModelConfig& config, DType dtype, Device device);
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
 
 }  // namespace tfm

@@ -1,34 +1,35 @@
-// The op set the models use. Each op checks shapes and dtypes (a mismatch is a tfm::Error naming the op and
-// the shapes), then runs the kernel of the tensors' device (backend/op_kernels.h describes each).
+// The op set the models use (backend/op_set.h describes each op). Each op checks shapes, dtypes and devices
+// (a mismatch is a tfm::Error naming the op and the tensors), then runs the kernel the registry has for the
+// tensors' device and dtype: `variant`'s when it has one that accepts the arguments, else the default.
 #pragma once
 
 #include <cstdint>
 #include <span>
+#include <string_view>
 
-#include "tfm/backend/op_kernels.h"
+#include "tfm/backend/op_set.h"
 #include "tfm/core/tensor.h"
 
 namespace tfm::ops {
 
-void embedding(const Tensor& table, const Tensor& ids, Tensor& out);
-void linear(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y);
-void rms_norm(const Tensor& x, const Tensor& weight, float eps, Tensor& out);
-void rope_(Tensor& x, const Tensor& cos, const Tensor& sin);
-void silu_mul(const Tensor& gate_up, Tensor& out);
+using op::AttentionMetadata;
+
+void embedding(const Tensor& table, const Tensor& ids, Tensor& out, std::string_view variant = {});
+void linear(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y, std::string_view variant = {});
+void rms_norm(const Tensor& x, const Tensor& weight, float eps, Tensor& out, std::string_view variant = {});
+void add_rms_norm(Tensor& residual, const Tensor& x, const Tensor& weight, float eps, Tensor& out,
+                  std::string_view variant = {});
+void rope_(Tensor& x, const Tensor& cos, const Tensor& sin, std::string_view variant = {});
+void silu_mul(const Tensor& gate_up, Tensor& out, std::string_view variant = {});
 void add_(Tensor& x, const Tensor& y);
+void cast(const Tensor& x, Tensor& out);
 void split_columns(const Tensor& x, std::span<Tensor* const> outs);
 void gather_rows(const Tensor& x, const Tensor& rows, Tensor& out);
 
-// The KV cache of one layer: (blocks, block_size, kv_heads, head_dim) for keys and for values.
-struct LayerCache {
-  Tensor key;
-  Tensor value;
-};
-
-enum class AttentionImpl { eager, sdpa };
-
-void kv_cache_write(const Tensor& k, const Tensor& v, const Tensor& slots, LayerCache& cache);
-void paged_attention(const Tensor& q, const LayerCache& cache, const AttentionMetadata& meta, float scale,
-                     int64_t window, AttentionImpl impl, Tensor& out);
+// A layer's KV cache is a key and a value tensor of (blocks, block_size, kv_heads, head_dim).
+void kv_cache_write(const Tensor& k, const Tensor& v, const Tensor& slots, Tensor& cache_k, Tensor& cache_v,
+                    std::string_view variant = {});
+void paged_attention(const Tensor& q, const Tensor& cache_k, const Tensor& cache_v, const AttentionMetadata& meta,
+                     float scale, int64_t window, Tensor& out, std::string_view variant = {});
 
 }  // namespace tfm::ops

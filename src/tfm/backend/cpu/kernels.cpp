@@ -1,107 +1,173 @@
-#include "tfm/backend/cpu/kernels.h"
-
+// The CPU's kernels of the op set but matmul (linear.cpp): plain C++ over each dtype's storage type, parallel
+// with OpenMP. Elements are read as float32 (to_float), computed in float32 and rounded back (from_float) where
+// op_set.h says torch rounds. These are also the reference other devices' kernels are tested against.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <vector>
 
-namespace tfm::cpu {
+#include "tfm/backend/cpu/cpu_backend.h"
+#include "tfm/backend/pointer_args.h"
+#include "tfm/core/floats.h"
 
-void embedding(const float* table, const int32_t* ids, int64_t T, int64_t H, float* out) {
-#pragma omp parallel for
-  for (int64_t t = 0; t < T; ++t)
-    std::memcpy(out + t * H, table + static_cast<int64_t>(ids[t]) * H, H * sizeof(float));
+namespace tfm::cpu {
+namespace {
+
+// Copies of whole rows do not look at the values: one kernel per element size serves every dtype.
+template <typename T>
+void embedding(const op::Embedding& a) {
+  const int64_t T_ = a.ids.size(0), H = a.table.size(1);
+  const T* table = a.table.data<T>();
+  const int32_t* ids = a.ids.data<int32_t>();
+  T* out = a.out.data<T>();
+#pragma omp parallel for if (T_ * H > 65536)
+  for (int64_t t = 0; t < T_; ++t) std::memcpy(out + t * H, table + int64_t{ids[t]} * H, H * sizeof(T));
 }
 
-void rms_norm(const float* x, const float* weight, int64_t rows, int64_t dim, float eps, float* out) {
-#pragma omp parallel for if (rows * dim > 16384)
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* xr = x + r * dim;
-    float* o = out + r * dim;
-    float sum = 0.f;
-    for (int64_t i = 0; i < dim; ++i) sum += xr[i] * xr[i];
-    const float inv = 1.f / std::sqrt(sum / static_cast<float>(dim) + eps);
-    for (int64_t i = 0; i < dim; ++i) o[i] = weight[i] * (xr[i] * inv);
+template <typename T>
+void gather_rows(const op::GatherRows& a) {
+  const int64_t R = a.rows.size(0), H = a.x.size(1);
+  const T* x = a.x.data<T>();
+  const int32_t* rows = a.rows.data<int32_t>();
+  T* out = a.out.data<T>();
+  for (int64_t i = 0; i < R; ++i) std::memcpy(out + i * H, x + int64_t{rows[i]} * H, H * sizeof(T));
+}
+
+template <typename T>
+void split_columns(const op::SplitColumns& a) {
+  const ColumnSplit s = column_split(a);
+  const int64_t rows = a.x.size(0), n = static_cast<int64_t>(s.outs.size());
+  int64_t total = 0;
+  for (int64_t w : s.widths) total += w;
+  const T* x = a.x.data<T>();
+#pragma omp parallel for if (rows * total > 65536)
+  for (int64_t t = 0; t < rows; ++t) {
+    const T* row = x + t * total;
+    for (int64_t i = 0; i < n; ++i) {
+      std::memcpy(static_cast<T*>(s.outs[i]) + t * s.widths[i], row, s.widths[i] * sizeof(T));
+      row += s.widths[i];
+    }
   }
 }
 
-void rope(float* x, const float* cos, const float* sin, int64_t T, int64_t heads, int64_t head_dim,
-          int64_t rot_dim) {
-  const int64_t half = rot_dim / 2;
-#pragma omp parallel for if (T * heads * head_dim > 16384)
-  for (int64_t t = 0; t < T; ++t) {
-    const float* c = cos + t * rot_dim;
-    const float* s = sin + t * rot_dim;
+template <typename T>
+void kv_cache_write(const op::KvCacheWrite& a) {
+  const int64_t rows = a.k.size(0), kv_dim = rows ? a.k.numel() / rows : 0;
+  const int32_t* slots = a.slots.data<int32_t>();
+  for (int64_t t = 0; t < rows; ++t) {
+    const int64_t slot = slots[t];
+    std::memcpy(a.cache_k.data<T>() + slot * kv_dim, a.k.data<T>() + t * kv_dim, kv_dim * sizeof(T));
+    std::memcpy(a.cache_v.data<T>() + slot * kv_dim, a.v.data<T>() + t * kv_dim, kv_dim * sizeof(T));
+  }
+}
+
+template <typename T>
+void add(const op::Add& a) {
+  const int64_t n = a.x.numel();
+  T* x = a.x.data<T>();
+  const T* y = a.y.data<T>();
+#pragma omp parallel for if (n > 65536)
+  for (int64_t i = 0; i < n; ++i) x[i] = from_float<T>(to_float(x[i]) + to_float(y[i]));
+}
+
+template <typename In>
+void cast(const op::Cast& a) {
+  const int64_t n = a.x.numel();
+  const In* x = a.x.data<In>();
+  visit_float(a.out.dtype(), [&]<typename Out>() {
+    Out* out = a.out.data<Out>();
+#pragma omp parallel for if (n > 65536)
+    for (int64_t i = 0; i < n; ++i) out[i] = from_float<Out>(to_float(x[i]));
+  });
+}
+
+// One row of RMSNorm: n = x * rsqrt(mean(x^2) + eps) rounded to T, out = weight * n.
+template <typename T>
+void rms_norm_row(const T* x, const T* weight, int64_t dim, float eps, T* out) {
+  float sum = 0.f;
+  for (int64_t i = 0; i < dim; ++i) {
+    const float v = to_float(x[i]);
+    sum += v * v;
+  }
+  const float inv = 1.f / std::sqrt(sum / static_cast<float>(dim) + eps);
+  for (int64_t i = 0; i < dim; ++i) out[i] = from_float<T>(to_float(weight[i]) * round_to<T>(to_float(x[i]) * inv));
+}
+
+template <typename T>
+void rms_norm(const op::RmsNorm& a) {
+  const int64_t dim = a.weight.size(0), rows = a.x.numel() / std::max<int64_t>(dim, 1);
+#pragma omp parallel for if (rows * dim > 16384)
+  for (int64_t r = 0; r < rows; ++r)
+    rms_norm_row(a.x.data<T>() + r * dim, a.weight.data<T>(), dim, a.eps, a.out.data<T>() + r * dim);
+}
+
+// The residual add and the norm in one pass over each row.
+template <typename T>
+void add_rms_norm_fused(const op::AddRmsNorm& a) {
+  const int64_t dim = a.weight.size(0), rows = a.residual.numel() / std::max<int64_t>(dim, 1);
+#pragma omp parallel for if (rows * dim > 16384)
+  for (int64_t r = 0; r < rows; ++r) {
+    T* h = a.residual.data<T>() + r * dim;
+    const T* x = a.x.data<T>() + r * dim;
+    for (int64_t i = 0; i < dim; ++i) h[i] = from_float<T>(to_float(h[i]) + to_float(x[i]));
+    rms_norm_row(h, a.weight.data<T>(), dim, a.eps, a.out.data<T>() + r * dim);
+  }
+}
+
+template <typename T>
+void rope(const op::Rope& a) {
+  const int64_t rows = a.x.size(0), heads = a.x.size(1), head_dim = a.x.size(2), rot = a.cos.size(1);
+  const int64_t half = rot / 2;
+#pragma omp parallel for if (rows * heads * head_dim > 16384)
+  for (int64_t t = 0; t < rows; ++t) {
+    const T* c = a.cos.data<T>() + t * rot;
+    const T* s = a.sin.data<T>() + t * rot;
     for (int64_t h = 0; h < heads; ++h) {
-      float* v = x + (t * heads + h) * head_dim;
+      T* v = a.x.data<T>() + (t * heads + h) * head_dim;
       for (int64_t i = 0; i < half; ++i) {
-        const float a = v[i], b = v[i + half];
-        v[i] = a * c[i] - b * s[i];
-        v[i + half] = b * c[i + half] + a * s[i + half];
+        const float x1 = to_float(v[i]), x2 = to_float(v[i + half]);
+        v[i] = from_float<T>(round_to<T>(x1 * to_float(c[i])) + round_to<T>(-x2 * to_float(s[i])));
+        v[i + half] =
+            from_float<T>(round_to<T>(x2 * to_float(c[i + half])) + round_to<T>(x1 * to_float(s[i + half])));
       }
     }
   }
 }
 
-void silu_mul(const float* gate_up, int64_t T, int64_t I, float* out) {
-#pragma omp parallel for if (T * I > 16384)
-  for (int64_t t = 0; t < T; ++t) {
-    const float* g = gate_up + t * 2 * I;
-    const float* u = g + I;
-    float* o = out + t * I;
-    for (int64_t i = 0; i < I; ++i) o[i] = g[i] / (1.f + std::exp(-g[i])) * u[i];
-  }
-}
-
-void add_inplace(float* x, const float* y, int64_t n) {
-#pragma omp parallel for if (n > 65536)
-  for (int64_t i = 0; i < n; ++i) x[i] += y[i];
-}
-
-void split_columns(const float* x, int64_t T, float* const* outs, const int64_t* widths, int64_t n) {
-  int64_t total = 0;
-  for (int64_t i = 0; i < n; ++i) total += widths[i];
-#pragma omp parallel for if (T * total > 65536)
-  for (int64_t t = 0; t < T; ++t) {
-    const float* row = x + t * total;
-    for (int64_t i = 0; i < n; ++i) {
-      std::memcpy(outs[i] + t * widths[i], row, widths[i] * sizeof(float));
-      row += widths[i];
+template <typename T>
+void silu_mul(const op::SiluMul& a) {
+  const int64_t rows = a.out.size(0), I = a.out.size(1);
+#pragma omp parallel for if (rows * I > 16384)
+  for (int64_t t = 0; t < rows; ++t) {
+    const T* g = a.gate_up.data<T>() + t * 2 * I;
+    const T* u = g + I;
+    T* o = a.out.data<T>() + t * I;
+    for (int64_t i = 0; i < I; ++i) {
+      const float gate = to_float(g[i]);
+      o[i] = from_float<T>(round_to<T>(gate / (1.f + std::exp(-gate))) * to_float(u[i]));
     }
   }
 }
 
-void gather_rows(const float* x, int64_t H, const int32_t* rows, int64_t R, float* out) {
-  for (int64_t i = 0; i < R; ++i)
-    std::memcpy(out + i * H, x + static_cast<int64_t>(rows[i]) * H, H * sizeof(float));
-}
-
-void kv_cache_write(const float* k, const float* v, const int32_t* slots, int64_t T, int64_t kv_dim,
-                    float* cache_k, float* cache_v) {
-  for (int64_t t = 0; t < T; ++t) {
-    const int64_t slot = slots[t];
-    std::memcpy(cache_k + slot * kv_dim, k + t * kv_dim, kv_dim * sizeof(float));
-    std::memcpy(cache_v + slot * kv_dim, v + t * kv_dim, kv_dim * sizeof(float));
-  }
-}
-
-void paged_attention(const PagedAttentionArgs& a, bool materialize_scores) {
-  const int64_t group = a.heads / a.kv_heads;
-  const int64_t D = a.head_dim;
-  const int64_t T = a.query_start[a.num_seqs];
-  // Row -> sequence, so that (row, head) pairs can be spread over threads evenly.
-  std::vector<int32_t> seq_of_row(static_cast<size_t>(T));
+// Causal grouped-query attention over the paged cache, one (row, head) at a time, spread over threads.
+template <typename T, bool Eager>
+void paged_attention(const op::PagedAttention& op_args) {
+  const PagedAttentionArgs a = paged_attention_args(op_args);
+  const int64_t group = a.heads / a.kv_heads, D = a.head_dim;
+  const int64_t rows = a.query_start[a.num_seqs];
+  const T* q_all = static_cast<const T*>(a.q);
+  const T* cache_k = static_cast<const T*>(a.cache_k);
+  const T* cache_v = static_cast<const T*>(a.cache_v);
+  std::vector<int32_t> seq_of_row(static_cast<size_t>(rows));  // so that (row, head) pairs spread evenly
   for (int64_t s = 0; s < a.num_seqs; ++s) {
-    for (int32_t r = a.query_start[s]; r < a.query_start[s + 1]; ++r)
-      seq_of_row[static_cast<size_t>(r)] = static_cast<int32_t>(s);
+    for (int32_t r = a.query_start[s]; r < a.query_start[s + 1]; ++r) seq_of_row[static_cast<size_t>(r)] = s;
   }
 #pragma omp parallel
   {
-    std::vector<float> scores;
-    std::vector<float> acc(static_cast<size_t>(D));
+    std::vector<float> q(static_cast<size_t>(D)), acc(static_cast<size_t>(D)), scores;
 #pragma omp for collapse(2) schedule(dynamic, 4)
-    for (int64_t row = 0; row < T; ++row) {
+    for (int64_t row = 0; row < rows; ++row) {
       for (int64_t h = 0; h < a.heads; ++h) {
         const int64_t s = seq_of_row[static_cast<size_t>(row)];
         const int64_t pos = a.positions[row];
@@ -109,34 +175,37 @@ void paged_attention(const PagedAttentionArgs& a, bool materialize_scores) {
         const int64_t first = a.window > 0 ? std::max<int64_t>(0, pos - a.window + 1) : 0;
         const int32_t* blocks = a.block_tables + s * a.max_blocks;
         const int64_t kvh = h / group;
-        const float* q = a.q + (row * a.heads + h) * D;
-        auto key_row = [&](int64_t j, const float* cache) {
+        for (int64_t i = 0; i < D; ++i) q[i] = to_float(q_all[(row * a.heads + h) * D + i]);
+        auto cache_row = [&](const T* cache, int64_t j) {
           const int64_t block = blocks[j / a.block_size];
           return cache + ((block * a.block_size + j % a.block_size) * a.kv_heads + kvh) * D;
         };
-        auto dot = [&](const float* k) {
+        auto dot = [&](const T* k) {
           float d = 0.f;
-          for (int64_t i = 0; i < D; ++i) d += q[i] * k[i];
-          return d * a.scale;
+          for (int64_t i = 0; i < D; ++i) d += q[i] * to_float(k[i]);
+          return d;
         };
         std::fill(acc.begin(), acc.end(), 0.f);
-        float denom = 0.f;
-        if (materialize_scores) {
-          scores.assign(static_cast<size_t>(last - first + 1), 0.f);
+        float denom = 1.f;
+        if constexpr (Eager) {
+          scores.assign(static_cast<size_t>(std::max<int64_t>(last - first + 1, 0)), 0.f);
           float max = -std::numeric_limits<float>::infinity();
-          for (int64_t j = first; j <= last; ++j)
-            max = std::max(max, scores[j - first] = dot(key_row(j, a.cache_k)));
-          for (float& sc : scores) denom += sc = std::exp(sc - max);
           for (int64_t j = first; j <= last; ++j) {
-            const float p = scores[j - first] / denom;
-            const float* v = key_row(j, a.cache_v);
-            for (int64_t i = 0; i < D; ++i) acc[i] += p * v[i];
+            const float score = round_to<T>(round_to<T>(dot(cache_row(cache_k, j))) * a.scale);
+            max = std::max(max, scores[j - first] = score);
           }
-          denom = 1.f;
+          float sum = 0.f;
+          for (float& sc : scores) sum += sc = std::exp(sc - max);
+          for (int64_t j = first; j <= last; ++j) {
+            const float p = round_to<T>(scores[j - first] / sum);
+            const T* v = cache_row(cache_v, j);
+            for (int64_t i = 0; i < D; ++i) acc[i] += p * to_float(v[i]);
+          }
         } else {
           float max = -std::numeric_limits<float>::infinity();
+          denom = 0.f;
           for (int64_t j = first; j <= last; ++j) {
-            const float sc = dot(key_row(j, a.cache_k));
+            const float sc = dot(cache_row(cache_k, j)) * a.scale;
             if (sc > max) {  // rescale what was summed under the old maximum
               const float c = std::exp(max - sc);
               denom *= c;
@@ -145,15 +214,37 @@ void paged_attention(const PagedAttentionArgs& a, bool materialize_scores) {
             }
             const float p = std::exp(sc - max);
             denom += p;
-            const float* v = key_row(j, a.cache_v);
-            for (int64_t i = 0; i < D; ++i) acc[i] += p * v[i];
+            const T* v = cache_row(cache_v, j);
+            for (int64_t i = 0; i < D; ++i) acc[i] += p * to_float(v[i]);
           }
         }
-        float* o = a.out + (row * a.heads + h) * D;
+        T* o = static_cast<T*>(a.out) + (row * a.heads + h) * D;
         const float inv = last >= first ? 1.f / denom : 0.f;
-        for (int64_t i = 0; i < D; ++i) o[i] = acc[i] * inv;
+        for (int64_t i = 0; i < D; ++i) o[i] = from_float<T>(acc[i] * inv);
       }
     }
+  }
+}
+
+}  // namespace
+
+void register_pointwise_kernels(KernelRegistry& r) {
+  constexpr DeviceType cpu = DeviceType::cpu;
+  for (DType d : kComputeDTypes) {
+    visit_float(d, [&]<typename T>() {
+      r.add<op::Embedding>(cpu, d, "default", {.run = embedding<T>, .is_default = true});
+      r.add<op::GatherRows>(cpu, d, "default", {.run = gather_rows<T>, .is_default = true});
+      r.add<op::SplitColumns>(cpu, d, "default", {.run = split_columns<T>, .is_default = true});
+      r.add<op::KvCacheWrite>(cpu, d, "default", {.run = kv_cache_write<T>, .is_default = true});
+      r.add<op::Add>(cpu, d, "default", {.run = add<T>, .is_default = true});
+      r.add<op::Cast>(cpu, d, "default", {.run = cast<T>, .is_default = true});
+      r.add<op::RmsNorm>(cpu, d, "default", {.run = rms_norm<T>, .is_default = true});
+      r.add<op::AddRmsNorm>(cpu, d, "fused", {.run = add_rms_norm_fused<T>});
+      r.add<op::Rope>(cpu, d, "default", {.run = rope<T>, .is_default = true});
+      r.add<op::SiluMul>(cpu, d, "default", {.run = silu_mul<T>, .is_default = true});
+      r.add<op::PagedAttention>(cpu, d, "flash", {.run = paged_attention<T, false>, .is_default = true});
+      r.add<op::PagedAttention>(cpu, d, "eager", {.run = paged_attention<T, true>});
+    });
   }
 }
 

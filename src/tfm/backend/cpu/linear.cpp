@@ -1,0 +1,229 @@
+// The CPU's matmul, y = x @ w^T + bias. oneDNN runs it where it can for the dtype on this CPU (float32
+// always; bfloat16 on CPUs with AVX-512 or AMX, where oneDNN picks those units at run time). Elsewhere the
+// 16-bit dtypes take tfm's own paths, float32 accumulation either way: a few rows (decode steps) are dot
+// products straight over the 16-bit weights, so each weight byte is read once, which is where bf16 halves a
+// step's time; more rows convert blocks of the weights to float32 for oneDNN's float32 matmul, which the
+// conversion costs little against.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <tuple>
+#include <vector>
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "tfm/backend/cpu/cpu_backend.h"
+#include "tfm/core/floats.h"
+
+namespace tfm::cpu {
+namespace {
+
+using dt = dnnl::memory::data_type;
+using tag = dnnl::memory::format_tag;
+
+dt onednn_type(DType d) {
+  return d == DType::float32 ? dt::f32 : d == DType::bfloat16 ? dt::bf16 : dt::f16;
+}
+
+// oneDNN matmul primitives by shape and dtype, created once (creation costs far more than a decode step's
+// small matmul); whether oneDNN has one for a dtype on this CPU is asked once.
+class OneDnn {
+ public:
+  static OneDnn& get() {
+    static OneDnn instance;
+    return instance;
+  }
+
+  bool runs(DType d) {
+    std::lock_guard lock(mutex_);
+    auto it = runs_.find(d);
+    if (it == runs_.end()) it = runs_.emplace(d, create(1, 64, 64, d, true).has_value()).first;
+    return it->second;
+  }
+
+  // y (M, N) = x (M, K) @ w^T, w (N, K) row-major; all of dtype d; bias (N) of dtype d or null.
+  void matmul(const void* x, const void* w, const void* bias, void* y, int64_t M, int64_t K, int64_t N,
+              DType d) {
+    const dt type = onednn_type(d);
+    const dnnl::memory::desc x_md({M, K}, type, tag::ab), w_md({K, N}, type, tag::ba), y_md({M, N}, type, tag::ab),
+        bias_md({1, N}, type, tag::ab);
+    std::lock_guard lock(mutex_);
+    const auto key = std::make_tuple(M, K, N, d, bias != nullptr);
+    auto it = primitives_.find(key);
+    if (it == primitives_.end()) {
+      std::optional<dnnl::matmul> created = create(M, K, N, d, bias != nullptr);
+      check(created.has_value(), "oneDNN has no ", dtype_name(d), " matmul for ", M, "x", K, " by ", K, "x", N,
+            " on this CPU");
+      it = primitives_.emplace(key, *created).first;
+    }
+    std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, dnnl::memory(x_md, engine_, const_cast<void*>(x))},
+                                               {DNNL_ARG_WEIGHTS, dnnl::memory(w_md, engine_, const_cast<void*>(w))},
+                                               {DNNL_ARG_DST, dnnl::memory(y_md, engine_, y)}};
+    if (bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory(bias_md, engine_, const_cast<void*>(bias)));
+    it->second.execute(stream_, args);
+    stream_.wait();
+  }
+
+ private:
+  std::optional<dnnl::matmul> create(int64_t M, int64_t K, int64_t N, DType d, bool with_bias) {
+    const dt type = onednn_type(d);
+    const dnnl::memory::desc x_md({M, K}, type, tag::ab), w_md({K, N}, type, tag::ba), y_md({M, N}, type, tag::ab),
+        bias_md({1, N}, type, tag::ab);
+    try {
+      const dnnl::matmul::desc desc =
+          with_bias ? dnnl::matmul::desc(x_md, w_md, bias_md, y_md) : dnnl::matmul::desc(x_md, w_md, y_md);
+      return dnnl::matmul(dnnl::matmul::primitive_desc(desc, engine_));
+    } catch (const dnnl::error&) {  // unimplemented for this dtype on this CPU
+      return std::nullopt;
+    }
+  }
+
+  dnnl::engine engine_{dnnl::engine::kind::cpu, 0};
+  dnnl::stream stream_{engine_};
+  std::mutex mutex_;
+  std::map<DType, bool> runs_;
+  std::map<std::tuple<int64_t, int64_t, int64_t, DType, bool>, dnnl::matmul> primitives_;
+};
+
+// sum over k of x[k] * w[k], x in float32 and w in T, with sixteen running sums so that the compiler can
+// keep them in vector registers; AVX2 with FMA and F16C where the CPU has them.
+template <typename T>
+float dot_portable(const float* x, const T* w, int64_t K) {
+  float s[16] = {};
+  int64_t k = 0;
+  for (; k + 16 <= K; k += 16)
+    for (int j = 0; j < 16; ++j) s[j] += x[k + j] * to_float(w[k + j]);
+  for (; k < K; ++k) s[0] += x[k] * to_float(w[k]);
+  float total = 0.f;
+  for (float v : s) total += v;
+  return total;
+}
+
+template <typename T>
+__attribute__((target("avx2,fma,f16c"))) __m256 load8(const T* w) {
+  if constexpr (std::is_same_v<T, float>) {
+    return _mm256_loadu_ps(w);
+  } else if constexpr (std::is_same_v<T, bfloat16>) {
+    const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
+  } else {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w)));
+  }
+}
+
+template <typename T>
+__attribute__((target("avx2,fma,f16c"))) float dot_avx2(const float* x, const T* w, int64_t K) {
+  __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps(), s2 = _mm256_setzero_ps(), s3 = _mm256_setzero_ps();
+  int64_t k = 0;
+  for (; k + 32 <= K; k += 32) {
+    s0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + k), load8(w + k), s0);
+    s1 = _mm256_fmadd_ps(_mm256_loadu_ps(x + k + 8), load8(w + k + 8), s1);
+    s2 = _mm256_fmadd_ps(_mm256_loadu_ps(x + k + 16), load8(w + k + 16), s2);
+    s3 = _mm256_fmadd_ps(_mm256_loadu_ps(x + k + 24), load8(w + k + 24), s3);
+  }
+  for (; k + 8 <= K; k += 8) s0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + k), load8(w + k), s0);
+  const __m256 s = _mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3));
+  __m128 h = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
+  h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+  h = _mm_add_ss(h, _mm_movehdup_ps(h));
+  float total = _mm_cvtss_f32(h);
+  for (; k < K; ++k) total += x[k] * to_float(w[k]);
+  return total;
+}
+
+bool has_avx2() {
+  static const bool yes =
+      __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+  return yes;
+}
+
+template <typename T>
+std::vector<float> to_floats(const T* v, int64_t n) {
+  std::vector<float> out(static_cast<size_t>(n));
+#pragma omp parallel for if (n > 65536)
+  for (int64_t i = 0; i < n; ++i) out[i] = to_float(v[i]);
+  return out;
+}
+
+constexpr int64_t kRowsPath = 8;  // up to this many rows of x take the dot-product path
+
+template <typename T>
+void linear_rows(const T* x, const T* w, const T* bias, T* y, int64_t M, int64_t K, int64_t N) {
+  const std::vector<float> xf = to_floats(x, M * K);
+  const bool avx2 = has_avx2();
+#pragma omp parallel for schedule(static)
+  for (int64_t n = 0; n < N; ++n) {
+    const T* wn = w + n * K;
+    const float b = bias ? to_float(bias[n]) : 0.f;
+    for (int64_t m = 0; m < M; ++m) {
+      const float* xm = xf.data() + m * K;
+      y[m * N + n] = from_float<T>((avx2 ? dot_avx2(xm, wn, K) : dot_portable(xm, wn, K)) + b);
+    }
+  }
+}
+
+template <typename T>
+void linear_blocks(const T* x, const T* w, const T* bias, T* y, int64_t M, int64_t K, int64_t N) {
+  const std::vector<float> xf = to_floats(x, M * K);
+  const int64_t block = std::max<int64_t>(64, (int64_t{1} << 20) / std::max<int64_t>(K, 1) / 64 * 64);
+  std::vector<float> wf(static_cast<size_t>(std::min(block, N) * K)), yf(static_cast<size_t>(M * std::min(block, N)));
+  for (int64_t n0 = 0; n0 < N; n0 += block) {
+    const int64_t nb = std::min(block, N - n0);
+#pragma omp parallel for
+    for (int64_t i = 0; i < nb * K; ++i) wf[i] = to_float(w[n0 * K + i]);
+    OneDnn::get().matmul(xf.data(), wf.data(), nullptr, yf.data(), M, K, nb, DType::float32);
+#pragma omp parallel for if (M * nb > 16384)
+    for (int64_t m = 0; m < M; ++m) {
+      for (int64_t j = 0; j < nb; ++j) {
+        y[m * N + n0 + j] = from_float<T>(yf[m * nb + j] + (bias ? to_float(bias[n0 + j]) : 0.f));
+      }
+    }
+  }
+}
+
+template <typename T>
+void linear(const op::Linear& a) {
+  const int64_t M = a.x.size(0), K = a.x.size(1), N = a.w.size(0);
+  if (M == 0 || N == 0) return;
+  const T* bias = a.bias.defined() ? a.bias.data<T>() : nullptr;
+  if (OneDnn::get().runs(dtype_of<T>())) {
+    OneDnn::get().matmul(a.x.raw(), a.w.raw(), bias, a.y.raw(), M, K, N, dtype_of<T>());
+  } else if (M <= kRowsPath) {
+    linear_rows(a.x.data<T>(), a.w.data<T>(), bias, a.y.data<T>(), M, K, N);
+  } else {
+    linear_blocks(a.x.data<T>(), a.w.data<T>(), bias, a.y.data<T>(), M, K, N);
+  }
+}
+
+// The plain definition, accumulated in float64: the reference the other kernels are tested against.
+template <typename T>
+void linear_reference(const op::Linear& a) {
+  const int64_t M = a.x.size(0), K = a.x.size(1), N = a.w.size(0);
+  const T* x = a.x.data<T>();
+  const T* w = a.w.data<T>();
+  T* y = a.y.data<T>();
+#pragma omp parallel for collapse(2) if (M * N * K > 1000000)
+  for (int64_t m = 0; m < M; ++m) {
+    for (int64_t n = 0; n < N; ++n) {
+      double acc = a.bias.defined() ? to_float(a.bias.data<T>()[n]) : 0.0;
+      for (int64_t k = 0; k < K; ++k) acc += double{to_float(x[m * K + k])} * to_float(w[n * K + k]);
+      y[m * N + n] = from_float<T>(static_cast<float>(acc));
+    }
+  }
+}
+
+}  // namespace
+
+void register_linear_kernels(KernelRegistry& r) {
+  for (DType d : kComputeDTypes) {
+    visit_float(d, [&]<typename T>() {
+      r.add<op::Linear>(DeviceType::cpu, d, "default", {.run = linear<T>, .is_default = true});
+      r.add<op::Linear>(DeviceType::cpu, d, "reference", {.run = linear_reference<T>});
+    });
+  }
+}
+
+}  // namespace tfm::cpu

@@ -1,0 +1,174 @@
+// The layers decoder-only models are composed of: Embedding, Linear, RMSNorm, Attention, MLP and
+// DecoderLayer. Each owns its weights (device tensors in the model's dtype), computes through ops/ with the
+// kernel variant the model gives its layer kind, and is named by its Hub prefix ("model.layers.0.mlp").
+// A forward step's shared inputs travel in a StepContext; when it carries SavedActivations, layers keep what a
+// backward pass needs, and nothing otherwise.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "tfm/core/tensor.h"
+#include "tfm/ops/kernel_config.h"
+#include "tfm/model/kv_cache.h"
+#include "tfm/ops/ops.h"
+
+namespace tfm {
+
+// Tensors a training forward keeps for the backward, by the name of the layer that kept them and what they
+// are ("model.layers.0.mlp.down_proj.input"). Each is a copy: the forward reuses and updates its buffers.
+class SavedActivations {
+ public:
+  void keep(std::string name, const Tensor& t);
+  const Tensor* find(std::string_view name) const;  // nullptr when not kept
+  const std::vector<std::pair<std::string, Tensor>>& all() const { return tensors_; }
+  void clear() { tensors_.clear(); }
+
+ private:
+  std::vector<std::pair<std::string, Tensor>> tensors_;
+};
+
+// What every layer of one forward step shares.
+struct StepContext {
+  Device device;
+  DType dtype;                        // of activations, weights and the KV cache
+  const ops::AttentionMetadata& meta;
+  const Tensor& cos;                  // (T, rot_dim) RoPE tables in `dtype`
+  const Tensor& sin;
+  const LayerKernels& kernels;
+  SavedActivations* saved = nullptr;  // set: keep what a backward pass needs
+
+  Tensor empty(const Shape& shape) const;
+  void keep(const std::string& layer, const char* what, const Tensor& t) const {
+    if (saved) saved->keep(layer + "." + what, t);
+  }
+};
+
+// What a Linear multiplies by. Dense weights now; 4-bit weights and LoRA adapters are other kinds of it, so
+// that they plug in without touching the architectures.
+class LinearWeight {
+ public:
+  virtual ~LinearWeight() = default;
+  virtual int64_t in_features() const = 0;
+  virtual int64_t out_features() const = 0;
+  // y = x @ W^T + bias                      x (T, in), bias (out) or undefined, y (T, out)
+  virtual void forward(const Tensor& x, const Tensor& bias, Tensor& y, std::string_view variant) const = 0;
+  virtual size_t nbytes() const = 0;  // of device memory
+};
+
+// A weight held as it is in the checkpoint: (out, in) in the model's dtype.
+class DenseWeight final : public LinearWeight {
+ public:
+  explicit DenseWeight(Tensor w) : w_(std::move(w)) {}
+  int64_t in_features() const override { return w_.size(1); }
+  int64_t out_features() const override { return w_.size(0); }
+  void forward(const Tensor& x, const Tensor& bias, Tensor& y, std::string_view variant) const override {
+    ops::linear(x, w_, bias, y, variant);
+  }
+  size_t nbytes() const override { return w_.nbytes(); }
+  const Tensor& tensor() const { return w_; }
+
+ private:
+  Tensor w_;
+};
+
+class Linear {
+ public:
+  Linear(std::string name, std::unique_ptr<LinearWeight> weight, Tensor bias = {});
+  // x (T, in) -> (T, out)
+  Tensor forward(const Tensor& x, const StepContext& ctx) const;
+  const LinearWeight& weight() const { return *weight_; }
+  const Tensor& bias() const { return bias_; }
+  const std::string& name() const { return name_; }
+
+ private:
+  std::string name_;
+  std::unique_ptr<LinearWeight> weight_;
+  Tensor bias_;
+};
+
+class Embedding {
+ public:
+  Embedding(std::string name, Tensor table) : name_(std::move(name)), table_(std::move(table)) {}
+  // ids (T) -> (T, hidden)
+  Tensor forward(const Tensor& ids, const StepContext& ctx) const;
+  const Tensor& table() const { return table_; }
+
+ private:
+  std::string name_;
+  Tensor table_;
+};
+
+class RMSNorm {
+ public:
+  RMSNorm(std::string name, Tensor weight, float eps) : name_(std::move(name)), weight_(std::move(weight)), eps_(eps) {}
+  // x (rows, D) or (T, heads, D) -> normalized, of x's shape
+  Tensor forward(const Tensor& x, const StepContext& ctx) const;
+  void forward_(Tensor& x, const StepContext& ctx) const;  // in place
+  // The residual stream's update and this norm in one call: residual += x, then normalized residual.
+  Tensor forward_residual(Tensor& residual, const Tensor& x, const StepContext& ctx) const;
+  const Tensor& weight() const { return weight_; }
+
+ private:
+  std::string name_;
+  Tensor weight_;
+  float eps_;
+};
+
+// Grouped-query self-attention over the paged cache: q, k, v from one fused projection, Qwen3's q/k norms,
+// RoPE, the cache write, attention and the output projection.
+class Attention {
+ public:
+  struct Geometry {
+    int64_t heads, kv_heads, head_dim;
+    int64_t window;  // 0: full attention
+  };
+  Attention(std::string name, Geometry geometry, Linear qkv_proj, Linear o_proj, std::optional<RMSNorm> q_norm,
+            std::optional<RMSNorm> k_norm);
+  // x (T, hidden) -> (T, hidden); writes this step's keys and values into `cache`
+  Tensor forward(const Tensor& x, LayerCache& cache, const StepContext& ctx) const;
+
+ private:
+  std::string name_;
+  Geometry geometry_;
+  float scale_;
+  Linear qkv_proj_, o_proj_;
+  std::optional<RMSNorm> q_norm_, k_norm_;
+};
+
+// down_proj(silu(gate_proj(x)) * up_proj(x)), gate and up from one fused projection.
+class MLP {
+ public:
+  MLP(std::string name, Linear gate_up_proj, Linear down_proj)
+      : name_(std::move(name)), gate_up_proj_(std::move(gate_up_proj)), down_proj_(std::move(down_proj)) {}
+  Tensor forward(const Tensor& x, const StepContext& ctx) const;  // (T, hidden) -> (T, hidden)
+
+ private:
+  std::string name_;
+  Linear gate_up_proj_, down_proj_;
+};
+
+class DecoderLayer {
+ public:
+  DecoderLayer(RMSNorm input_layernorm, Attention self_attn, RMSNorm post_attention_layernorm, MLP mlp)
+      : input_layernorm_(std::move(input_layernorm)),
+        self_attn_(std::move(self_attn)),
+        post_attention_layernorm_(std::move(post_attention_layernorm)),
+        mlp_(std::move(mlp)) {}
+  // h is the residual stream (T, hidden) and `pending` the previous block's output not yet added to it
+  // (undefined before the first layer): each residual add happens in the RMSNorm that follows it. On return,
+  // `pending` is this layer's MLP output.
+  void forward(Tensor& h, Tensor& pending, LayerCache& cache, const StepContext& ctx) const;
+
+ private:
+  RMSNorm input_layernorm_;
+  Attention self_attn_;
+  RMSNorm post_attention_layernorm_;
+  MLP mlp_;
+};
+
+}  // namespace tfm

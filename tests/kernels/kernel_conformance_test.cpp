@@ -1,0 +1,510 @@
+// Every registered kernel (op, device, dtype, variant) against the CPU's float32 reference, on the same inputs:
+// fresh random values rounded to the kernel's dtype, outputs poisoned with NaN before the run, several shapes
+// each (sizes that are multiples of no work-group or tile, decode and prefill rows, ragged sequences). xpu runs
+// on the OpenCL test platform and cuda where a GPU is present; kernels of an absent device are skipped. An op
+// that has kernels but no cases here fails the test, so a new op cannot go untested.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <map>
+#include <numeric>
+#include <optional>
+#include <random>
+
+#include "../xpu/test_platform.h"
+#include "tfm/backend/backend.h"
+#include "tfm/backend/kernel_registry.h"
+#include "tfm/backend/op_set.h"
+#include "tfm/core/floats.h"
+
+namespace tfm {
+namespace {
+
+// max |got - want| over max |want| allowed, by the kernel's dtype: float32 accumulation order, or a few
+// roundings to the dtype (an intermediate one where torch rounds, then the output's).
+double tolerance(DType d) {
+  return d == DType::float32 ? 2e-5 : d == DType::bfloat16 ? 1.5e-2 : 2e-3;
+}
+
+// A test input of an op: host tensors (floats in float32, indices in int32), and how to run the op on them.
+struct Case {
+  std::string what;
+  std::vector<Tensor> inputs;
+  // Runs the op on `inputs` (already on the device, floats in the dtype) with `kernel`; returns the tensors
+  // it wrote. False when the kernel does not accept these arguments.
+  std::function<bool(std::vector<Tensor>& inputs, Device device, DType dtype,
+                     const std::function<bool(const void* op_args)>& kernel, std::vector<Tensor>& outputs)>
+      run;
+};
+
+Tensor random_floats(const Shape& shape, std::mt19937& rng, float scale = 1.f) {
+  Tensor t = Tensor::cpu(shape, DType::float32);
+  std::uniform_real_distribution<float> dist(-scale, scale);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = dist(rng);
+  return t;
+}
+
+Tensor ints(const std::vector<int32_t>& values, const Shape& shape) {
+  Tensor t = Tensor::cpu(shape, DType::int32);
+  std::copy(values.begin(), values.end(), t.data<int32_t>());
+  return t;
+}
+
+std::vector<int32_t> random_ints(int64_t n, int32_t bound, std::mt19937& rng) {
+  std::uniform_int_distribution<int32_t> dist(0, bound - 1);
+  std::vector<int32_t> out(static_cast<size_t>(n));
+  for (auto& v : out) v = dist(rng);
+  return out;
+}
+
+// A host float32 tensor as `dtype` on `device`.
+Tensor placed(const Tensor& host, DType dtype, Device device) {
+  if (host.dtype() != DType::float32) return to_device(host, device);
+  Tensor converted = Tensor::cpu(host.shape(), dtype);
+  visit_float(dtype, [&]<typename T>() {
+    for (int64_t i = 0; i < host.numel(); ++i) converted.data<T>()[i] = from_float<T>(host.data<float>()[i]);
+  });
+  return to_device(converted, device);
+}
+
+// A device tensor as float32 values on the host.
+Tensor as_floats(const Tensor& t) {
+  const Tensor host = to_device(t, Device{});
+  Tensor out = Tensor::cpu(t.shape(), DType::float32);
+  visit_float(t.dtype(), [&]<typename T>() {
+    for (int64_t i = 0; i < t.numel(); ++i) out.data<float>()[i] = to_float(host.data<T>()[i]);
+  });
+  return out;
+}
+
+// An output buffer full of NaN, so that an element the kernel fails to write shows.
+Tensor poisoned(const Shape& shape, DType dtype, Device device) {
+  Tensor nan = Tensor::cpu(shape, DType::float32);
+  std::fill_n(nan.data<float>(), nan.numel(), std::numeric_limits<float>::quiet_NaN());
+  return placed(nan, dtype, device);
+}
+
+// The float inputs rounded to `dtype` (so the reference sees the kernel's values), indices as they are.
+std::vector<Tensor> rounded(const std::vector<Tensor>& inputs, DType dtype) {
+  std::vector<Tensor> out;
+  for (const Tensor& t : inputs) out.push_back(t.dtype() == DType::float32 ? as_floats(placed(t, dtype, Device{})) : t);
+  return out;
+}
+
+// A case of `Op`: `make(inputs, device, dtype, kernel, outputs)` allocates the outputs, builds Op's arguments
+// and hands them to `kernel`.
+template <typename Op, typename Make>
+Case make_case(std::string what, std::vector<Tensor> inputs, Make make) {
+  Case c;
+  c.what = std::move(what);
+  c.inputs = std::move(inputs);
+  c.run = [make](std::vector<Tensor>& in, Device device, DType dtype,
+                 const std::function<bool(const void*)>& kernel, std::vector<Tensor>& out) {
+    return make(in, device, dtype, [&](const Op& args) { return kernel(&args); }, out);
+  };
+  return c;
+}
+
+std::string shape_text(std::initializer_list<int64_t> sizes) {
+  return shape_str(Shape(sizes));
+}
+
+std::vector<Case> embedding_cases(std::mt19937& rng) {
+  std::vector<Case> cases;
+  for (int64_t H : {1, 5, 64, 130}) {
+    for (int64_t T : {1, 9}) {
+      cases.push_back(make_case<op::Embedding>(
+          "embedding " + shape_text({T, H}), {random_floats({37, H}, rng), ints(random_ints(T, 37, rng), {T})},
+          [T, H](std::vector<Tensor>& in, Device device, DType dtype, auto kernel, std::vector<Tensor>& out) {
+            out = {poisoned({T, H}, dtype, device)};
+            return kernel(op::Embedding{in[0], in[1], out[0]});
+          }));
+    }
+  }
+  return cases;
+}
+
+std::vector<Case> linear_cases(std::mt19937& rng) {
+  std::vector<Case> cases;
+  // Few-row (decode) and many-row shapes, none a multiple of the usual tiles but some.
+  const int64_t shapes[][3] = {{1, 1, 1},    {1, 67, 33},   {3, 128, 100}, {8, 257, 65},
+                               {9, 70, 129}, {37, 200, 97}, {64, 64, 64},  {130, 33, 250}};
+  for (const auto& [M, K, N] : shapes) {
+    for (bool with_bias : {false, true}) {
+      std::vector<Tensor> in{random_floats({M, K}, rng), random_floats({N, K}, rng)};
+      if (with_bias) in.push_back(random_floats({N}, rng));
+      cases.push_back(make_case<op::Linear>(
+          "linear " + shape_text({M, K, N}) + (with_bias ? " with bias" : ""), std::move(in),
+          [M, N](std::vector<Tensor>& in, Device device, DType dtype, auto kernel, std::vector<Tensor>& out) {
+            out = {poisoned({M, N}, dtype, device)};
+            const Tensor bias = in.size() > 2 ? in[2] : Tensor();
+            return kernel(op::Linear{in[0], in[1], bias, out[0]});
+          }));
+    }
+  }
+  // Views inside larger buffers: the kernel must honour their offsets and leave the rest alone.
+  for (int64_t M : {2, 20}) {
+    const int64_t K = 19, N = 23;
+    cases.push_back(make_case<op::Linear>(
+        "linear on views, M " + std::to_string(M), {random_floats({M + 3, K}, rng), random_floats({N + 1, K}, rng)},
+        [M, N](std::vector<Tensor>& in, Device device, DType dtype, auto kernel, std::vector<Tensor>& out) {
+          Tensor y_all = poisoned({M + 2, N}, dtype, device);
+          Tensor y = y_all.narrow(2, M);
+          const Tensor x = in[0].narrow(3, M), w = in[1].narrow(1, N);
+          if (!kernel(op::Linear{x, w, Tensor(), y})) return false;
+          out = {y, y_all.narrow(0, 2)};  // the rows before the view must stay NaN
+          return true;
+        }));
+  }
+  return cases;
+}
+
+std::vector<Case> rms_norm_cases(std::mt19937& rng) {
+  std::vector<Case> cases;
+  for (int64_t D : {1, 7, 64, 300, 1030}) {
+    for (int64_t rows : {1, 6}) {
+      for (bool in_place : {false, true}) {
+        cases.push_back(make_case<op::RmsNorm>(
+            "rms_norm " + shape_text({rows, D}) + (in_place ? " in place" : ""),
+            {random_floats({rows, D}, rng, 3.f), random_floats({D}, rng)},
+            [rows, D, in_place](std::vector<Tensor>& in, Device device, DType dtype, auto kernel,
+                                std::vector<Tensor>& out) {
+              out = {in_place ? in[0] : poisoned({rows, D}, dtype, device)};
+              return kernel(op::RmsNorm{in[0], in[1], 1e-6f, out[0]});
+            }));
+      }
+    }
+  }
+  // (T, heads, head_dim) normalized per head, as q_norm and k_norm are.
+  cases.push_back(make_case<op::RmsNorm>(
+      "rms_norm per head", {random_floats({3, 5, 16}, rng), random_floats({16}, rng)},
+      [](std::vector<Tensor>& in, Device, DType, auto kernel, std::vector<Tensor>& out) {
+        out = {in[0]};
+        return kernel(op::RmsNorm{in[0], in[1], 1e-5f, out[0]});
+      }));
+  return cases;
+}
+
+std::vector<Case> add_rms_norm_cases(std::mt19937& rng) {
+  std::vector<Case> cases;
+  for (int64_t D : {1, 7, 64, 300, 1030}) {
+    for (int64_t rows : {1, 6}) {
+      cases.push_back(make_case<op::AddRmsNorm>(
+          "add_rms_norm " + shape_text({rows, D}),
+          {random_floats({rows, D}, rng, 3.f), random_floats({rows, D}, rng), random_floats({D}, rng)},
+          [rows, D](std::vector<Tensor>& in, Device device, DType dtype, auto kernel, std::vector<Tensor>& out) {
+            out = {in[0], poisoned({rows, D}, dtype, device)};
+            return kernel(op::AddRmsNorm{in[0], in[1], in[2], 1e-6f, out[1]});
+          }));
+    }
+  }
+  return cases;
+}
+
+std::vector<Case> rope_cases(std::mt19937& rng) {
+  std::vector<Case> cases;
+  const int64_t shapes[][4] = {{1, 1, 8, 8}, {5, 3, 16, 16}, {4, 2, 10, 4}, {7, 4, 64, 32}, {3, 2, 128, 128}};
+  for (const auto& [T, heads, D, rot] : shapes) {
+    cases.push_back(make_case<op::Rope>(
+        "rope " + shape_text({T, heads, D, rot}),
+        {random_floats({T, heads, D}, rng), random_floats({T, rot}, rng), random_floats({T, rot}, rng)},
+        [](std::vector<Tensor>& in, Device, DType, auto kernel, std::vector<Tensor>& out) {
+          out = {in[0]};
+          return kernel(op::Rope{in[0], in[1], in[2]});
+        }));
+  }
+  return cases;
+}
+
+std::vector<Case> silu_mul_cases(std::mt19937& rng) {
+  std::vector<Case> cases;
+  for (int64_t T : {1, 6}) {
+    for (int64_t I : {1, 70, 300}) {
+      cases.push_back(make_case<op::SiluMul>(
+          "silu_mul " + shape_text({T, I}), {random_floats({T, 2 * I}, rng, 8.f)},  // both tails of silu
+          [T, I](std::vector<Tensor>& in, Device device, DType dtype, auto kernel, std::vector<Tensor>& out) {
+            out = {poisoned({T, I}, dtype, device)};
+            return kernel(op::SiluMul{in[0], out[0]});
+          }));
+    }
+  }
+  return cases;
+}
+
+std::vector<Case> add_cases(std::mt19937& rng) {
+  std::vector<Case> cases;
+  for (int64_t n : {1, 1000, 4097}) {
+    cases.push_back(make_case<op::Add>(
+        "add " + std::to_string(n), {random_floats({n}, rng), random_floats({n}, rng)},
+        [](std::vector<Tensor>& in, Device, DType, auto kernel, std::vector<Tensor>& out) {
+          out = {in[0]};
+          return kernel(op::Add{in[0], in[1]});
+        }));
+  }
+  cases.push_back(make_case<op::Add>(
+      "add on rows of larger buffers", {random_floats({4, 33}, rng), random_floats({4, 33}, rng)},
+      [](std::vector<Tensor>& in, Device, DType, auto kernel, std::vector<Tensor>& out) {
+        Tensor x = in[0][2];
+        out = {in[0]};
+        return kernel(op::Add{x, in[1][1]});
+      }));
+  return cases;
+}
+
+std::vector<Case> cast_cases(std::mt19937& rng) {
+  std::vector<Case> cases;
+  for (DType to : kComputeDTypes) {
+    cases.push_back(make_case<op::Cast>(
+        std::string("cast to ") + std::string(dtype_name(to)), {random_floats({3, 77}, rng, 100.f)},
+        [to](std::vector<Tensor>& in, Device device, DType, auto kernel, std::vector<Tensor>& out) {
+          out = {poisoned({3, 77}, to, device)};
+          return kernel(op::Cast{in[0], out[0]});
+        }));
+  }
+  return cases;
+}
+
+std::vector<Case> split_columns_cases(std::mt19937& rng) {
+  std::vector<Case> cases;
+  for (int64_t T : {1, 4}) {
+    cases.push_back(make_case<op::SplitColumns>(
+        "split_columns rows " + std::to_string(T), {random_floats({T, 72}, rng)},
+        [T](std::vector<Tensor>& in, Device device, DType dtype, auto kernel, std::vector<Tensor>& out) {
+          out = {poisoned({T, 3}, dtype, device), poisoned({T, 4, 16}, dtype, device),
+                 poisoned({T, 5}, dtype, device)};
+          Tensor* const parts[] = {&out[0], &out[1], &out[2]};
+          return kernel(op::SplitColumns{in[0], parts});
+        }));
+  }
+  return cases;
+}
+
+std::vector<Case> gather_rows_cases(std::mt19937& rng) {
+  std::vector<Case> cases;
+  for (int64_t H : {1, 65}) {
+    for (int64_t R : {1, 5}) {
+      cases.push_back(make_case<op::GatherRows>(
+          "gather_rows " + shape_text({R, H}), {random_floats({11, H}, rng), ints(random_ints(R, 11, rng), {R})},
+          [R, H](std::vector<Tensor>& in, Device device, DType dtype, auto kernel, std::vector<Tensor>& out) {
+            out = {poisoned({R, H}, dtype, device)};
+            return kernel(op::GatherRows{in[0], in[1], out[0]});
+          }));
+    }
+  }
+  return cases;
+}
+
+std::vector<Case> kv_cache_write_cases(std::mt19937& rng) {
+  std::vector<Case> cases;
+  for (int64_t T : {1, 7}) {
+    const int64_t blocks = 5, block_size = 4, kv_heads = 3, D = 6;
+    std::vector<int32_t> slots(blocks * block_size);
+    std::iota(slots.begin(), slots.end(), 0);
+    std::shuffle(slots.begin(), slots.end(), rng);
+    slots.resize(static_cast<size_t>(T));
+    cases.push_back(make_case<op::KvCacheWrite>(
+        "kv_cache_write rows " + std::to_string(T),
+        {random_floats({T, kv_heads, D}, rng), random_floats({T, kv_heads, D}, rng), ints(slots, {T}),
+         random_floats({blocks, block_size, kv_heads, D}, rng), random_floats({blocks, block_size, kv_heads, D}, rng)},
+        [](std::vector<Tensor>& in, Device, DType, auto kernel, std::vector<Tensor>& out) {
+          out = {in[3], in[4]};
+          return kernel(op::KvCacheWrite{in[0], in[1], in[2], in[3], in[4]});
+        }));
+  }
+  return cases;
+}
+
+// Sequences of one attention call: `cached` tokens already in the cache, `fresh` query rows this step.
+struct SequenceShape {
+  int32_t cached, fresh;
+};
+
+struct AttentionCase {
+  int64_t heads, kv_heads, head_dim, block_size, window;
+  std::vector<SequenceShape> seqs;
+};
+
+std::vector<Case> paged_attention_cases(std::mt19937& rng) {
+  const AttentionCase shapes[] = {
+      // Decode steps (one row per sequence), contexts across several 64-key tiles, GQA ratios 1 and 4.
+      {4, 4, 16, 4, 0, {{0, 1}, {69, 1}, {149, 1}}},
+      {8, 2, 16, 16, 0, {{10, 1}, {0, 1}, {200, 1}}},
+      {8, 2, 80, 4, 5, {{69, 1}, {3, 1}}},  // head_dim past one item per dimension, sliding window
+      {4, 1, 32, 16, 70, {{100, 1}}},
+      {2, 1, 128, 16, 0, {{300, 1}}},
+      // Prefill and mixed steps: several rows per sequence, a row per sequence, windows on and off.
+      {4, 4, 16, 4, 0, {{0, 5}, {9, 1}, {130, 17}}},
+      {8, 2, 32, 4, 6, {{0, 20}, {7, 3}}},
+      {4, 1, 80, 16, 0, {{0, 70}, {65, 2}}},
+      {6, 3, 16, 2, 3, {{0, 1}, {0, 9}, {4, 4}}},
+      {8, 2, 16, 4, 0, {{70, 20}, {0, 1}}},
+  };
+  std::vector<Case> cases;
+  for (const AttentionCase& c : shapes) {
+    const int64_t S = static_cast<int64_t>(c.seqs.size());
+    int64_t blocks = 2, max_blocks = 1;  // two blocks no sequence uses
+    for (const auto& s : c.seqs) {
+      blocks += (s.cached + s.fresh + c.block_size - 1) / c.block_size;
+      max_blocks = std::max(max_blocks, (s.cached + s.fresh + c.block_size - 1) / c.block_size);
+    }
+    std::vector<int32_t> pool(static_cast<size_t>(blocks));
+    std::iota(pool.begin(), pool.end(), 0);
+    std::shuffle(pool.begin(), pool.end(), rng);
+    std::vector<int32_t> query_start{0}, context_lens, tables(static_cast<size_t>(S * max_blocks), 0), positions;
+    size_t next_block = 0;
+    for (int64_t s = 0; s < S; ++s) {
+      const auto& seq = c.seqs[static_cast<size_t>(s)];
+      query_start.push_back(query_start.back() + seq.fresh);
+      context_lens.push_back(seq.cached + seq.fresh);
+      for (int64_t b = 0; b < (seq.cached + seq.fresh + c.block_size - 1) / c.block_size; ++b)
+        tables[static_cast<size_t>(s * max_blocks + b)] = pool.at(next_block++);
+      for (int32_t i = 0; i < seq.fresh; ++i) positions.push_back(seq.cached + i);
+    }
+    const int64_t T = query_start.back();
+    const int32_t max_context = *std::max_element(context_lens.begin(), context_lens.end());
+    std::string what = "attention heads " + std::to_string(c.heads) + "/" + std::to_string(c.kv_heads) + " dim " +
+                       std::to_string(c.head_dim) + " block " + std::to_string(c.block_size) + " window " +
+                       std::to_string(c.window) + " seqs";
+    for (const auto& s : c.seqs) what += " " + std::to_string(s.cached) + "+" + std::to_string(s.fresh);
+    const float scale = 1.f / std::sqrt(static_cast<float>(c.head_dim));
+    cases.push_back(make_case<op::PagedAttention>(
+        what,
+        {random_floats({T, c.heads, c.head_dim}, rng, 2.f),
+         random_floats({blocks, c.block_size, c.kv_heads, c.head_dim}, rng, 2.f),
+         random_floats({blocks, c.block_size, c.kv_heads, c.head_dim}, rng), ints(query_start, {S + 1}),
+         ints(context_lens, {S}), ints(tables, {S, max_blocks}), ints(positions, {T}),
+         ints(std::vector<int32_t>(static_cast<size_t>(T), 0), {T})},
+        [c, T, scale, max_context](std::vector<Tensor>& in, Device device, DType dtype, auto kernel,
+                                   std::vector<Tensor>& out) {
+          op::AttentionMetadata meta{in[3], in[4], in[5], in[6], in[7], max_context};
+          out = {poisoned({T, c.heads, c.head_dim}, dtype, device)};
+          return kernel(op::PagedAttention{in[0], in[1], in[2], meta, scale, c.window, out[0]});
+        }));
+  }
+  return cases;
+}
+
+// The cases of every op, by op name.
+const std::map<std::string_view, std::vector<Case>>& all_cases() {
+  static const auto cases = [] {
+    std::mt19937 rng(2026);
+    std::map<std::string_view, std::vector<Case>> m;
+    m[op::Embedding::name] = embedding_cases(rng);
+    m[op::Linear::name] = linear_cases(rng);
+    m[op::RmsNorm::name] = rms_norm_cases(rng);
+    m[op::AddRmsNorm::name] = add_rms_norm_cases(rng);
+    m[op::Rope::name] = rope_cases(rng);
+    m[op::SiluMul::name] = silu_mul_cases(rng);
+    m[op::Add::name] = add_cases(rng);
+    m[op::Cast::name] = cast_cases(rng);
+    m[op::SplitColumns::name] = split_columns_cases(rng);
+    m[op::GatherRows::name] = gather_rows_cases(rng);
+    m[op::KvCacheWrite::name] = kv_cache_write_cases(rng);
+    m[op::PagedAttention::name] = paged_attention_cases(rng);
+    return m;
+  }();
+  return cases;
+}
+
+// Runs one registered kernel (an Op's, by name) on a type-erased argument struct.
+using KernelCall = std::function<bool(const void*)>;
+
+template <typename Op>
+KernelCall call_of(DeviceType device, DType dtype, const std::string& variant) {
+  const Kernel<Op>* k = kernel_registry().find<Op>(device, dtype, variant);
+  return [k](const void* args) {
+    const Op& a = *static_cast<const Op*>(args);
+    if (!k || (k->supports && !k->supports(a))) return false;
+    k->run(a);
+    return true;
+  };
+}
+
+KernelCall kernel_call(std::string_view op, DeviceType device, DType dtype, const std::string& variant) {
+  static const std::map<std::string_view, KernelCall (*)(DeviceType, DType, const std::string&)> by_name{
+      {op::Embedding::name, call_of<op::Embedding>},       {op::Linear::name, call_of<op::Linear>},
+      {op::RmsNorm::name, call_of<op::RmsNorm>},           {op::AddRmsNorm::name, call_of<op::AddRmsNorm>},
+      {op::Rope::name, call_of<op::Rope>},                 {op::SiluMul::name, call_of<op::SiluMul>},
+      {op::Add::name, call_of<op::Add>},                   {op::Cast::name, call_of<op::Cast>},
+      {op::SplitColumns::name, call_of<op::SplitColumns>}, {op::GatherRows::name, call_of<op::GatherRows>},
+      {op::KvCacheWrite::name, call_of<op::KvCacheWrite>}, {op::PagedAttention::name, call_of<op::PagedAttention>},
+  };
+  return by_name.at(op)(device, dtype, variant);
+}
+
+// The reference of an op: the CPU's float32 "reference" variant where it has one, else its default.
+KernelCall reference_call(std::string_view op) {
+  for (const KernelInfo& k : kernel_registry().list()) {
+    if (k.op == op && k.device == DeviceType::cpu && k.dtype == DType::float32 && k.variant == "reference")
+      return kernel_call(op, DeviceType::cpu, DType::float32, "reference");
+  }
+  return kernel_call(op, DeviceType::cpu, DType::float32, "");
+}
+
+std::optional<Device> device_of_kind(DeviceType type) {
+  if (type == DeviceType::cpu) return Device{};
+  if (type == DeviceType::xpu) return xpu::seam_test_device();
+  Backend* b = find_backend(type);
+  return b && b->device_count() > 0 ? std::optional(Device{type, 0}) : std::nullopt;
+}
+
+// max |got - want| over max |want|, with NaN in `got` where `want` has a number failing.
+void expect_close(const Tensor& got_device, const Tensor& want, double tol, const std::string& what) {
+  const Tensor got = as_floats(got_device);
+  ASSERT_EQ(got.shape(), want.shape()) << what;
+  double diff = 0, scale = 0;
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    const double g = got.data<float>()[i], w = want.data<float>()[i];
+    if (std::isnan(w)) {
+      ASSERT_TRUE(std::isnan(g)) << what << ": element " << i << " written where it must not be";
+      continue;
+    }
+    ASSERT_FALSE(std::isnan(g)) << what << ": element " << i << " not written";
+    diff = std::max(diff, std::fabs(g - w));
+    scale = std::max(scale, std::fabs(w));
+  }
+  EXPECT_LE(diff, tol * std::max(scale, 1e-30)) << what << ": max error " << diff << " at scale " << scale;
+}
+
+std::string test_name(const KernelInfo& k) {
+  return std::string(k.op.substr(0, k.op.find_last_not_of('_') + 1)) + "_" + std::string(device_type_name(k.device)) +
+         "_" + std::string(dtype_name(k.dtype)) + "_" + k.variant;
+}
+
+class Conformance : public testing::TestWithParam<KernelInfo> {};
+
+TEST_P(Conformance, MatchesTheReferenceOnTheSameInputs) {
+  const KernelInfo& k = GetParam();
+  const std::optional<Device> device = device_of_kind(k.device);
+  if (!device) GTEST_SKIP() << "no " << device_type_name(k.device) << " device here";
+  const auto cases = all_cases().find(k.op);
+  ASSERT_NE(cases, all_cases().end()) << "op " << k.op << " has kernels but no test cases";
+  const KernelCall kernel = kernel_call(k.op, k.device, k.dtype, k.variant);
+  const KernelCall reference = reference_call(k.op);
+  int ran = 0;
+  for (const Case& c : cases->second) {
+    const std::vector<Tensor> inputs = rounded(c.inputs, k.dtype);
+    std::vector<Tensor> ref_inputs, want;
+    for (const Tensor& t : inputs) ref_inputs.push_back(placed(t, DType::float32, Device{}));
+    ASSERT_TRUE(c.run(ref_inputs, Device{}, DType::float32, reference, want)) << c.what << ": the reference refused";
+    std::vector<Tensor> dev_inputs, got;
+    for (const Tensor& t : inputs) dev_inputs.push_back(placed(t, k.dtype, *device));
+    if (!c.run(dev_inputs, *device, k.dtype, kernel, got)) continue;  // a shape this variant does not take
+    ++ran;
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      expect_close(got[i], as_floats(want[i]), tolerance(k.dtype), c.what + " output " + std::to_string(i));
+    }
+  }
+  EXPECT_GT(ran, 0) << "the kernel accepted none of the cases";
+}
+
+INSTANTIATE_TEST_SUITE_P(Registry, Conformance, testing::ValuesIn(kernel_registry().list()),
+                         [](const testing::TestParamInfo<KernelInfo>& info) { return test_name(info.param); });
+
+}  // namespace
+}  // namespace tfm
