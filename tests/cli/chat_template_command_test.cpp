@@ -8,11 +8,12 @@
 #include <fstream>
 #include <string>
 
+#include "support/test_assets.h"
 #include "tfm/io/json.h"
 
 namespace {
 
-const std::string kQwen3 = TFM_SOURCE_DIR "/../shared/assets/tokenizers/qwen3";
+const std::string kQwen3 = tfm::test_support::shipped_tokenizer("qwen3");
 
 struct Result {
   int exit_code;

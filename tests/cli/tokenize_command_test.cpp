@@ -4,21 +4,16 @@
 
 #include <unistd.h>
 #include <cstdio>
-#include <cstdlib>
 
 #include <filesystem>
 #include <fstream>
 #include <string>
 
+#include "support/test_assets.h"
 #include "tfm/io/json.h"
 
 namespace tfm {
 namespace {
-
-std::string shared_dir() {
-  if (const char* env = std::getenv("TFM_SHARED_DIR")) return env;
-  return TFM_SOURCE_DIR "/../shared";
-}
 
 // Runs `tfm <args>` with stdin_text on standard input; returns standard output and sets the exit code.
 std::string run_tfm(const std::string& args, const std::string& stdin_text, int& exit_code) {
@@ -39,7 +34,7 @@ std::string run_tfm(const std::string& args, const std::string& stdin_text, int&
 class TokenizeCommand : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(TokenizeCommand, MatchesTransformers) {
-  const std::string dir = shared_dir() + "/assets/tokenizers/" + GetParam();
+  const std::string dir = test_support::shipped_tokenizer(GetParam());
   const json::Value rec =
       json::parse_file(TFM_SOURCE_DIR "/tests/tokenizer/references/" + GetParam() + ".json")
           .at("transformers");
@@ -56,7 +51,7 @@ TEST_P(TokenizeCommand, MatchesTransformers) {
 }
 
 TEST_P(TokenizeCommand, BadInputFails) {
-  const std::string dir = shared_dir() + "/assets/tokenizers/" + GetParam();
+  const std::string dir = test_support::shipped_tokenizer(GetParam());
   int code = 0;
   run_tfm("tokenize --model " + dir, "[1, 2]", code);
   EXPECT_EQ(code, 1);

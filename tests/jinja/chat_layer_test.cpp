@@ -7,6 +7,7 @@
 #include <fstream>
 #include <string>
 
+#include "support/test_assets.h"
 #include "tfm/core/error.h"
 #include "tfm/io/json.h"
 #include "tfm/tokenizer/chat_template.h"
@@ -88,7 +89,7 @@ TEST(ChatLayer, JinjaFileKeepsTextButDropsOneTrailingNewline) {
 
 TEST(ChatLayer, SpecialTokensMatchTransformers) {
   const json::Value base =
-      json::parse_file(TFM_SOURCE_DIR "/../shared/assets/tokenizers/qwen3/tokenizer_config.json");
+      json::parse_file(test_support::shipped_tokenizer("qwen3") + "/tokenizer_config.json");
   const json::Value cases = json::parse_file(kGoldens + "special_tokens.json");
   ASSERT_GE(cases.size(), 5u);
   for (const auto& c : cases.as_array()) {

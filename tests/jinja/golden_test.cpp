@@ -6,6 +6,7 @@
 #include <iterator>
 #include <string>
 
+#include "support/test_assets.h"
 #include "tfm/core/error.h"
 #include "tfm/io/json.h"
 #include "tfm/tokenizer/chat_template.h"
@@ -14,7 +15,7 @@ namespace tfm {
 namespace {
 
 const std::string kGoldens = TFM_SOURCE_DIR "/tests/jinja/goldens/";
-const std::string kQwen3 = TFM_SOURCE_DIR "/../shared/assets/tokenizers/qwen3";
+const std::string kQwen3 = test_support::shipped_tokenizer("qwen3");
 
 ChatTemplateInputs inputs_from(const json::Value& j) {
   ChatTemplateInputs in;

@@ -2,12 +2,14 @@
 // tests/fixtures/make_tokenizer_references.py.
 #include <gtest/gtest.h>
 
+#include "support/test_assets.h"
 #include "test_paths.h"
 #include "tfm/tokenizer/tokenizer.h"
 
 namespace tfm::tokenizer {
 namespace {
 
+using test_support::shipped_tokenizer;
 using testing::ids_of;
 
 // Every text of the corpus: ids with and without special tokens, and the decoded text.
@@ -28,17 +30,17 @@ void expect_matches_corpus(const Tokenizer& tok, const json::Value& rec) {
 class ShippedTokenizer : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ShippedTokenizer, MatchesTransformersOnCorpus) {
-  const auto tok = AutoTokenizer::from_pretrained(testing::shipped_tokenizer(GetParam()));
+  const auto tok = AutoTokenizer::from_pretrained(shipped_tokenizer(GetParam()));
   expect_matches_corpus(tok, testing::reference(GetParam()).at("transformers"));
 }
 
 TEST_P(ShippedTokenizer, MatchesRustLibraryOnCorpus) {
-  const auto tok = Tokenizer::from_file(testing::shipped_tokenizer(GetParam()) + "/tokenizer.json");
+  const auto tok = Tokenizer::from_file(shipped_tokenizer(GetParam()) + "/tokenizer.json");
   expect_matches_corpus(tok, testing::reference(GetParam()).at("tokenizers"));
 }
 
 TEST_P(ShippedTokenizer, BatchEncodingMatchesSingle) {
-  const auto tok = AutoTokenizer::from_pretrained(testing::shipped_tokenizer(GetParam()));
+  const auto tok = AutoTokenizer::from_pretrained(shipped_tokenizer(GetParam()));
   const json::Value rec = testing::reference(GetParam()).at("transformers");
   std::vector<std::string> texts;
   for (const json::Value& t : rec.at("texts").as_array()) texts.push_back(t.as_string());
@@ -48,7 +50,7 @@ TEST_P(ShippedTokenizer, BatchEncodingMatchesSingle) {
 }
 
 TEST_P(ShippedTokenizer, InvalidUtf8IsReadWithReplacementCharacters) {
-  const auto tok = AutoTokenizer::from_pretrained(testing::shipped_tokenizer(GetParam()));
+  const auto tok = AutoTokenizer::from_pretrained(shipped_tokenizer(GetParam()));
   const json::Value rec = testing::reference(GetParam()).at("transformers");
   for (size_t i = 0; i < rec.at("invalid_utf8_hex").size(); ++i) {
     const std::string& hex = rec.at("invalid_utf8_hex")[i].as_string();
@@ -60,7 +62,7 @@ TEST_P(ShippedTokenizer, InvalidUtf8IsReadWithReplacementCharacters) {
 }
 
 TEST_P(ShippedTokenizer, DecodesArbitraryIds) {
-  const auto tok = AutoTokenizer::from_pretrained(testing::shipped_tokenizer(GetParam()));
+  const auto tok = AutoTokenizer::from_pretrained(shipped_tokenizer(GetParam()));
   const json::Value rec = testing::reference(GetParam()).at("transformers");
   for (size_t i = 0; i < rec.at("decode_ids").size(); ++i) {
     const auto ids = ids_of(rec.at("decode_ids")[i]);
@@ -71,7 +73,7 @@ TEST_P(ShippedTokenizer, DecodesArbitraryIds) {
 }
 
 TEST_P(ShippedTokenizer, LongText) {
-  const auto tok = AutoTokenizer::from_pretrained(testing::shipped_tokenizer(GetParam()));
+  const auto tok = AutoTokenizer::from_pretrained(shipped_tokenizer(GetParam()));
   const json::Value rec = testing::reference(GetParam()).at("transformers");
   EXPECT_EQ(tok.encode(rec.at("long_text").as_string()), ids_of(rec.at("long_ids")));
 }
@@ -84,7 +86,7 @@ std::optional<std::string> optional_string(const json::Value& v) {
 }
 
 TEST_P(ShippedTokenizer, SpecialTokensAndVocabulary) {
-  const auto tok = AutoTokenizer::from_pretrained(testing::shipped_tokenizer(GetParam()));
+  const auto tok = AutoTokenizer::from_pretrained(shipped_tokenizer(GetParam()));
   const json::Value rec = testing::reference(GetParam()).at("transformers");
   const json::Value& s = rec.at("special");
   EXPECT_EQ(tok.bos_token(), optional_string(s.at("bos_token")));
@@ -111,9 +113,8 @@ TEST_P(ShippedTokenizer, SpecialTokensAndVocabulary) {
 }
 
 TEST_P(ShippedTokenizer, ExposesTheConfig) {
-  const auto tok = AutoTokenizer::from_pretrained(testing::shipped_tokenizer(GetParam()));
-  const json::Value file =
-      json::parse_file(testing::shipped_tokenizer(GetParam()) + "/tokenizer_config.json");
+  const auto tok = AutoTokenizer::from_pretrained(shipped_tokenizer(GetParam()));
+  const json::Value file = json::parse_file(shipped_tokenizer(GetParam()) + "/tokenizer_config.json");
   EXPECT_EQ(tok.config().at("tokenizer_class"), file.at("tokenizer_class"));
   EXPECT_EQ(tok.config().contains("chat_template"), file.contains("chat_template"));
 }

@@ -1,21 +1,12 @@
-// Where the tokenizer tests find their files: the shared assets beside the source tree (TFM_SHARED_DIR
-// overrides, for a worktree whose parent has no shared/), and the references beside the tests.
+// Where the tokenizer tests find their references: beside the tests.
 #pragma once
 
-#include <cstdlib>
 #include <string>
 
 #include "tfm/io/json.h"
 
 namespace tfm::tokenizer::testing {
 
-inline std::string shared_dir() {
-  if (const char* env = std::getenv("TFM_SHARED_DIR")) return env;
-  return TFM_SOURCE_DIR "/../shared";
-}
-inline std::string shipped_tokenizer(const std::string& name) {
-  return shared_dir() + "/assets/tokenizers/" + name;
-}
 inline std::string tests_dir() {
   return TFM_SOURCE_DIR "/tests/tokenizer";
 }
