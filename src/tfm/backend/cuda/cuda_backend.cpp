@@ -1,20 +1,39 @@
-// The CUDA backend: device memory through the runtime API, every call's status checked.
+// The CUDA backend: device memory through the runtime API (statically linked; it opens the driver itself when
+// a device is first used), every call's status checked.
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <string>
 #include <unordered_map>
 
 #include "tfm/backend/cuda/cuda_backend.h"
+#include "tfm/backend/cuda/runtime.h"
 #include "tfm/core/error.h"
 
 namespace tfm {
 namespace {
 
-void cuda_check(cudaError_t status, const char* what) {
-  if (status != cudaSuccess) throw_error("CUDA error in ", what, ": ", cudaGetErrorString(status));
+using cuda::check_cuda;
+using cuda::use_device;
+
+// Host-to-device copies of this size or more go through tfm's pinned staging buffers.
+constexpr size_t kStagedCopyFrom = size_t{1} << 20;
+constexpr size_t kStagingBytes = size_t{64} << 20;  // each of the two buffers
+
+// `bytes` from `src` to `dst` on every thread of the team: pages of a file mapping are faulted in and copied
+// in parallel.
+void parallel_memcpy(void* dst, const void* src, size_t bytes) {
+  constexpr size_t kPiece = size_t{1} << 20;
+  const auto pieces = static_cast<int64_t>((bytes + kPiece - 1) / kPiece);
+#pragma omp parallel for schedule(dynamic)
+  for (int64_t i = 0; i < pieces; ++i) {
+    const size_t begin = static_cast<size_t>(i) * kPiece;
+    std::memcpy(static_cast<char*>(dst) + begin, static_cast<const char*>(src) + begin,
+                std::min(kPiece, bytes - begin));
+  }
 }
 
 class CudaBackend final : public Backend {
@@ -33,12 +52,12 @@ class CudaBackend final : public Backend {
 
   DeviceInfo info(int index) override {
     cudaDeviceProp prop{};
-    cuda_check(cudaGetDeviceProperties(&prop, index), "cudaGetDeviceProperties");
-    use(index);
+    check_cuda(cudaGetDeviceProperties(&prop, index), "cudaGetDeviceProperties");
+    use_device(index);
     size_t free_bytes = 0, total_bytes = 0;
-    cuda_check(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
+    check_cuda(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
     int driver = 0;
-    cuda_check(cudaDriverGetVersion(&driver), "cudaDriverGetVersion");
+    check_cuda(cudaDriverGetVersion(&driver), "cudaDriverGetVersion");
     DeviceInfo d;
     d.device = Device{DeviceType::cuda, index};
     d.compute_capability = prop.major * 10 + prop.minor;
@@ -46,8 +65,7 @@ class CudaBackend final : public Backend {
     d.total_memory = total_bytes;
     d.free_memory = free_bytes;
     d.driver_version = "CUDA " + std::to_string(driver / 1000) + "." + std::to_string(driver % 1000 / 10) +
-                       ", compute capability " + std::to_string(prop.major) + "." +
-                       std::to_string(prop.minor);
+                       ", compute capability " + std::to_string(prop.major) + "." + std::to_string(prop.minor);
     return d;
   }
 
@@ -56,7 +74,7 @@ class CudaBackend final : public Backend {
   // runs on the device's one default stream, so memory reused by a later kernel is ordered after earlier
   // users.
   void* allocate(int index, size_t bytes) override {
-    use(index);
+    use_device(index);
     const size_t size = rounded(bytes);
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -89,25 +107,82 @@ class CudaBackend final : public Backend {
   }
 
   void copy_from_host(int index, DeviceSpan dst, const void* src, size_t bytes) override {
-    use(index);
-    cuda_check(cudaMemcpy(address(dst), src, bytes, cudaMemcpyHostToDevice), "cudaMemcpy host to device");
+    use_device(index);
+    if (bytes < kStagedCopyFrom) {
+      check_cuda(cudaMemcpy(address(dst), src, bytes, cudaMemcpyHostToDevice), "cudaMemcpy host to device");
+    } else {
+      staged_copy_from_host(index, address(dst), static_cast<const char*>(src), bytes);
+    }
   }
   void copy_to_host(int index, void* dst, DeviceSpan src, size_t bytes) override {
-    use(index);
-    cuda_check(cudaMemcpy(dst, address(src), bytes, cudaMemcpyDeviceToHost), "cudaMemcpy device to host");
+    use_device(index);
+    check_cuda(cudaMemcpy(dst, address(src), bytes, cudaMemcpyDeviceToHost), "cudaMemcpy device to host");
   }
   void copy_on_device(int index, DeviceSpan dst, DeviceSpan src, size_t bytes) override {
-    use(index);
-    cuda_check(cudaMemcpy(address(dst), address(src), bytes, cudaMemcpyDeviceToDevice),
+    use_device(index);
+    check_cuda(cudaMemcpy(address(dst), address(src), bytes, cudaMemcpyDeviceToDevice),
                "cudaMemcpy device to device");
   }
   void synchronize(int index) override {
-    use(index);
-    cuda_check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+    use_device(index);
+    check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
   }
-  OpKernels* kernels() override { return &cuda_op_kernels(); }
+
+  // bfloat16 matmuls need cuBLASLt's bf16 kernels (Ampere, 8.0); float16 arithmetic needs 5.3.
+  bool supports_dtype(int index, DType dtype) override {
+    switch (dtype) {
+      case DType::float32:
+        return true;
+      case DType::bfloat16:
+        return compute_capability(index) >= 80;
+      case DType::float16:
+        return compute_capability(index) >= 53;
+      default:
+        return false;
+    }
+  }
+
+  std::string attention_unavailable(int index, std::string_view name) override {
+    if (name != "flash_attention_3") return "";
+    const int capability = compute_capability(index);
+    if (capability >= 90) return "";
+    const std::string major = std::to_string(capability / 10), minor = std::to_string(capability % 10);
+    return "Flash Attention 3 requires compute capability >= 9.0, but found (" + major + ", " + minor +
+           ") with compute capability " + major + ".0.";
+  }
 
  private:
+  static int compute_capability(int index) {
+    int major = 0, minor = 0;
+    check_cuda(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, index), "cudaDeviceGetAttribute");
+    check_cuda(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, index), "cudaDeviceGetAttribute");
+    return major * 10 + minor;
+  }
+
+  // The driver copies pageable memory through small pinned buffers of its own, at ~10 GB/s; model loading
+  // moves tens of GB out of file mappings. So large copies go through two pinned buffers of tfm's, allocated on
+  // the first one: while one chunk's transfer runs on the device's copy stream, the host's threads fill the
+  // other buffer with the next chunk. The copy stream is a blocking one, so it is ordered with the default
+  // stream's kernels as cudaMemcpy is; the call returns when every byte is on the device.
+  void staged_copy_from_host(int index, char* dst, const char* src, size_t bytes) {
+    std::lock_guard<std::mutex> lock(staging_mutex_);
+    for (void*& buffer : staging_) {
+      if (!buffer) check_cuda(cudaHostAlloc(&buffer, kStagingBytes, cudaHostAllocPortable), "cudaHostAlloc");
+    }
+    cudaStream_t& stream = copy_streams_[index];
+    if (!stream) check_cuda(cudaStreamCreate(&stream), "cudaStreamCreate");
+    const size_t chunks = (bytes + kStagingBytes - 1) / kStagingBytes;
+    auto chunk_bytes = [&](size_t i) { return std::min(kStagingBytes, bytes - i * kStagingBytes); };
+    parallel_memcpy(staging_[0], src, chunk_bytes(0));
+    for (size_t i = 0; i < chunks; ++i) {
+      check_cuda(cudaMemcpyAsync(dst + i * kStagingBytes, staging_[i % 2], chunk_bytes(i), cudaMemcpyHostToDevice,
+                                 stream),
+                 "cudaMemcpyAsync host to device");
+      if (i + 1 < chunks) parallel_memcpy(staging_[(i + 1) % 2], src + (i + 1) * kStagingBytes, chunk_bytes(i + 1));
+      check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize after a host-to-device copy");
+    }
+  }
+
   // Sizes round up to 512 bytes, and to 2 MiB past 1 MiB, so that near sizes share blocks.
   static size_t rounded(size_t bytes) {
     const size_t unit = bytes > (size_t{1} << 20) ? (size_t{2} << 20) : 512;
@@ -121,12 +196,15 @@ class CudaBackend final : public Backend {
     }
     free_[index].clear();
   }
+  static char* address(DeviceSpan s) { return static_cast<char*>(s.base) + s.offset; }
 
   std::mutex mutex_;
   std::map<int, std::multimap<size_t, void*>> free_;  // per device: cached blocks by size
   std::unordered_map<void*, size_t> sizes_;           // every block tfm holds, by address
-  static char* address(DeviceSpan s) { return static_cast<char*>(s.base) + s.offset; }
-  static void use(int index) { cuda_check(cudaSetDevice(index), "cudaSetDevice"); }
+
+  std::mutex staging_mutex_;
+  void* staging_[2] = {};
+  std::map<int, cudaStream_t> copy_streams_;  // per device
 };
 
 }  // namespace

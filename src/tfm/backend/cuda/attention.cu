@@ -1,0 +1,124 @@
+// Paged attention: one block per (query row, head). Keys are visited in tiles of one per thread: each thread
+// scores one key against the row's query (kept in shared memory as float32), the block reduces the tile, and
+// each thread sums its share of the head dimensions over the tile's values.
+#include "tfm/backend/cuda/device_common.cuh"
+#include "tfm/backend/cuda/launchers.h"
+
+namespace tfm::cuda::launch {
+namespace {
+
+constexpr int kThreads = 128;
+constexpr int kDimsPerThread = 4;  // head_dim up to kThreads * kDimsPerThread
+
+// The sequence that query row `row` belongs to: the last s with query_start[s] <= row, or num_seqs for rows
+// past every sequence (which stay unwritten, as on the CPU).
+__device__ int64_t sequence_of(const int32_t* query_start, int64_t num_seqs, int64_t row) {
+  int64_t lo = 0, hi = num_seqs + 1;  // query_start[lo] <= row < query_start[hi], treating the ends as open
+  while (hi - lo > 1) {
+    const int64_t mid = (lo + hi) / 2;
+    (query_start[mid] <= row ? lo : hi) = mid;
+  }
+  return lo;
+}
+
+// Eager materialises the softmax as Transformers' eager attention: every score rounded to T (q k^T, then times
+// scale), the row's maximum and sum found in a first pass, each probability rounded to T. Otherwise one pass
+// keeps float32 scores and rescales what it summed whenever the running maximum grows (sdpa, flash).
+template <typename T, bool Eager>
+__global__ void paged_attention_kernel(PagedAttentionArgs a) {
+  extern __shared__ float q[];  // head_dim
+  __shared__ float shared[32];
+  __shared__ float probs[kThreads];
+  const int64_t row = blockIdx.x / a.heads, h = blockIdx.x % a.heads, D = a.head_dim;
+  const int64_t s = sequence_of(a.query_start, a.num_seqs, row);
+  if (s == a.num_seqs) return;
+  const int64_t pos = a.positions[row];
+  const int64_t last = min(pos, static_cast<int64_t>(a.context_lens[s]) - 1);
+  const int64_t first = a.window > 0 ? max(int64_t{0}, pos - a.window + 1) : 0;
+  const int32_t* blocks = a.block_tables + s * a.max_blocks;
+  const int64_t kv_head = h / (a.heads / a.kv_heads);
+  const T* q_row = static_cast<const T*>(a.q) + (row * a.heads + h) * D;
+  for (int64_t i = threadIdx.x; i < D; i += blockDim.x) q[i] = to_float(q_row[i]);
+  __syncthreads();
+
+  auto cache_row = [&](const void* cache, int64_t j) {
+    const int64_t block = blocks[j / a.block_size];
+    return static_cast<const T*>(cache) + ((block * a.block_size + j % a.block_size) * a.kv_heads + kv_head) * D;
+  };
+  // Key j's score, or -infinity past the last key.
+  auto score = [&](int64_t j) {
+    if (j > last) return -INFINITY;
+    const T* k = cache_row(a.cache_k, j);
+    float dot = 0.f;
+    for (int64_t i = 0; i < D; ++i) dot += q[i] * to_float(k[i]);
+    return Eager ? round_to<T>(round_to<T>(dot) * a.scale) : dot * a.scale;
+  };
+
+  float running_max = -INFINITY, denom = 0.f;
+  if (Eager) {
+    for (int64_t j0 = first; j0 <= last; j0 += blockDim.x) {
+      const float sc = score(j0 + threadIdx.x);
+      const float new_max = fmaxf(running_max, block_max(sc, shared));
+      denom = denom * expf(running_max - new_max) + block_sum(expf(sc - new_max), shared);
+      running_max = new_max;
+    }
+  }
+  float acc[kDimsPerThread] = {};
+  for (int64_t j0 = first; j0 <= last; j0 += blockDim.x) {
+    const float sc = score(j0 + threadIdx.x);
+    float p;
+    if (Eager) {
+      p = round_to<T>(expf(sc - running_max) / denom);
+    } else {
+      const float new_max = fmaxf(running_max, block_max(sc, shared));
+      const float rescale = expf(running_max - new_max);
+      denom *= rescale;
+      for (float& x : acc) x *= rescale;
+      running_max = new_max;
+      p = expf(sc - running_max);
+      denom += block_sum(p, shared);
+    }
+    probs[threadIdx.x] = p;
+    __syncthreads();
+    const int64_t keys = min(static_cast<int64_t>(blockDim.x), last - j0 + 1);
+    for (int64_t t = 0; t < keys; ++t) {
+      const T* v = cache_row(a.cache_v, j0 + t);
+      for (int k = 0; k < kDimsPerThread; ++k) {
+        const int64_t i = threadIdx.x + k * blockDim.x;
+        if (i < D) acc[k] += probs[t] * to_float(v[i]);
+      }
+    }
+    __syncthreads();
+  }
+  T* o = static_cast<T*>(a.out) + (row * a.heads + h) * D;
+  const float inv = last < first ? 0.f : Eager ? 1.f : 1.f / denom;
+  for (int k = 0; k < kDimsPerThread; ++k) {
+    const int64_t i = threadIdx.x + k * blockDim.x;
+    if (i < D) o[i] = from_float<T>(acc[k] * inv);
+  }
+}
+
+}  // namespace
+
+template <typename T>
+void paged_attention(const PagedAttentionArgs& args, bool eager) {
+  if (args.head_dim > kThreads * kDimsPerThread) {
+    throw_error("CUDA kernel paged_attention: head_dim ", args.head_dim, " is over its ", kThreads * kDimsPerThread);
+  }
+  if (args.num_rows * args.heads == 0) return;
+  const unsigned blocks = static_cast<unsigned>(args.num_rows * args.heads);
+  const size_t shared = static_cast<size_t>(args.head_dim) * sizeof(float);
+  using Element = device_t<T>;
+  if (eager) {
+    paged_attention_kernel<Element, true><<<blocks, kThreads, shared>>>(args);
+  } else {
+    paged_attention_kernel<Element, false><<<blocks, kThreads, shared>>>(args);
+  }
+  check_launch("paged_attention");
+}
+
+template void paged_attention<float>(const PagedAttentionArgs&, bool);
+template void paged_attention<bfloat16>(const PagedAttentionArgs&, bool);
+template void paged_attention<float16>(const PagedAttentionArgs&, bool);
+
+}  // namespace tfm::cuda::launch

@@ -1,0 +1,118 @@
+// What every .cu file of the CUDA backend shares: the element types as the device reads them, their
+// conversions (the device side of floats.h, rounding to nearest even), block reductions and launch checks.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "tfm/core/error.h"
+#include "tfm/core/floats.h"
+
+namespace tfm::cuda {
+
+// The device type of a storage type of floats.h: the same bits, with the CUDA headers' arithmetic.
+template <typename T>
+struct DeviceElement {
+  using type = T;
+};
+template <>
+struct DeviceElement<bfloat16> {
+  using type = __nv_bfloat16;
+};
+template <>
+struct DeviceElement<float16> {
+  using type = __half;
+};
+template <typename T>
+using device_t = typename DeviceElement<T>::type;
+
+template <typename T>
+device_t<T>* on_device(T* p) {
+  return reinterpret_cast<device_t<T>*>(p);
+}
+template <typename T>
+const device_t<T>* on_device(const T* p) {
+  return reinterpret_cast<const device_t<T>*>(p);
+}
+
+__device__ inline float to_float(float v) {
+  return v;
+}
+__device__ inline float to_float(__nv_bfloat16 v) {
+  return __bfloat162float(v);
+}
+__device__ inline float to_float(__half v) {
+  return __half2float(v);
+}
+
+template <typename T>
+__device__ T from_float(float v);
+template <>
+__device__ inline float from_float<float>(float v) {
+  return v;
+}
+template <>
+__device__ inline __nv_bfloat16 from_float<__nv_bfloat16>(float v) {
+  return __float2bfloat16_rn(v);
+}
+template <>
+__device__ inline __half from_float<__half>(float v) {
+  return __float2half_rn(v);
+}
+
+// `v` rounded to T's precision and back: where torch stores an intermediate result in the tensor's dtype.
+template <typename T>
+__device__ float round_to(float v) {
+  return to_float(from_float<T>(v));
+}
+
+// Sum and maximum over a block whose size is a multiple of 32, every thread getting the result; `shared`
+// holds 32 floats. Safe to call again at once: the last barrier keeps `shared` until every thread read it.
+__device__ inline float warp_sum(float v) {
+  for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xffffffffu, v, offset);
+  return v;
+}
+__device__ inline float warp_max(float v) {
+  for (int offset = 16; offset > 0; offset >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
+  return v;
+}
+__device__ inline float block_sum(float v, float* shared) {
+  v = warp_sum(v);
+  if (threadIdx.x % 32 == 0) shared[threadIdx.x / 32] = v;
+  __syncthreads();
+  const unsigned lane = threadIdx.x % 32;
+  v = warp_sum(lane < blockDim.x / 32 ? shared[lane] : 0.f);
+  __syncthreads();
+  return v;
+}
+__device__ inline float block_max(float v, float* shared) {
+  v = warp_max(v);
+  if (threadIdx.x % 32 == 0) shared[threadIdx.x / 32] = v;
+  __syncthreads();
+  const unsigned lane = threadIdx.x % 32;
+  v = warp_max(lane < blockDim.x / 32 ? shared[lane] : -INFINITY);
+  __syncthreads();
+  return v;
+}
+
+// Blocks of `threads` for a grid-stride loop over n items: enough to fill the device, never more than it takes.
+inline unsigned grid_for(int64_t n, int threads) {
+  return static_cast<unsigned>(std::clamp<int64_t>((n + threads - 1) / threads, 1, int64_t{1} << 16));
+}
+
+// Threads for one block per row of `n` items: a multiple of 32, at most 1024.
+inline int threads_for_row(int64_t n) {
+  return static_cast<int>(std::clamp<int64_t>((n + 31) / 32 * 32, 32, 1024));
+}
+
+// Throws when the launch just made failed.
+inline void check_launch(const char* kernel) {
+  const cudaError_t status = cudaGetLastError();
+  if (status != cudaSuccess) throw_error("CUDA kernel ", kernel, ": ", cudaGetErrorString(status));
+}
+
+}  // namespace tfm::cuda

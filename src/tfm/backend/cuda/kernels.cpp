@@ -1,0 +1,127 @@
+// The CUDA kernels of the op set but matmul (linear.cpp): each makes its tensors' device current, unpacks the
+// op and calls a launcher of launchers.h.
+#include <vector>
+
+#include "tfm/backend/cuda/cuda_backend.h"
+#include "tfm/backend/cuda/launchers.h"
+#include "tfm/backend/cuda/runtime.h"
+#include "tfm/backend/op_set.h"
+#include "tfm/backend/pointer_args.h"
+#include "tfm/core/floats.h"
+
+namespace tfm::cuda {
+namespace {
+
+void use_device_of(const Tensor& t) {
+  use_device(t.device().index_or_zero());
+}
+
+// Copies of whole rows do not look at the values: one kernel per op serves every dtype.
+void embedding(const op::Embedding& a) {
+  use_device_of(a.out);
+  const int64_t row_bytes = a.table.size(1) * static_cast<int64_t>(dtype_size(a.dtype()));
+  const launch::RowCopy copy{a.table.raw(), a.ids.data<int32_t>(), row_bytes, a.out.raw(), nullptr, row_bytes, row_bytes};
+  launch::copy_rows(&copy, 1, a.ids.size(0), "embedding");
+}
+
+void gather_rows(const op::GatherRows& a) {
+  use_device_of(a.out);
+  const int64_t row_bytes = a.x.size(1) * static_cast<int64_t>(dtype_size(a.dtype()));
+  const launch::RowCopy copy{a.x.raw(), a.rows.data<int32_t>(), row_bytes, a.out.raw(), nullptr, row_bytes, row_bytes};
+  launch::copy_rows(&copy, 1, a.rows.size(0), "gather_rows");
+}
+
+void kv_cache_write(const op::KvCacheWrite& a) {
+  use_device_of(a.k);
+  const int64_t rows = a.k.size(0), row_bytes = rows ? static_cast<int64_t>(a.k.nbytes()) / rows : 0;
+  const int32_t* slots = a.slots.data<int32_t>();
+  const launch::RowCopy copies[] = {{a.k.raw(), nullptr, row_bytes, a.cache_k.raw(), slots, row_bytes, row_bytes},
+                                    {a.v.raw(), nullptr, row_bytes, a.cache_v.raw(), slots, row_bytes, row_bytes}};
+  launch::copy_rows(copies, 2, rows, "kv_cache_write");
+}
+
+void split_columns(const op::SplitColumns& a) {
+  use_device_of(a.x);
+  const ColumnSplit split = column_split(a);
+  const int64_t element = static_cast<int64_t>(dtype_size(a.dtype()));
+  int64_t pitch = 0;
+  for (int64_t w : split.widths) pitch += w * element;
+  std::vector<launch::RowCopy> copies;
+  const char* column = static_cast<const char*>(a.x.raw());
+  for (size_t i = 0; i < split.outs.size(); ++i) {
+    const int64_t bytes = split.widths[i] * element;
+    copies.push_back({column, nullptr, pitch, split.outs[i], nullptr, bytes, bytes});
+    column += bytes;
+  }
+  launch::copy_rows(copies.data(), static_cast<int>(copies.size()), a.x.size(0), "split_columns");
+}
+
+template <typename T>
+void add(const op::Add& a) {
+  use_device_of(a.x);
+  launch::add(a.x.data<T>(), a.y.data<T>(), a.x.numel());
+}
+
+template <typename In>
+void cast(const op::Cast& a) {
+  use_device_of(a.out);
+  visit_float(a.out.dtype(), [&]<typename Out>() { launch::cast(a.x.data<In>(), a.out.data<Out>(), a.x.numel()); });
+}
+
+template <typename T>
+void rms_norm(const op::RmsNorm& a) {
+  use_device_of(a.out);
+  const int64_t dim = a.weight.size(0);
+  launch::rms_norm(a.x.data<T>(), a.weight.data<T>(), dim ? a.x.numel() / dim : 0, dim, a.eps, a.out.data<T>());
+}
+
+template <typename T>
+void add_rms_norm_fused(const op::AddRmsNorm& a) {
+  use_device_of(a.out);
+  const int64_t dim = a.weight.size(0);
+  launch::add_rms_norm(a.residual.data<T>(), a.x.data<T>(), a.weight.data<T>(), dim ? a.residual.numel() / dim : 0,
+                       dim, a.eps, a.out.data<T>());
+}
+
+template <typename T>
+void rope(const op::Rope& a) {
+  use_device_of(a.x);
+  launch::rope(a.x.data<T>(), a.cos.data<T>(), a.sin.data<T>(), a.x.size(0), a.x.size(1), a.x.size(2), a.cos.size(1));
+}
+
+template <typename T>
+void silu_mul(const op::SiluMul& a) {
+  use_device_of(a.out);
+  launch::silu_mul(a.gate_up.data<T>(), a.out.size(0), a.out.size(1), a.out.data<T>());
+}
+
+template <typename T, bool Eager>
+void paged_attention(const op::PagedAttention& a) {
+  use_device_of(a.out);
+  launch::paged_attention<T>(paged_attention_args(a), Eager);
+}
+
+}  // namespace
+
+void register_kernels(KernelRegistry& r) {
+  constexpr DeviceType device = DeviceType::cuda;
+  for (DType d : kComputeDTypes) {
+    r.add<op::Embedding>(device, d, "default", {.run = embedding, .is_default = true});
+    r.add<op::GatherRows>(device, d, "default", {.run = gather_rows, .is_default = true});
+    r.add<op::SplitColumns>(device, d, "default", {.run = split_columns, .is_default = true});
+    r.add<op::KvCacheWrite>(device, d, "default", {.run = kv_cache_write, .is_default = true});
+    visit_float(d, [&]<typename T>() {
+      r.add<op::Add>(device, d, "default", {.run = add<T>, .is_default = true});
+      r.add<op::Cast>(device, d, "default", {.run = cast<T>, .is_default = true});
+      r.add<op::RmsNorm>(device, d, "default", {.run = rms_norm<T>, .is_default = true});
+      r.add<op::AddRmsNorm>(device, d, "fused", {.run = add_rms_norm_fused<T>});
+      r.add<op::Rope>(device, d, "default", {.run = rope<T>, .is_default = true});
+      r.add<op::SiluMul>(device, d, "default", {.run = silu_mul<T>, .is_default = true});
+      r.add<op::PagedAttention>(device, d, "flash", {.run = paged_attention<T, false>, .is_default = true});
+      r.add<op::PagedAttention>(device, d, "eager", {.run = paged_attention<T, true>});
+    });
+  }
+  register_linear_kernels(r);
+}
+
+}  // namespace tfm::cuda

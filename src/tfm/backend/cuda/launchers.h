@@ -1,0 +1,52 @@
+// The launchers of the CUDA kernels, for the C++20 host code that unpacks the ops (kernels.cpp). One template
+// per op family serves every dtype: T is a storage type of floats.h (float, bfloat16, float16), which the .cu
+// files read as float, __nv_bfloat16 and __half; kernels compute in float32 and round where op_set.h says.
+// Pointers are device memory of the current device; work goes to its default stream. A launch that fails
+// throws tfm::Error naming the kernel. This header stays within what nvcc's C++17 takes.
+#pragma once
+
+#include <cstdint>
+
+#include "tfm/backend/paged_attention_args.h"
+#include "tfm/core/floats.h"
+
+namespace tfm::cuda::launch {
+
+// Rows of bytes moved without looking at them: row r of `dst` (at dst_rows[r], or r when null) becomes row r
+// of `src` (at src_rows[r], or r), row_bytes long; rows start every src_pitch / dst_pitch bytes.
+struct RowCopy {
+  const void* src;
+  const int32_t* src_rows;
+  int64_t src_pitch;
+  void* dst;
+  const int32_t* dst_rows;
+  int64_t dst_pitch;
+  int64_t row_bytes;
+};
+constexpr int kMaxRowCopies = 4;
+// Up to kMaxRowCopies copies of `rows` rows each, in one launch; `op` names them in errors.
+void copy_rows(const RowCopy* copies, int count, int64_t rows, const char* op);
+
+template <typename T>
+void add(T* x, const T* y, int64_t n);
+template <typename In, typename Out>
+void cast(const In* x, Out* out, int64_t n);
+// gate_up (rows, 2 * inter) as [gate | up], out (rows, inter)
+template <typename T>
+void silu_mul(const T* gate_up, int64_t rows, int64_t inter, T* out);
+// x (rows, heads, head_dim) in place, cos and sin (rows, rot)
+template <typename T>
+void rope(T* x, const T* cos, const T* sin, int64_t rows, int64_t heads, int64_t head_dim, int64_t rot);
+
+// x, out (rows, dim); out may be x.
+template <typename T>
+void rms_norm(const T* x, const T* weight, int64_t rows, int64_t dim, float eps, T* out);
+// residual += x, then out = rms_norm(residual), in one pass over each row.
+template <typename T>
+void add_rms_norm(T* residual, const T* x, const T* weight, int64_t rows, int64_t dim, float eps, T* out);
+
+// `eager` rounds scores and probabilities to T as Transformers' eager attention does; else the one-pass form.
+template <typename T>
+void paged_attention(const PagedAttentionArgs& args, bool eager);
+
+}  // namespace tfm::cuda::launch
