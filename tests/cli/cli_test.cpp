@@ -59,10 +59,15 @@ TEST(Cli, GenerateJsonHoldsOnlyTheGeneratedIds) {
 
 const std::string kDemo = std::string(TFM_SOURCE_DIR) + "/models/demo";
 
-// The demo model's reference: Transformers' greedy text for "The old man said", recorded when it was trained.
-std::string demo_reference_text() {
-  const tfm::json::Value reference = tfm::json::parse_file(kDemo + "/reference.json");
-  for (const auto& r : reference.at("references").as_array()) {
+// Transformers' greedy text for "The old man said" from the demo model: in float32 as recorded when it was
+// trained, and in bfloat16 (its config's dtype, what dtype="auto" runs) on the CPU, recorded by
+// tests/fixtures/make_dtype_references.py.
+std::string demo_reference_text(const std::string& dtype) {
+  const bool f32 = dtype == "float32";
+  const tfm::json::Value reference =
+      tfm::json::parse_file(kDemo + (f32 ? "/reference.json" : "/reference_bfloat16.json"));
+  const tfm::json::Value& records = f32 ? reference.at("references") : reference.at("references").at("cpu");
+  for (const auto& r : records.as_array()) {
     if (r.at("prompt").as_string() == "The old man said") return r.at("text").as_string();
   }
   return "";
@@ -71,16 +76,17 @@ std::string demo_reference_text() {
 TEST(Cli, GenerateUsesTheDemoModelByDefaultAndStreamsTransformersText) {
   const Result r = tfm_run("generate --prompt \"The old man said\" --max-new-tokens 40 --device cpu", false);
   ASSERT_EQ(r.status, 0) << r.out;
-  EXPECT_EQ(r.out, demo_reference_text() + "\n");
+  EXPECT_EQ(r.out, demo_reference_text("bfloat16") + "\n");
 }
 
 TEST(Cli, GenerateJsonWithAPromptHasIdsAndText) {
-  const Result r = tfm_run(
-      "generate --model " + kDemo + " --prompt \"The old man said\" --max-new-tokens 40 --json", false);
+  const Result r = tfm_run("generate --model " + kDemo +
+                               " --prompt \"The old man said\" --max-new-tokens 40 --dtype float32 --json",
+                           false);
   ASSERT_EQ(r.status, 0) << r.out;
   const tfm::json::Value out = tfm::json::parse(r.out);
   EXPECT_EQ(out.at("ids").size(), 40u);
-  EXPECT_EQ("The old man said" + out.at("text").as_string(), demo_reference_text());
+  EXPECT_EQ("The old man said" + out.at("text").as_string(), demo_reference_text("float32"));
 }
 
 TEST(Cli, ChatAnswersEachTurnAndResets) {
@@ -101,7 +107,7 @@ TEST(Cli, QuickstartExampleMirrorsTheGuide) {
   size_t n;
   while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) out.append(buffer, n);
   ASSERT_EQ(pclose(pipe), 0);
-  EXPECT_EQ(out, demo_reference_text() + "\n");
+  EXPECT_EQ(out, demo_reference_text("bfloat16") + "\n");
 }
 
 TEST(Cli, AttentionImplementationsGiveTheSameTokens) {

@@ -123,4 +123,64 @@ inline void expect_ragged_batch(const std::string& model_name, const std::string
   }
 }
 
+// Transformers' logits in a 16-bit dtype for one prompt (tests/fixtures/make_dtype_references.py).
+struct DTypePrompt {
+  std::vector<int64_t> ids;
+  std::vector<float> last_logits;
+  float last_top2_margin;
+};
+
+// The references of `model_name` in `dtype` as Transformers computed them on `device_kind` ("cpu" or "cuda").
+inline std::vector<DTypePrompt> dtype_reference(const std::string& model_name, const std::string& dtype,
+                                                const std::string& device_kind) {
+  const json::Value ref = json::parse_file(kFixtures + model_name + "/dtype_reference.json");
+  std::vector<DTypePrompt> prompts;
+  for (const json::Value& p : ref.at(dtype).at(device_kind).as_array()) {
+    DTypePrompt prompt{ints(p.at("ids")), {}, static_cast<float>(p.at("last_top2_margin").as_double())};
+    for (const auto& x : p.at("last_logits").as_array()) prompt.last_logits.push_back(static_cast<float>(x.as_double()));
+    prompts.push_back(std::move(prompt));
+  }
+  return prompts;
+}
+
+// ||a - b|| / ||b||
+inline double relative_l2(const float* a, const std::vector<float>& b) {
+  double diff = 0, norm = 0;
+  for (size_t i = 0; i < b.size(); ++i) {
+    diff += (static_cast<double>(a[i]) - b[i]) * (static_cast<double>(a[i]) - b[i]);
+    norm += static_cast<double>(b[i]) * b[i];
+  }
+  return std::sqrt(diff / norm);
+}
+
+// The model in `dtype` ("bfloat16", "float16") on `device`, prompt by prompt in both attention forms, against
+// Transformers in the same dtype on the CPU and on CUDA (which differ from each other by up to 1% in bf16, where
+// torch's CPU attention kernel takes a path of its own for longer prompts): last-position logits within 2e-2
+// relative (L2) of both, and the same argmax unless Transformers' own top two are closer than that tolerance
+// allows a correct implementation to tell apart.
+inline void expect_dtype_parity(const std::string& model_name, const std::string& device, const std::string& dtype) {
+  for (const std::string attn : {"sdpa", "eager"}) {
+    for (const std::string reference_device : {"cpu", "cuda"}) {
+      for (const DTypePrompt& p : dtype_reference(model_name, dtype, reference_device)) {
+        CausalLM model = CausalLM::from_pretrained(kFixtures + model_name,
+                                                   {.dtype = dtype, .device = device, .attn_implementation = attn});
+        KVCache cache = model.make_cache(blocks_for(static_cast<int64_t>(p.ids.size()), 4), 4);
+        SequenceCache seq;
+        BatchBuilder builder(cache);
+        builder.add(seq, p.ids, Logits::last);
+        const Tensor logits = model.forward(builder.finish(), cache);
+        const std::string what = attn + " against Transformers on " + reference_device + ", prompt of " +
+                                 std::to_string(p.ids.size());
+        EXPECT_LT(relative_l2(logits.data<float>(), p.last_logits), 2e-2) << what;
+        double norm = 0;
+        for (float x : p.last_logits) norm += static_cast<double>(x) * x;
+        if (p.last_top2_margin > 2e-2 * std::sqrt(norm / static_cast<double>(p.last_logits.size()))) {
+          EXPECT_EQ(argmax(logits.data<float>(), logits.size(1)), argmax(p.last_logits.data(), logits.size(1)))
+              << what << ", Transformers' margin " << p.last_top2_margin;
+        }
+      }
+    }
+  }
+}
+
 }  // namespace tfm::parity

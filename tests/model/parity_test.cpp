@@ -21,6 +21,14 @@ TEST_P(Parity, RaggedBatchEqualsSeparateSequences) {
   expect_ragged_batch(GetParam(), "cpu");
 }
 
+TEST_P(Parity, BFloat16LogitsMatchTransformersInBFloat16) {
+  expect_dtype_parity(GetParam(), "cpu", "bfloat16");
+}
+
+TEST_P(Parity, Float16LogitsMatchTransformersInFloat16) {
+  expect_dtype_parity(GetParam(), "cpu", "float16");
+}
+
 INSTANTIATE_TEST_SUITE_P(Fixtures, Parity,
                          testing::Values("llama_gqa", "llama3_rope_bias", "llama_linear_rope",
                                          "llama_dynamic_rope", "llama_yarn_rope", "mistral_sliding",

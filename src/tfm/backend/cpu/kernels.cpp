@@ -150,6 +150,9 @@ void silu_mul(const op::SiluMul& a) {
   }
 }
 
+// Keys per block of the flash form: torch's CPU kernel's block for contexts of 512 keys or more.
+constexpr int64_t kKeyBlock = 512;
+
 // Causal grouped-query attention over the paged cache, one (row, head) at a time, spread over threads.
 template <typename T, bool Eager>
 void paged_attention(const op::PagedAttention& op_args) {
@@ -163,7 +166,7 @@ void paged_attention(const op::PagedAttention& op_args) {
   for (int64_t s = 0; s < a.num_seqs; ++s) {
     for (int32_t r = a.query_start[s]; r < a.query_start[s + 1]; ++r) seq_of_row[static_cast<size_t>(r)] = s;
   }
-#pragma omp parallel
+#pragma omp parallel if (rows * a.heads * (a.window > 0 ? a.window : 64) * D > 65536)
   {
     std::vector<float> q(static_cast<size_t>(D)), acc(static_cast<size_t>(D)), scores;
 #pragma omp for collapse(2) schedule(dynamic, 4)
@@ -202,20 +205,28 @@ void paged_attention(const op::PagedAttention& op_args) {
             for (int64_t i = 0; i < D; ++i) acc[i] += p * to_float(v[i]);
           }
         } else {
+          // Keys in blocks, as torch's CPU flash attention takes them: each weight is exp(score - the maximum
+          // so far, this block's included), rounded to the dtype where it multiplies the values (torch computes
+          // P V in the dtype, on the CPU and in CUDA's flash kernels) while the denominator sums it unrounded.
           float max = -std::numeric_limits<float>::infinity();
           denom = 0.f;
-          for (int64_t j = first; j <= last; ++j) {
-            const float sc = dot(cache_row(cache_k, j)) * a.scale;
-            if (sc > max) {  // rescale what was summed under the old maximum
-              const float c = std::exp(max - sc);
-              denom *= c;
-              for (float& x : acc) x *= c;
-              max = sc;
+          for (int64_t j0 = first; j0 <= last; j0 += kKeyBlock) {
+            const int64_t n = std::min(kKeyBlock, last - j0 + 1);
+            scores.resize(static_cast<size_t>(n));
+            float block_max = max;
+            for (int64_t j = 0; j < n; ++j)
+              block_max = std::max(block_max, scores[j] = dot(cache_row(cache_k, j0 + j)) * a.scale);
+            const float c = std::exp(max - block_max);  // 0 for the first block
+            denom *= c;
+            for (float& x : acc) x *= c;
+            max = block_max;
+            for (int64_t j = 0; j < n; ++j) {
+              const float p = std::exp(scores[j] - max);
+              denom += p;
+              const float p_rounded = round_to<T>(p);
+              const T* v = cache_row(cache_v, j0 + j);
+              for (int64_t i = 0; i < D; ++i) acc[i] += p_rounded * to_float(v[i]);
             }
-            const float p = std::exp(sc - max);
-            denom += p;
-            const T* v = cache_row(cache_v, j);
-            for (int64_t i = 0; i < D; ++i) acc[i] += p * to_float(v[i]);
           }
         }
         T* o = static_cast<T*>(a.out) + (row * a.heads + h) * D;
