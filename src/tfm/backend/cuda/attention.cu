@@ -1,6 +1,7 @@
-// Paged attention: one block per (query row, head). Keys are visited in tiles of one per thread: each thread
-// scores one key against the row's query (kept in shared memory as float32), the block reduces the tile, and
-// each thread sums its share of the head dimensions over the tile's values.
+// Paged attention: one block per (query row, head). Keys are visited in blocks of kKeyBlock, as the CPU's
+// kernels.cpp (after torch's CPU kernel) takes them: each thread scores kKeyBlock / kThreads keys against the
+// row's query (kept in shared memory as float32), the block reduces them, and each thread sums its share of
+// the head dimensions over the block's values.
 #include "tfm/backend/cuda/device_common.cuh"
 #include "tfm/backend/cuda/launchers.h"
 
@@ -9,6 +10,8 @@ namespace {
 
 constexpr int kThreads = 128;
 constexpr int kDimsPerThread = 4;  // head_dim up to kThreads * kDimsPerThread
+constexpr int kKeyBlock = 512;
+constexpr int kKeysPerThread = kKeyBlock / kThreads;
 
 // The sequence that query row `row` belongs to: the last s with query_start[s] <= row, or num_seqs for rows
 // past every sequence (which stay unwritten, as on the CPU).
@@ -23,12 +26,14 @@ __device__ int64_t sequence_of(const int32_t* query_start, int64_t num_seqs, int
 
 // Eager materialises the softmax as Transformers' eager attention: every score rounded to T (q k^T, then times
 // scale), the row's maximum and sum found in a first pass, each probability rounded to T. Otherwise one pass
-// keeps float32 scores and rescales what it summed whenever the running maximum grows (sdpa, flash).
+// keeps float32 scores; each weight is exp(score - the maximum so far, this block's included), rounded to T
+// where it multiplies the values while the denominator sums it unrounded, and what was summed is rescaled
+// whenever a block raises the maximum (sdpa, flash).
 template <typename T, bool Eager>
 __global__ void paged_attention_kernel(PagedAttentionArgs a) {
   extern __shared__ float q[];  // head_dim
   __shared__ float shared[32];
-  __shared__ float probs[kThreads];
+  __shared__ float weights[kKeyBlock];
   const int64_t row = blockIdx.x / a.heads, h = blockIdx.x % a.heads, D = a.head_dim;
   const int64_t s = sequence_of(a.query_start, a.num_seqs, row);
   if (s == a.num_seqs) return;
@@ -45,47 +50,57 @@ __global__ void paged_attention_kernel(PagedAttentionArgs a) {
     const int64_t block = blocks[j / a.block_size];
     return static_cast<const T*>(cache) + ((block * a.block_size + j % a.block_size) * a.kv_heads + kv_head) * D;
   };
-  // Key j's score, or -infinity past the last key.
-  auto score = [&](int64_t j) {
-    if (j > last) return -INFINITY;
-    const T* k = cache_row(a.cache_k, j);
-    float dot = 0.f;
-    for (int64_t i = 0; i < D; ++i) dot += q[i] * to_float(k[i]);
-    return Eager ? round_to<T>(round_to<T>(dot) * a.scale) : dot * a.scale;
+  // The scores of this thread's keys of the block at j0 (-infinity past the last key), and their maximum.
+  auto score_block = [&](int64_t j0, float (&scores)[kKeysPerThread]) {
+    float block_max = -INFINITY;
+    for (int k = 0; k < kKeysPerThread; ++k) {
+      const int64_t j = j0 + threadIdx.x + k * kThreads;
+      float score = -INFINITY;
+      if (j <= last) {
+        const T* key = cache_row(a.cache_k, j);
+        float dot = 0.f;
+        for (int64_t i = 0; i < D; ++i) dot += q[i] * to_float(key[i]);
+        score = Eager ? round_to<T>(round_to<T>(dot) * a.scale) : dot * a.scale;
+      }
+      block_max = fmaxf(block_max, scores[k] = score);
+    }
+    return block_max;
   };
 
   float running_max = -INFINITY, denom = 0.f;
+  float scores[kKeysPerThread];
   if (Eager) {
-    for (int64_t j0 = first; j0 <= last; j0 += blockDim.x) {
-      const float sc = score(j0 + threadIdx.x);
-      const float new_max = fmaxf(running_max, block_max(sc, shared));
-      denom = denom * expf(running_max - new_max) + block_sum(expf(sc - new_max), shared);
+    for (int64_t j0 = first; j0 <= last; j0 += kKeyBlock) {
+      const float new_max = fmaxf(running_max, block_max(score_block(j0, scores), shared));
+      float sum = 0.f;
+      for (float score : scores) sum += expf(score - new_max);
+      denom = denom * expf(running_max - new_max) + block_sum(sum, shared);
       running_max = new_max;
     }
   }
   float acc[kDimsPerThread] = {};
-  for (int64_t j0 = first; j0 <= last; j0 += blockDim.x) {
-    const float sc = score(j0 + threadIdx.x);
-    float p;
-    if (Eager) {
-      p = round_to<T>(expf(sc - running_max) / denom);
-    } else {
-      const float new_max = fmaxf(running_max, block_max(sc, shared));
-      const float rescale = expf(running_max - new_max);
+  for (int64_t j0 = first; j0 <= last; j0 += kKeyBlock) {
+    const float new_max = fmaxf(running_max, block_max(score_block(j0, scores), shared));
+    if (!Eager) {
+      const float rescale = expf(running_max - new_max);  // 0 for the first block
       denom *= rescale;
       for (float& x : acc) x *= rescale;
       running_max = new_max;
-      p = expf(sc - running_max);
-      denom += block_sum(p, shared);
     }
-    probs[threadIdx.x] = p;
+    float sum = 0.f;
+    for (int k = 0; k < kKeysPerThread; ++k) {
+      const float p = expf(scores[k] - running_max);
+      sum += p;
+      weights[threadIdx.x + k * kThreads] = round_to<T>(Eager ? p / denom : p);
+    }
+    if (!Eager) denom += block_sum(sum, shared);
     __syncthreads();
-    const int64_t keys = min(static_cast<int64_t>(blockDim.x), last - j0 + 1);
+    const int64_t keys = min(static_cast<int64_t>(kKeyBlock), last - j0 + 1);
     for (int64_t t = 0; t < keys; ++t) {
       const T* v = cache_row(a.cache_v, j0 + t);
       for (int k = 0; k < kDimsPerThread; ++k) {
-        const int64_t i = threadIdx.x + k * blockDim.x;
-        if (i < D) acc[k] += probs[t] * to_float(v[i]);
+        const int64_t i = threadIdx.x + k * kThreads;
+        if (i < D) acc[k] += weights[t] * to_float(v[i]);
       }
     }
     __syncthreads();
@@ -93,7 +108,7 @@ __global__ void paged_attention_kernel(PagedAttentionArgs a) {
   T* o = static_cast<T*>(a.out) + (row * a.heads + h) * D;
   const float inv = last < first ? 0.f : Eager ? 1.f : 1.f / denom;
   for (int k = 0; k < kDimsPerThread; ++k) {
-    const int64_t i = threadIdx.x + k * blockDim.x;
+    const int64_t i = threadIdx.x + k * kThreads;
     if (i < D) o[i] = from_float<T>(acc[k] * inv);
   }
 }
