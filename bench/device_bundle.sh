@@ -3,8 +3,8 @@
 # to carry to the GPU machine (which has no Debian packages and cannot install any):
 #   bench/device_bundle.sh BUILD_DIR OUT.tar.xz PROGRAM...
 # There: tar xJf OUT.tar.xz -C /tmp/b; LD_LIBRARY_PATH=/tmp/b/lib:$CUBLAS_DIR /tmp/b/bin/PROGRAM
-# glibc, the C++ runtime and the OpenCL ICD loader come from the machine (its loader knows its drivers); cuBLAS
-# from its CUDA Python packages.
+# glibc, the C++ runtime and the OpenCL ICD loader come from the machine (its loader knows its drivers); cuBLASLt
+# from its CUDA Python packages (CUBLAS_DIR: nvidia/cublas/lib), which tfm opens on its first matmul.
 set -euo pipefail
 build=$1
 out=$2

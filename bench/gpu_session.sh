@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # One GPU-machine session: the device tests and every benchmark that needs that machine, in one call.
-# Expects .carry/bundle.tar.xz (bench/device_bundle.sh); the Qwen3 tokenizer and the Brown corpus come from the
-# repository (tests/assets, models/demo/scripts). Writes $OUT/session.log.
+# Expects .carry/bundle.tar.xz (bench/device_bundle.sh with tfm test_kernels test_device_ops copy_bench
+# tokenizer_bench make_random_model xpu_ops_bench); the Qwen3 tokenizer and the Brown corpus come from the
+# repository (tests/assets, models/demo/scripts). cuBLASLt comes from the machine's CUDA Python packages: tfm
+# opens it (dlopen) on the first matmul, through LD_LIBRARY_PATH. Writes $OUT/session.log.
 set -uo pipefail
 log=${OUT:-/tmp}/session.log
 exec > >(tee "$log") 2>&1
@@ -17,8 +19,12 @@ step() { echo; echo "=== $*"; }
 step machine; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; nproc
 step tfm devices; $b/bin/tfm devices; TFM_XPU_PLATFORM="NVIDIA CUDA" $b/bin/tfm devices
 ls /etc/OpenCL/vendors 2>&1; env | grep -i ocl; ldconfig -p | grep -i libOpenCL
+step kernel conformance: every cuda kernel against the CPU reference
+timeout 300 $b/bin/test_kernels --gtest_filter='*cuda*' 2>&1 | grep -E "^\[  (PASSED|FAILED|SKIPPED) |FAILED|Failure" | head -40
 step device tests: cuda and xpu on the NVIDIA OpenCL platform
 TFM_XPU_PLATFORM="NVIDIA CUDA" timeout 300 $b/bin/test_device_ops 2>&1 | grep -E "^\[  (PASSED|FAILED|SKIPPED) |FAILED|Failure" | head -40
+step host-to-device copies from a file mapping in the page cache
+timeout 120 $b/bin/copy_bench cuda:0 4096 5
 step tokenizer speed, one thread: tfm, then the Rust tokenizers library
 timeout 120 $b/bin/tokenizer_bench --model /tmp/qwen3 --text /tmp/brown/train.txt
 RAYON_NUM_THREADS=1 TOKENIZERS_PARALLELISM=false timeout 120 python3 bench/tokenizer_bench_peer.py --model /tmp/qwen3 --text /tmp/brown/train.txt
@@ -26,6 +32,7 @@ step random Qwen3-0.6B
 timeout 120 $b/bin/make_random_model bench/configs/qwen3-0.6b.json /tmp/q06
 step GPU generation, Qwen3-0.6B shape, prompt 128, 128 new tokens
 timeout 150 bash bench/generate_bench.sh $b/bin/tfm /tmp/q06 cuda:0 float32 128 128 3
+timeout 150 bash bench/generate_bench.sh $b/bin/tfm /tmp/q06 cuda:0 bfloat16 128 128 3
 timeout 150 python3 bench/generate_peer.py --model /tmp/q06 --device cuda --dtype float32 --prompt-tokens 128 --new-tokens 128 2>/dev/null
 timeout 150 python3 bench/generate_peer.py --model /tmp/q06 --device cuda --dtype bfloat16 --prompt-tokens 128 --new-tokens 128 2>/dev/null
 step CPU generation, Qwen3-0.6B shape, prompt 32, 32 new tokens

@@ -13,9 +13,7 @@ struct Result {
   std::string out;  // stdout and stderr together
 };
 
-// Runs tfm; stderr joins stdout unless `keep_stderr` is false (then it is dropped).
-Result tfm_run(const std::string& args, bool keep_stderr = true) {
-  const std::string command = std::string(TFM_BINARY) + " " + args + (keep_stderr ? " 2>&1" : " 2>/dev/null");
+Result shell(const std::string& command) {
   FILE* pipe = popen(command.c_str(), "r");
   Result r{-1, ""};
   if (!pipe) return r;
@@ -26,12 +24,24 @@ Result tfm_run(const std::string& args, bool keep_stderr = true) {
   return r;
 }
 
+// Runs tfm; stderr joins stdout unless `keep_stderr` is false (then it is dropped).
+Result tfm_run(const std::string& args, bool keep_stderr = true) {
+  return shell(std::string(TFM_BINARY) + " " + args + (keep_stderr ? " 2>&1" : " 2>/dev/null"));
+}
+
 const std::string kModel = std::string(TFM_SOURCE_DIR) + "/tests/fixtures/models/llama_gqa";
 
 std::vector<int64_t> ints(const tfm::json::Value& v) {
   std::vector<int64_t> out;
   for (const auto& x : v.as_array()) out.push_back(x.as_int());
   return out;
+}
+
+// cuBLAS is opened by the first CUDA matmul, not linked: `tfm --help` and CPU runs do not map its ~150 MB.
+TEST(Cli, LinksNoCuBlas) {
+  const Result r = shell("ldd " + std::string(TFM_BINARY) + " 2>&1");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(r.out.find("cublas"), std::string::npos) << r.out;
 }
 
 TEST(Cli, ForwardJsonMatchesTransformers) {

@@ -1,6 +1,7 @@
 // The forward pass on every device against Transformers, through the same parity fixtures and checks as the
-// CPU (tests/model/parity_test.cpp): GQA, head_dim != hidden / heads, QK-norm and sliding-window layers. xpu
-// runs on the OpenCL test platform; cuda when a GPU is present; an absent device skips.
+// CPU (tests/model/parity_test.cpp), in float32 and in each 16-bit dtype the device computes in: GQA,
+// head_dim != hidden / heads, QK-norm and sliding-window layers. xpu runs on the OpenCL test platform; cuda
+// when a GPU is present; an absent device skips.
 #include <gtest/gtest.h>
 
 #include "../model/parity_fixtures.h"
@@ -23,6 +24,7 @@ class DeviceParity : public testing::TestWithParam<std::tuple<DeviceType, std::s
   }
   std::string device() const { return std::string(device_type_name(std::get<0>(GetParam()))) + ":0"; }
   const std::string& model() const { return std::get<1>(GetParam()); }
+  bool computes_in(DType dtype) const { return find_backend(std::get<0>(GetParam()))->supports_dtype(0, dtype); }
 };
 
 TEST_P(DeviceParity, LogitsAndGreedyTokensMatchTransformers) {
@@ -31,6 +33,16 @@ TEST_P(DeviceParity, LogitsAndGreedyTokensMatchTransformers) {
 
 TEST_P(DeviceParity, RaggedBatchEqualsSeparateSequences) {
   parity::expect_ragged_batch(model(), device());
+}
+
+TEST_P(DeviceParity, BFloat16LogitsMatchTransformersInBFloat16) {
+  if (!computes_in(DType::bfloat16)) GTEST_SKIP() << device() << " does not compute in bfloat16";
+  parity::expect_dtype_parity(model(), device(), "bfloat16");
+}
+
+TEST_P(DeviceParity, Float16LogitsMatchTransformersInFloat16) {
+  if (!computes_in(DType::float16)) GTEST_SKIP() << device() << " does not compute in float16";
+  parity::expect_dtype_parity(model(), device(), "float16");
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, DeviceParity,

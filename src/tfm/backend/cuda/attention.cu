@@ -69,7 +69,7 @@ __global__ void paged_attention_kernel(PagedAttentionArgs a) {
 
   float running_max = -INFINITY, denom = 0.f;
   float scores[kKeysPerThread];
-  if (Eager) {
+  if constexpr (Eager) {
     for (int64_t j0 = first; j0 <= last; j0 += kKeyBlock) {
       const float new_max = fmaxf(running_max, block_max(score_block(j0, scores), shared));
       float sum = 0.f;
@@ -80,8 +80,9 @@ __global__ void paged_attention_kernel(PagedAttentionArgs a) {
   }
   float acc[kDimsPerThread] = {};
   for (int64_t j0 = first; j0 <= last; j0 += kKeyBlock) {
-    const float new_max = fmaxf(running_max, block_max(score_block(j0, scores), shared));
-    if (!Eager) {
+    const float scores_max = score_block(j0, scores);
+    if constexpr (!Eager) {
+      const float new_max = fmaxf(running_max, block_max(scores_max, shared));
       const float rescale = expf(running_max - new_max);  // 0 for the first block
       denom *= rescale;
       for (float& x : acc) x *= rescale;
@@ -93,7 +94,7 @@ __global__ void paged_attention_kernel(PagedAttentionArgs a) {
       sum += p;
       weights[threadIdx.x + k * kThreads] = round_to<T>(Eager ? p / denom : p);
     }
-    if (!Eager) denom += block_sum(sum, shared);
+    if constexpr (!Eager) denom += block_sum(sum, shared);
     __syncthreads();
     const int64_t keys = min(static_cast<int64_t>(kKeyBlock), last - j0 + 1);
     for (int64_t t = 0; t < keys; ++t) {
