@@ -1,6 +1,6 @@
-// Host-to-device copy speed of copy_from_host as the weight loader uses it: from a fresh mapping of a file whose
-// pages are in the page cache (written first), so that each copy also faults the pages in, into one device
-// tensor; the median of REPEAT copies after a warm-up.
+// Host-to-device copy speed of copy_from_host as the weight loader uses it: from a fresh mapping of a file
+// whose pages are in the page cache (written first), so that each copy also faults the pages in, into one
+// device tensor; the median of REPEAT copies after a warm-up.
 //
 //   copy_bench [DEVICE] [MIB] [REPEAT]          defaults: cuda:0 4096 5
 #include <fcntl.h>

@@ -19,18 +19,19 @@ TEST(CublasLt, OpensWithEveryFunctionTfmCalls) {
   } catch (const Error& e) {
     GTEST_SKIP() << e.what();
   }
-  for (const void* f : {reinterpret_cast<const void*>(lt->create), reinterpret_cast<const void*>(lt->status_string),
-                        reinterpret_cast<const void*>(lt->matmul_desc_create),
-                        reinterpret_cast<const void*>(lt->matmul_desc_set_attribute),
-                        reinterpret_cast<const void*>(lt->matrix_layout_create),
-                        reinterpret_cast<const void*>(lt->preference_create),
-                        reinterpret_cast<const void*>(lt->preference_set_attribute),
-                        reinterpret_cast<const void*>(lt->preference_destroy),
-                        reinterpret_cast<const void*>(lt->algo_get_heuristic),
-                        reinterpret_cast<const void*>(lt->matmul)}) {
+  for (const void* f :
+       {reinterpret_cast<const void*>(lt->create), reinterpret_cast<const void*>(lt->status_string),
+        reinterpret_cast<const void*>(lt->matmul_desc_create),
+        reinterpret_cast<const void*>(lt->matmul_desc_set_attribute),
+        reinterpret_cast<const void*>(lt->matrix_layout_create),
+        reinterpret_cast<const void*>(lt->preference_create),
+        reinterpret_cast<const void*>(lt->preference_set_attribute),
+        reinterpret_cast<const void*>(lt->preference_destroy),
+        reinterpret_cast<const void*>(lt->algo_get_heuristic), reinterpret_cast<const void*>(lt->matmul)}) {
     EXPECT_NE(f, nullptr);
   }
-  EXPECT_NE(std::string(lt->status_string(CUBLAS_STATUS_NOT_INITIALIZED)).find("not initialized"), std::string::npos);
+  EXPECT_NE(std::string(lt->status_string(CUBLAS_STATUS_NOT_INITIALIZED)).find("not initialized"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -24,7 +24,9 @@ class DeviceParity : public testing::TestWithParam<std::tuple<DeviceType, std::s
   }
   std::string device() const { return std::string(device_type_name(std::get<0>(GetParam()))) + ":0"; }
   const std::string& model() const { return std::get<1>(GetParam()); }
-  bool computes_in(DType dtype) const { return find_backend(std::get<0>(GetParam()))->supports_dtype(0, dtype); }
+  bool computes_in(DType dtype) const {
+    return find_backend(std::get<0>(GetParam()))->supports_dtype(0, dtype);
+  }
 };
 
 TEST_P(DeviceParity, LogitsAndGreedyTokensMatchTransformers) {

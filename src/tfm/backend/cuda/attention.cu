@@ -24,11 +24,11 @@ __device__ int64_t sequence_of(const int32_t* query_start, int64_t num_seqs, int
   return lo;
 }
 
-// Eager materialises the softmax as Transformers' eager attention: every score rounded to T (q k^T, then times
-// scale), the row's maximum and sum found in a first pass, each probability rounded to T. Otherwise one pass
-// keeps float32 scores; each weight is exp(score - the maximum so far, this block's included), rounded to T
-// where it multiplies the values while the denominator sums it unrounded, and what was summed is rescaled
-// whenever a block raises the maximum (sdpa, flash).
+// Eager materialises the softmax as Transformers' eager attention: every score rounded to T (q k^T, then
+// times scale), the row's maximum and sum found in a first pass, each probability rounded to T. Otherwise one
+// pass keeps float32 scores; each weight is exp(score - the maximum so far, this block's included), rounded
+// to T where it multiplies the values while the denominator sums it unrounded, and what was summed is
+// rescaled whenever a block raises the maximum (sdpa, flash).
 template <typename T, bool Eager>
 __global__ void paged_attention_kernel(PagedAttentionArgs a) {
   extern __shared__ float q[];  // head_dim
@@ -48,10 +48,11 @@ __global__ void paged_attention_kernel(PagedAttentionArgs a) {
 
   auto cache_row = [&](const void* cache, int64_t j) {
     const int64_t block = blocks[j / a.block_size];
-    return static_cast<const T*>(cache) + ((block * a.block_size + j % a.block_size) * a.kv_heads + kv_head) * D;
+    return static_cast<const T*>(cache) +
+           ((block * a.block_size + j % a.block_size) * a.kv_heads + kv_head) * D;
   };
   // The scores of this thread's keys of the block at j0 (-infinity past the last key), and their maximum.
-  auto score_block = [&](int64_t j0, float (&scores)[kKeysPerThread]) {
+  auto score_block = [&](int64_t j0, float(&scores)[kKeysPerThread]) {
     float block_max = -INFINITY;
     for (int k = 0; k < kKeysPerThread; ++k) {
       const int64_t j = j0 + threadIdx.x + k * kThreads;
@@ -119,7 +120,8 @@ __global__ void paged_attention_kernel(PagedAttentionArgs a) {
 template <typename T>
 void paged_attention(const PagedAttentionArgs& args, bool eager) {
   if (args.head_dim > kThreads * kDimsPerThread) {
-    throw_error("CUDA kernel paged_attention: head_dim ", args.head_dim, " is over its ", kThreads * kDimsPerThread);
+    throw_error("CUDA kernel paged_attention: head_dim ", args.head_dim, " is over its ",
+                kThreads * kDimsPerThread);
   }
   if (args.num_rows * args.heads == 0) return;
   const unsigned blocks = static_cast<unsigned>(args.num_rows * args.heads);

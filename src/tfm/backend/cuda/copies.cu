@@ -26,7 +26,8 @@ __global__ void copy_rows_kernel(RowCopies copies, int64_t rows) {
 template <typename Word>
 void launch(const RowCopies& copies, int count, int64_t rows, int64_t longest_row) {
   const int threads = std::min(threads_for_row(longest_row / static_cast<int64_t>(sizeof(Word))), 256);
-  const dim3 grid(static_cast<unsigned>(std::min<int64_t>(rows, int64_t{1} << 16)), static_cast<unsigned>(count));
+  const dim3 grid(static_cast<unsigned>(std::min<int64_t>(rows, int64_t{1} << 16)),
+                  static_cast<unsigned>(count));
   copy_rows_kernel<Word><<<grid, threads>>>(copies, rows);
 }
 

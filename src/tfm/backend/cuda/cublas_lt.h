@@ -24,7 +24,8 @@ struct CublasLt {
 };
 
 // The library, opened on the first call: libcublasLt.so.<major of the headers>, else libcublasLt.so of that
-// major. A library that cannot be opened, or lacks a function, is a tfm::Error naming it with dlerror()'s reason.
+// major. A library that cannot be opened, or lacks a function, is a tfm::Error naming it with dlerror()'s
+// reason.
 const CublasLt& cublas_lt();
 
 }  // namespace tfm::cuda

@@ -65,7 +65,8 @@ class CudaBackend final : public Backend {
     d.total_memory = total_bytes;
     d.free_memory = free_bytes;
     d.driver_version = "CUDA " + std::to_string(driver / 1000) + "." + std::to_string(driver % 1000 / 10) +
-                       ", compute capability " + std::to_string(prop.major) + "." + std::to_string(prop.minor);
+                       ", compute capability " + std::to_string(prop.major) + "." +
+                       std::to_string(prop.minor);
     return d;
   }
 
@@ -154,16 +155,18 @@ class CudaBackend final : public Backend {
  private:
   static int compute_capability(int index) {
     int major = 0, minor = 0;
-    check_cuda(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, index), "cudaDeviceGetAttribute");
-    check_cuda(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, index), "cudaDeviceGetAttribute");
+    check_cuda(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, index),
+               "cudaDeviceGetAttribute");
+    check_cuda(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, index),
+               "cudaDeviceGetAttribute");
     return major * 10 + minor;
   }
 
   // The driver copies pageable memory through small pinned buffers of its own, at ~10 GB/s; model loading
-  // moves tens of GB out of file mappings. So large copies go through two pinned buffers of tfm's, allocated on
-  // the first one: while one chunk's transfer runs on the device's copy stream, the host's threads fill the
-  // other buffer with the next chunk. The copy stream is a blocking one, so it is ordered with the default
-  // stream's kernels as cudaMemcpy is; the call returns when every byte is on the device.
+  // moves tens of GB out of file mappings. So large copies go through two pinned buffers of tfm's, allocated
+  // on the first one: while one chunk's transfer runs on the device's copy stream, the host's threads fill
+  // the other buffer with the next chunk. The copy stream is a blocking one, so it is ordered with the
+  // default stream's kernels as cudaMemcpy is; the call returns when every byte is on the device.
   void staged_copy_from_host(int index, char* dst, const char* src, size_t bytes) {
     std::lock_guard<std::mutex> lock(staging_mutex_);
     for (void*& buffer : staging_) {
@@ -175,10 +178,11 @@ class CudaBackend final : public Backend {
     auto chunk_bytes = [&](size_t i) { return std::min(kStagingBytes, bytes - i * kStagingBytes); };
     parallel_memcpy(staging_[0], src, chunk_bytes(0));
     for (size_t i = 0; i < chunks; ++i) {
-      check_cuda(cudaMemcpyAsync(dst + i * kStagingBytes, staging_[i % 2], chunk_bytes(i), cudaMemcpyHostToDevice,
-                                 stream),
+      check_cuda(cudaMemcpyAsync(dst + i * kStagingBytes, staging_[i % 2], chunk_bytes(i),
+                                 cudaMemcpyHostToDevice, stream),
                  "cudaMemcpyAsync host to device");
-      if (i + 1 < chunks) parallel_memcpy(staging_[(i + 1) % 2], src + (i + 1) * kStagingBytes, chunk_bytes(i + 1));
+      if (i + 1 < chunks)
+        parallel_memcpy(staging_[(i + 1) % 2], src + (i + 1) * kStagingBytes, chunk_bytes(i + 1));
       check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize after a host-to-device copy");
     }
   }

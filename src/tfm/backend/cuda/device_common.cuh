@@ -99,7 +99,8 @@ __device__ inline float block_max(float v, float* shared) {
   return v;
 }
 
-// Blocks of `threads` for a grid-stride loop over n items: enough to fill the device, never more than it takes.
+// Blocks of `threads` for a grid-stride loop over n items: enough to fill the device, never more than it
+// takes.
 inline unsigned grid_for(int64_t n, int threads) {
   return static_cast<unsigned>(std::clamp<int64_t>((n + threads - 1) / threads, 1, int64_t{1} << 16));
 }

@@ -20,14 +20,16 @@ void use_device_of(const Tensor& t) {
 void embedding(const op::Embedding& a) {
   use_device_of(a.out);
   const int64_t row_bytes = a.table.size(1) * static_cast<int64_t>(dtype_size(a.dtype()));
-  const launch::RowCopy copy{a.table.raw(), a.ids.data<int32_t>(), row_bytes, a.out.raw(), nullptr, row_bytes, row_bytes};
+  const launch::RowCopy copy{a.table.raw(), a.ids.data<int32_t>(), row_bytes, a.out.raw(), nullptr, row_bytes,
+                             row_bytes};
   launch::copy_rows(&copy, 1, a.ids.size(0), "embedding");
 }
 
 void gather_rows(const op::GatherRows& a) {
   use_device_of(a.out);
   const int64_t row_bytes = a.x.size(1) * static_cast<int64_t>(dtype_size(a.dtype()));
-  const launch::RowCopy copy{a.x.raw(), a.rows.data<int32_t>(), row_bytes, a.out.raw(), nullptr, row_bytes, row_bytes};
+  const launch::RowCopy copy{a.x.raw(), a.rows.data<int32_t>(), row_bytes, a.out.raw(), nullptr, row_bytes,
+                             row_bytes};
   launch::copy_rows(&copy, 1, a.rows.size(0), "gather_rows");
 }
 
@@ -35,8 +37,9 @@ void kv_cache_write(const op::KvCacheWrite& a) {
   use_device_of(a.k);
   const int64_t rows = a.k.size(0), row_bytes = rows ? static_cast<int64_t>(a.k.nbytes()) / rows : 0;
   const int32_t* slots = a.slots.data<int32_t>();
-  const launch::RowCopy copies[] = {{a.k.raw(), nullptr, row_bytes, a.cache_k.raw(), slots, row_bytes, row_bytes},
-                                    {a.v.raw(), nullptr, row_bytes, a.cache_v.raw(), slots, row_bytes, row_bytes}};
+  const launch::RowCopy copies[] = {
+      {a.k.raw(), nullptr, row_bytes, a.cache_k.raw(), slots, row_bytes, row_bytes},
+      {a.v.raw(), nullptr, row_bytes, a.cache_v.raw(), slots, row_bytes, row_bytes}};
   launch::copy_rows(copies, 2, rows, "kv_cache_write");
 }
 
@@ -65,28 +68,31 @@ void add(const op::Add& a) {
 template <typename In>
 void cast(const op::Cast& a) {
   use_device_of(a.out);
-  visit_float(a.out.dtype(), [&]<typename Out>() { launch::cast(a.x.data<In>(), a.out.data<Out>(), a.x.numel()); });
+  visit_float(a.out.dtype(),
+              [&]<typename Out>() { launch::cast(a.x.data<In>(), a.out.data<Out>(), a.x.numel()); });
 }
 
 template <typename T>
 void rms_norm(const op::RmsNorm& a) {
   use_device_of(a.out);
   const int64_t dim = a.weight.size(0);
-  launch::rms_norm(a.x.data<T>(), a.weight.data<T>(), dim ? a.x.numel() / dim : 0, dim, a.eps, a.out.data<T>());
+  launch::rms_norm(a.x.data<T>(), a.weight.data<T>(), dim ? a.x.numel() / dim : 0, dim, a.eps,
+                   a.out.data<T>());
 }
 
 template <typename T>
 void add_rms_norm_fused(const op::AddRmsNorm& a) {
   use_device_of(a.out);
   const int64_t dim = a.weight.size(0);
-  launch::add_rms_norm(a.residual.data<T>(), a.x.data<T>(), a.weight.data<T>(), dim ? a.residual.numel() / dim : 0,
-                       dim, a.eps, a.out.data<T>());
+  launch::add_rms_norm(a.residual.data<T>(), a.x.data<T>(), a.weight.data<T>(),
+                       dim ? a.residual.numel() / dim : 0, dim, a.eps, a.out.data<T>());
 }
 
 template <typename T>
 void rope(const op::Rope& a) {
   use_device_of(a.x);
-  launch::rope(a.x.data<T>(), a.cos.data<T>(), a.sin.data<T>(), a.x.size(0), a.x.size(1), a.x.size(2), a.cos.size(1));
+  launch::rope(a.x.data<T>(), a.cos.data<T>(), a.sin.data<T>(), a.x.size(0), a.x.size(1), a.x.size(2),
+               a.cos.size(1));
 }
 
 template <typename T>

@@ -58,8 +58,16 @@ class Matmuls {
     const int64_t M = a.x.size(0), K = a.x.size(1), N = a.w.size(0);
     const int device = a.y.device().index_or_zero();
     const void* bias = a.bias.defined() ? a.bias.raw() : nullptr;
-    const PlanKey key{device,          M, K, N, a.dtype(), bias != nullptr, alignment(a.x.raw()), alignment(a.w.raw()),
-                      alignment(a.y.raw()), alignment(bias)};
+    const PlanKey key{device,
+                      M,
+                      K,
+                      N,
+                      a.dtype(),
+                      bias != nullptr,
+                      alignment(a.x.raw()),
+                      alignment(a.w.raw()),
+                      alignment(a.y.raw()),
+                      alignment(bias)};
     use_device(device);
     std::lock_guard lock(mutex_);
     const CublasLt& lt = cublas_lt();
@@ -69,8 +77,8 @@ class Matmuls {
     const Plan& p = it->second;
     if (bias) set(lt, p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias);
     const float one = 1.f, zero = 0.f;
-    lt.check(lt.matmul(state.handle, p.desc, &one, a.w.raw(), p.w, a.x.raw(), p.x, &zero, a.y.raw(), p.y, a.y.raw(),
-                       p.y, &p.algo, state.workspace, kWorkspaceBytes, nullptr),
+    lt.check(lt.matmul(state.handle, p.desc, &one, a.w.raw(), p.w, a.x.raw(), p.x, &zero, a.y.raw(), p.y,
+                       a.y.raw(), p.y, &p.algo, state.workspace, kWorkspaceBytes, nullptr),
              "cublasLtMatmul");
   }
 
@@ -92,7 +100,8 @@ class Matmuls {
   template <typename Value>
   static void set(const CublasLt& lt, cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attribute,
                   const Value& value) {
-    lt.check(lt.matmul_desc_set_attribute(desc, attribute, &value, sizeof value), "cublasLtMatmulDescSetAttribute");
+    lt.check(lt.matmul_desc_set_attribute(desc, attribute, &value, sizeof value),
+             "cublasLtMatmulDescSetAttribute");
   }
   template <typename Value>
   static void set(const CublasLt& lt, cublasLtMatmulPreference_t preference,
@@ -105,7 +114,8 @@ class Matmuls {
   // K x N matrix (transposed by the op) and x a column-major K x M one.
   static Plan plan(const CublasLt& lt, const DeviceState& state, const PlanKey& key, const void* bias) {
     const cudaDataType_t type = cuda_type(key.dtype);
-    const auto M = static_cast<uint64_t>(key.M), K = static_cast<uint64_t>(key.K), N = static_cast<uint64_t>(key.N);
+    const auto M = static_cast<uint64_t>(key.M), K = static_cast<uint64_t>(key.K),
+               N = static_cast<uint64_t>(key.N);
     Plan p{};
     lt.check(lt.matmul_desc_create(&p.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate");
     set(lt, p.desc, CUBLASLT_MATMUL_DESC_TRANSA, CUBLAS_OP_T);
@@ -132,8 +142,8 @@ class Matmuls {
     int found = 0;
     lt.check(lt.algo_get_heuristic(state.handle, p.desc, p.w, p.x, p.y, p.y, preference, 1, &result, &found),
              "cublasLtMatmulAlgoGetHeuristic");
-    check(found > 0, "cuBLASLt has no ", dtype_name(key.dtype), " matmul for ", key.M, "x", key.K, " @ (", key.N, "x",
-          key.K, ")^T", bias ? " with a bias" : "", " on cuda:", key.device);
+    check(found > 0, "cuBLASLt has no ", dtype_name(key.dtype), " matmul for ", key.M, "x", key.K, " @ (",
+          key.N, "x", key.K, ")^T", bias ? " with a bias" : "", " on cuda:", key.device);
     p.algo = result.algo;
     return p;
   }
@@ -151,7 +161,8 @@ void linear(const op::Linear& a) {
 }  // namespace
 
 void register_linear_kernels(KernelRegistry& r) {
-  for (DType d : kComputeDTypes) r.add<op::Linear>(DeviceType::cuda, d, "default", {.run = linear, .is_default = true});
+  for (DType d : kComputeDTypes)
+    r.add<op::Linear>(DeviceType::cuda, d, "default", {.run = linear, .is_default = true});
 }
 
 }  // namespace tfm::cuda

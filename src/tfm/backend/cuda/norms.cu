@@ -1,4 +1,5 @@
-// RMSNorm, and the residual add fused before it: one block per row, the sum of squares reduced over the block.
+// RMSNorm, and the residual add fused before it: one block per row, the sum of squares reduced over the
+// block.
 #include "tfm/backend/cuda/device_common.cuh"
 #include "tfm/backend/cuda/launchers.h"
 
@@ -6,8 +7,8 @@ namespace tfm::cuda::launch {
 namespace {
 
 // out = weight * round(x * rsqrt(mean(x^2) + eps)) over row blockIdx.x. With `residual`, the row normalised
-// is residual + x, rounded and stored back into residual first. Each thread rereads only what it wrote, so out
-// may be x.
+// is residual + x, rounded and stored back into residual first. Each thread rereads only what it wrote, so
+// out may be x.
 template <typename T>
 __global__ void rms_norm_kernel(T* residual, const T* x, const T* weight, int64_t dim, float eps, T* out) {
   __shared__ float shared[32];
@@ -42,13 +43,13 @@ void rms_norm(const T* x, const T* weight, int64_t rows, int64_t dim, float eps,
 template <typename T>
 void add_rms_norm(T* residual, const T* x, const T* weight, int64_t rows, int64_t dim, float eps, T* out) {
   if (rows == 0 || dim == 0) return;
-  rms_norm_kernel<<<static_cast<unsigned>(rows), threads_for_row(dim)>>>(on_device(residual), on_device(x),
-                                                                         on_device(weight), dim, eps, on_device(out));
+  rms_norm_kernel<<<static_cast<unsigned>(rows), threads_for_row(dim)>>>(
+      on_device(residual), on_device(x), on_device(weight), dim, eps, on_device(out));
   check_launch("add_rms_norm");
 }
 
-#define TFM_NORM_LAUNCHERS(T)                                                       \
-  template void rms_norm<T>(const T*, const T*, int64_t, int64_t, float, T*);       \
+#define TFM_NORM_LAUNCHERS(T)                                                 \
+  template void rms_norm<T>(const T*, const T*, int64_t, int64_t, float, T*); \
   template void add_rms_norm<T>(T*, const T*, const T*, int64_t, int64_t, float, T*);
 TFM_NORM_LAUNCHERS(float)
 TFM_NORM_LAUNCHERS(bfloat16)

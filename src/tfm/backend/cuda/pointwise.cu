@@ -17,7 +17,8 @@ __device__ int64_t grid_stride() {
 
 template <typename T>
 __global__ void add_kernel(T* x, const T* y, int64_t n) {
-  for (int64_t i = first_index(); i < n; i += grid_stride()) x[i] = from_float<T>(to_float(x[i]) + to_float(y[i]));
+  for (int64_t i = first_index(); i < n; i += grid_stride())
+    x[i] = from_float<T>(to_float(x[i]) + to_float(y[i]));
 }
 
 template <typename In, typename Out>
@@ -30,7 +31,8 @@ __global__ void silu_mul_kernel(const T* gate_up, int64_t inter, int64_t n, T* o
   for (int64_t i = first_index(); i < n; i += grid_stride()) {
     const int64_t row = i / inter, j = i % inter;
     const float gate = to_float(gate_up[row * 2 * inter + j]);
-    out[i] = from_float<T>(round_to<T>(gate / (1.f + expf(-gate))) * to_float(gate_up[row * 2 * inter + inter + j]));
+    out[i] = from_float<T>(round_to<T>(gate / (1.f + expf(-gate))) *
+                           to_float(gate_up[row * 2 * inter + inter + j]));
   }
 }
 
@@ -46,7 +48,8 @@ __global__ void rope_kernel(T* x, const T* cos, const T* sin, int64_t heads, int
     const T* s = sin + row * rot;
     const float x1 = to_float(v[p]), x2 = to_float(v[p + half]);
     v[p] = from_float<T>(round_to<T>(x1 * to_float(c[p])) + round_to<T>(-x2 * to_float(s[p])));
-    v[p + half] = from_float<T>(round_to<T>(x2 * to_float(c[p + half])) + round_to<T>(x1 * to_float(s[p + half])));
+    v[p + half] =
+        from_float<T>(round_to<T>(x2 * to_float(c[p + half])) + round_to<T>(x1 * to_float(s[p + half])));
   }
 }
 
@@ -78,17 +81,17 @@ template <typename T>
 void rope(T* x, const T* cos, const T* sin, int64_t rows, int64_t heads, int64_t head_dim, int64_t rot) {
   const int64_t n = rows * heads * (rot / 2);
   if (n == 0) return;
-  rope_kernel<<<grid_for(n, kThreads), kThreads>>>(on_device(x), on_device(cos), on_device(sin), heads, head_dim,
-                                                  rot, n);
+  rope_kernel<<<grid_for(n, kThreads), kThreads>>>(on_device(x), on_device(cos), on_device(sin), heads,
+                                                   head_dim, rot, n);
   check_launch("rope_");
 }
 
-#define TFM_POINTWISE_LAUNCHERS(T)                                                \
-  template void add<T>(T*, const T*, int64_t);                                    \
-  template void cast<T, float>(const T*, float*, int64_t);                        \
-  template void cast<T, bfloat16>(const T*, bfloat16*, int64_t);                  \
-  template void cast<T, float16>(const T*, float16*, int64_t);                    \
-  template void silu_mul<T>(const T*, int64_t, int64_t, T*);                      \
+#define TFM_POINTWISE_LAUNCHERS(T)                               \
+  template void add<T>(T*, const T*, int64_t);                   \
+  template void cast<T, float>(const T*, float*, int64_t);       \
+  template void cast<T, bfloat16>(const T*, bfloat16*, int64_t); \
+  template void cast<T, float16>(const T*, float16*, int64_t);   \
+  template void silu_mul<T>(const T*, int64_t, int64_t, T*);     \
   template void rope<T>(T*, const T*, const T*, int64_t, int64_t, int64_t, int64_t);
 TFM_POINTWISE_LAUNCHERS(float)
 TFM_POINTWISE_LAUNCHERS(bfloat16)
