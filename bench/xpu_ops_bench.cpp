@@ -92,7 +92,8 @@ void bench_attention(int64_t batch, int64_t context, int64_t heads, int64_t kv_h
   meta.max_context_len = context;
   const Tensor q = random_on_xpu({batch, heads, head_dim}, dtype, rng);
   Tensor out = empty({batch, heads, head_dim}, dtype, kXpu);
-  const double kv_gb = 2.0 * static_cast<double>(batch * context * kv_heads * head_dim * dtype_size(dtype)) / 1e9;
+  const double kv_gb =
+      2.0 * static_cast<double>(batch * context * kv_heads * head_dim * dtype_size(dtype)) / 1e9;
   for (const char* variant : {"flash", "eager"}) {
     const double s = time_per_call([&] {
       ops::paged_attention(q, cache_k, cache_v, meta, 1.f / std::sqrt(static_cast<float>(head_dim)), 0, out,
@@ -101,8 +102,7 @@ void bench_attention(int64_t batch, int64_t context, int64_t heads, int64_t kv_h
     std::printf(
         "attention batch=%-3lld context=%-6lld heads=%lld/%lld dim=%lld %-8s %9.3f ms  %7.1f GB/s of KV\n",
         static_cast<long long>(batch), static_cast<long long>(context), static_cast<long long>(heads),
-        static_cast<long long>(kv_heads), static_cast<long long>(head_dim),
-        variant, s * 1e3, kv_gb / s);
+        static_cast<long long>(kv_heads), static_cast<long long>(head_dim), variant, s * 1e3, kv_gb / s);
   }
 }
 
@@ -138,7 +138,8 @@ int main(int argc, char** argv) {
       bench_linear(M, H, 2 * I, dtype, rng);
     }
     for (int64_t batch : {1, 8}) {
-      for (int64_t context : {512, quick ? 2048 : 8192}) bench_attention(batch, context, 32, 8, 128, dtype, rng);
+      for (int64_t context : {512, quick ? 2048 : 8192})
+        bench_attention(batch, context, 32, 8, 128, dtype, rng);
     }
   } catch (const tfm::Error& e) {
     std::fprintf(stderr, "xpu_ops_bench: %s\n", e.what());

@@ -1,6 +1,6 @@
-// What the kernel conformance test (tests/kernels) cannot see of the xpu kernels: the eager attention's scratch
-// limit, which splits a long prefill over several launches, and its need for max_context_len. On the OpenCL
-// test platform; skips when it has no device.
+// What the kernel conformance test (tests/kernels) cannot see of the xpu kernels: the eager attention's
+// scratch limit, which splits a long prefill over several launches, and its need for max_context_len. On the
+// OpenCL test platform; skips when it has no device.
 #include "tfm/backend/xpu/xpu_kernels.h"
 
 #include <gtest/gtest.h>
@@ -28,6 +28,11 @@ class XpuKernelsTest : public testing::TestWithParam<DType> {
   }
   Device device_;
 };
+
+// The conformance test's: of the result's largest magnitude.
+double tolerance(DType d) {
+  return d == DType::float32 ? 1e-5 : d == DType::bfloat16 ? 1.5e-2 : 2e-3;
+}
 
 // Random values in [-1, 1) as `dtype` on `device`, converted by the CPU's cast.
 Tensor random_values(const Shape& shape, DType dtype, Device device, std::mt19937& rng) {
@@ -86,15 +91,16 @@ TEST_P(XpuKernelsTest, EagerAttentionInSeveralLaunchesWhenScoresExceedTheScratch
   ASSERT_EQ(split.nbytes(), whole.nbytes());
   EXPECT_EQ(std::memcmp(split.raw(), whole.raw(), split.nbytes()), 0);
 
-  // And they are the CPU's eager attention in the same dtype, up to float32 summation order (which may move an
-  // intermediate rounding by one step of the dtype).
+  // And they are the CPU's eager attention in the same dtype, up to float32 summation order (which may move
+  // an intermediate rounding by one step of the dtype).
   Tensor want = Tensor::cpu(split.shape(), GetParam());
-  const auto on_cpu = [](const Tensor& t) { return to_device(t, Device{}); };
-  op::AttentionMetadata meta_cpu{on_cpu(step.meta.query_start), on_cpu(step.meta.context_lens),
-                                 on_cpu(step.meta.block_tables), on_cpu(step.meta.positions),
-                                 on_cpu(step.meta.slots), step.meta.max_context_len};
-  ops::paged_attention(on_cpu(step.q), on_cpu(step.cache_k), on_cpu(step.cache_v), meta_cpu, 0.25f, 0, want,
-                       "eager");
+  op::AttentionMetadata meta_cpu = step.meta;
+  for (Tensor* t : {&meta_cpu.query_start, &meta_cpu.context_lens, &meta_cpu.block_tables,
+                    &meta_cpu.positions, &meta_cpu.slots}) {
+    *t = to_device(*t, Device{});
+  }
+  ops::paged_attention(to_device(step.q, Device{}), to_device(step.cache_k, Device{}),
+                       to_device(step.cache_v, Device{}), meta_cpu, 0.25f, 0, want, "eager");
   double diff = 0, scale = 0;
   visit_float(GetParam(), [&]<typename T>() {
     for (int64_t i = 0; i < want.numel(); ++i) {
@@ -104,19 +110,21 @@ TEST_P(XpuKernelsTest, EagerAttentionInSeveralLaunchesWhenScoresExceedTheScratch
       scale = std::max(scale, std::fabs(w));
     }
   });
-  const double tolerance = GetParam() == DType::float32 ? 1e-5 : GetParam() == DType::bfloat16 ? 1.5e-2 : 2e-3;
-  EXPECT_LE(diff, tolerance * scale) << "max error " << diff << " at scale " << scale;
+  EXPECT_LE(diff, tolerance(GetParam()) * scale) << "max error " << diff << " at scale " << scale;
 }
 
 TEST_P(XpuKernelsTest, EagerAttentionNeedsTheMaximumContextLength) {
   AttentionStep step(GetParam(), device_);
   step.meta.max_context_len = 0;
   Tensor out = empty(step.q.shape(), step.q.dtype(), device_);
-  EXPECT_THROW(ops::paged_attention(step.q, step.cache_k, step.cache_v, step.meta, 0.25f, 0, out, "eager"), Error);
+  EXPECT_THROW(ops::paged_attention(step.q, step.cache_k, step.cache_v, step.meta, 0.25f, 0, out, "eager"),
+               Error);
 }
 
 INSTANTIATE_TEST_SUITE_P(DTypes, XpuKernelsTest, testing::ValuesIn(kComputeDTypes),
-                         [](const testing::TestParamInfo<DType>& info) { return std::string(dtype_name(info.param)); });
+                         [](const testing::TestParamInfo<DType>& info) {
+                           return std::string(dtype_name(info.param));
+                         });
 
 }  // namespace
 }  // namespace tfm::xpu

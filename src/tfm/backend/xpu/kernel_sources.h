@@ -3,8 +3,7 @@
 
 namespace tfm::xpu::kernel_sources {
 
-extern const char* const common;     // kernels/common.cl: dtype storage macros, work-group reductions; prepended
-                                     // to every program
+extern const char* const common;     // kernels/common.cl: storage macros, reductions; before every program
 extern const char* const copy;       // kernels/copy.cl: row copies, by element size
 extern const char* const cast;       // kernels/cast.cl: dtype conversion
 extern const char* const pointwise;  // kernels/pointwise.cl: pointwise ops, RMSNorm

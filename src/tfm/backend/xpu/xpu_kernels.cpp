@@ -107,7 +107,8 @@ Program cast_program(DType from, DType to) {
 }
 
 Program pointwise_program(DType d) {
-  return {"pointwise", kernel_sources::pointwise, dtype_option(d) + " -DRMS_GROUP=" + std::to_string(kRmsGroup)};
+  return {"pointwise", kernel_sources::pointwise,
+          dtype_option(d) + " -DRMS_GROUP=" + std::to_string(kRmsGroup)};
 }
 
 Program linear_program(DType d) {
@@ -235,7 +236,9 @@ void XpuKernels::run(const op::Linear& a) {
         .args(a.x, a.w, a.bias, a.y, m, k, n)
         .run({static_cast<size_t>(N) * kRowsGroup, 1}, {kRowsGroup, 1});
   } else {
-    const auto tiles = [](int64_t size) { return (static_cast<size_t>(size) + kTile - 1) / kTile * kTileItems; };
+    const auto tiles = [](int64_t size) {
+      return (static_cast<size_t>(size) + kTile - 1) / kTile * kTileItems;
+    };
     devices_->kernel(a.y, linear_program(a.dtype()), "linear_tiled", kTileItems * kTileItems)
         .args(a.x, a.w, a.bias, a.y, m, k, n)
         .run({tiles(N), tiles(M)}, {kTileItems, kTileItems});
@@ -295,8 +298,8 @@ void XpuKernels::run(const op::PagedAttention& a, AttentionForm form) {
   const int64_t T = a.q.size(0), heads = a.q.size(1);
   const Program program = attention_program(a.dtype(), a.q.size(2));
   const auto common = [&](Launch& launch, auto... extra) {
-    launch.args(a.q, a.cache_k, a.cache_v, meta.query_start, meta.context_lens, meta.block_tables, meta.positions,
-                to_int(meta.context_lens.size(0), "sequences"), to_int(heads, "heads"),
+    launch.args(a.q, a.cache_k, a.cache_v, meta.query_start, meta.context_lens, meta.block_tables,
+                meta.positions, to_int(meta.context_lens.size(0), "sequences"), to_int(heads, "heads"),
                 to_int(a.cache_k.size(2), "KV heads"), to_int(a.cache_k.size(1), "block size"),
                 to_int(meta.block_tables.size(1), "blocks per sequence"), a.scale, to_int(a.window, "window"),
                 a.out, extra...);

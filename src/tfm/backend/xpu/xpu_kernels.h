@@ -1,6 +1,6 @@
 // The xpu backend's kernels of the op set (op_set.h): the OpenCL C programs of kernels/*.cl, built once per
-// device and dtype through the device's ProgramCache and launched on its in-order queue. Launches do not wait;
-// copies to the host (in order on the same queue) and synchronize() do.
+// device and dtype through the device's ProgramCache and launched on its in-order queue. Launches do not
+// wait; copies to the host (in order on the same queue) and synchronize() do.
 //
 // The kernel registry holds plain function pointers, so the registered kernels (register_kernels in
 // xpu_backend.h) run through one process-wide XpuKernels, xpu_kernels(). Other instances exist for tests that
@@ -24,7 +24,7 @@ enum class AttentionForm { flash, eager };
 
 class XpuKernels {
  public:
-  // Kernels for the devices of `backend`, which must outlive them. Nothing touches OpenCL before the first op.
+  // Kernels for the devices of `backend`, which must outlive them. OpenCL is not touched before an op runs.
   explicit XpuKernels(XpuBackend& backend, size_t scores_bytes = kDefaultScoresBytes);
   ~XpuKernels();
 

@@ -52,7 +52,8 @@ float key_dot(__local const float* q, __global const ELEM* cache_k, long k_row) 
       __global const ELEM *cache_v, long cache_v_off, __global const int *query_start, long query_start_off, \
       __global const int *context_lens, long context_lens_off, __global const int *block_tables,             \
       long block_tables_off, __global const int *positions, long positions_off, int num_seqs, int heads,     \
-      int kv_heads, int block_size, int max_blocks, float scale, int window, __global ELEM *out, long out_off
+      int kv_heads, int block_size, int max_blocks, float scale, int window, __global ELEM *out,             \
+      long out_off
 
 // Sets up row, head, keys, the query (as floats) in local memory and the output row's offset `o`, for the
 // group index `group`.
@@ -113,11 +114,11 @@ __kernel __attribute__((reqd_work_group_size(ATT_GROUP, 1, 1))) void attention_f
   }
 }
 
-// The eager form, as Transformers' eager_attention_forward: every score of the row, rounded to the dtype after
-// q . k and again after the scale, into `scores` (max_context floats per work-group, of a launch covering rows
-// from row_begin); a float softmax, each probability rounded to the dtype; then the probabilities times the
-// values. A row with more keys than max_context (metadata that understates it) gets NaN rather than a write
-// past its scores.
+// The eager form, as Transformers' eager_attention_forward: every score of the row, rounded to the dtype
+// after q . k and again after the scale, into `scores` (max_context floats per work-group, of a launch
+// covering rows from row_begin); a float softmax, each probability rounded to the dtype; then the
+// probabilities times the values. A row with more keys than max_context (metadata that understates it) gets
+// NaN rather than a write past its scores.
 __kernel __attribute__((reqd_work_group_size(ATT_GROUP, 1, 1))) void attention_eager(ATTENTION_ARGS,
                                                                                      __global float* scores,
                                                                                      int max_context,

@@ -10,8 +10,8 @@
 //   ROUND(v)        v rounded to the dtype and back: where torch stores an intermediate result in the dtype
 // The *_AS forms name the dtype, for a kernel that reads one dtype and writes another (cast).
 // bfloat16 is handled as the top half of a float's bits, so no extension is needed; float16 goes through
-// vload_half / vstore_half_rte, which are core OpenCL C (cl_khr_fp16, which NVIDIA lacks, is not needed to hold
-// half values, only to compute with them).
+// vload_half / vstore_half_rte, which are core OpenCL C (cl_khr_fp16, which NVIDIA lacks, is not needed to
+// hold half values, only to compute with them).
 #define CAT_(a, b) a##b
 #define CAT(a, b) CAT_(a, b)
 

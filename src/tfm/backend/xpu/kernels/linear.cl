@@ -1,5 +1,5 @@
-// y = x @ w^T + bias for x (M, K) and w (N, K), both row-major (read along K); bias is null or (N). All in the
-// dtype DTYPE, accumulated in float; the bias is added before the one rounding of each output.
+// y = x @ w^T + bias for x (M, K) and w (N, K), both row-major (read along K); bias is null or (N). All in
+// the dtype DTYPE, accumulated in float; the bias is added before the one rounding of each output.
 
 // Tiled: each work-group computes a TILE x TILE block of y from TILE_K-wide slices of x and w staged in local
 // memory; its (TILE / TILE_REG)^2 items each keep TILE_REG x TILE_REG outputs in registers, strided by the
@@ -39,7 +39,8 @@ __kernel __attribute__((reqd_work_group_size(TILE_ITEMS, TILE_ITEMS, 1))) void l
     const int m = m0 + ty + i * TILE_ITEMS;
     for (int j = 0; j < TILE_REG; ++j) {
       const int n = n0 + tx + j * TILE_ITEMS;
-      if (m < M && n < N) STORE(acc[i][j] + (bias ? LOAD(bias, bias_off + n) : 0.0f), y, y_off + (long)m * N + n);
+      if (m < M && n < N)
+        STORE(acc[i][j] + (bias ? LOAD(bias, bias_off + n) : 0.0f), y, y_off + (long)m * N + n);
     }
   }
 }
@@ -67,5 +68,6 @@ __kernel __attribute__((reqd_work_group_size(ROWS_GROUP, 1, 1))) void linear_row
       for (int m = 0; m < ROWS_MAX; ++m) partial[m][lid] += partial[m][lid + stride];
     barrier(CLK_LOCAL_MEM_FENCE);
   }
-  if (lid < M) STORE(partial[lid][0] + (bias ? LOAD(bias, bias_off + n) : 0.0f), y, y_off + (long)lid * N + n);
+  if (lid < M)
+    STORE(partial[lid][0] + (bias ? LOAD(bias, bias_off + n) : 0.0f), y, y_off + (long)lid * N + n);
 }
