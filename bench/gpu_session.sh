@@ -24,7 +24,7 @@ timeout 300 $b/bin/test_kernels --gtest_filter='*cuda*' 2>&1 | grep -E "^\[  (PA
 step device tests: cuda and xpu on the NVIDIA OpenCL platform
 TFM_XPU_PLATFORM="NVIDIA CUDA" timeout 300 $b/bin/test_device_ops 2>&1 | grep -E "^\[  (PASSED|FAILED|SKIPPED) |FAILED|Failure" | head -40
 step host-to-device copies from a file mapping in the page cache
-timeout 120 $b/bin/copy_bench cuda:0 4096 5
+timeout 120 $b/bin/copy_bench cuda:0 4096 64 5
 step tokenizer speed, one thread: tfm, then the Rust tokenizers library
 timeout 120 $b/bin/tokenizer_bench --model /tmp/qwen3 --text /tmp/brown/train.txt
 RAYON_NUM_THREADS=1 TOKENIZERS_PARALLELISM=false timeout 120 python3 bench/tokenizer_bench_peer.py --model /tmp/qwen3 --text /tmp/brown/train.txt

@@ -1,10 +1,11 @@
 // Times the xpu op kernels on the OpenCL platform TFM_XPU_PLATFORM names (Intel GPUs when unset): linear at
 // decode and prefill shapes of 8B-class models, and paged attention for one decode step (both forms).
 //
-//   TFM_XPU_PLATFORM="NVIDIA CUDA" xpu_ops_bench [--quick]
+//   TFM_XPU_PLATFORM="NVIDIA CUDA" xpu_ops_bench [--quick] [--dtype float32|bfloat16|float16]
 //
-// --quick uses smaller shapes, for CPU platforms such as PoCL. Each case runs once to build its kernels, then
-// repeats until about 0.5 s have passed; times are per call, waited for with synchronize().
+// --quick uses smaller shapes, for CPU platforms such as PoCL; --dtype the tensors' dtype (float32 by
+// default). Each case runs once to build its kernels, then repeats until about 0.5 s have passed; times are
+// per call, waited for with synchronize().
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -12,6 +13,7 @@
 #include <functional>
 #include <numeric>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "tfm/backend/backend.h"
@@ -24,11 +26,14 @@ using namespace tfm;
 
 const Device kXpu{DeviceType::xpu, 0};
 
-Tensor random_on_xpu(const Shape& shape, std::mt19937& rng) {
+// Random values in [-1, 1) as `dtype`, converted on the host.
+Tensor random_on_xpu(const Shape& shape, DType dtype, std::mt19937& rng) {
   Tensor t = Tensor::cpu(shape, DType::float32);
   std::uniform_real_distribution<float> dist(-1.f, 1.f);
   for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = dist(rng);
-  return to_device(t, kXpu);
+  Tensor stored = Tensor::cpu(shape, dtype);
+  ops::cast(t, stored);
+  return to_device(stored, kXpu);
 }
 
 Tensor ints_on_xpu(const std::vector<int32_t>& values) {
@@ -55,11 +60,11 @@ double time_per_call(const std::function<void()>& op) {
   return elapsed / calls;
 }
 
-void bench_linear(int64_t M, int64_t K, int64_t N, std::mt19937& rng) {
-  const Tensor x = random_on_xpu({M, K}, rng), w = random_on_xpu({N, K}, rng);
-  Tensor y = empty({M, N}, DType::float32, kXpu);
+void bench_linear(int64_t M, int64_t K, int64_t N, DType dtype, std::mt19937& rng) {
+  const Tensor x = random_on_xpu({M, K}, dtype, rng), w = random_on_xpu({N, K}, dtype, rng);
+  Tensor y = empty({M, N}, dtype, kXpu);
   const double s = time_per_call([&] { ops::linear(x, w, Tensor(), y); });
-  const double weight_gb = static_cast<double>(N * K) * sizeof(float) / 1e9;
+  const double weight_gb = static_cast<double>(N * K * dtype_size(dtype)) / 1e9;
   std::printf("linear    M=%-5lld K=%-5lld N=%-6lld %9.3f ms  %8.1f GFLOP/s  %7.1f GB/s of weights\n",
               static_cast<long long>(M), static_cast<long long>(K), static_cast<long long>(N), s * 1e3,
               2.0 * M * K * N / s / 1e9, weight_gb / s);
@@ -67,11 +72,11 @@ void bench_linear(int64_t M, int64_t K, int64_t N, std::mt19937& rng) {
 
 // One decode step: `batch` sequences of `context` tokens each, one query row per sequence.
 void bench_attention(int64_t batch, int64_t context, int64_t heads, int64_t kv_heads, int64_t head_dim,
-                     std::mt19937& rng) {
+                     DType dtype, std::mt19937& rng) {
   const int64_t block_size = 16, blocks_per_seq = (context + block_size - 1) / block_size;
   const int64_t blocks = batch * blocks_per_seq;
-  const Tensor cache_k = random_on_xpu({blocks, block_size, kv_heads, head_dim}, rng);
-  const Tensor cache_v = random_on_xpu({blocks, block_size, kv_heads, head_dim}, rng);
+  const Tensor cache_k = random_on_xpu({blocks, block_size, kv_heads, head_dim}, dtype, rng);
+  const Tensor cache_v = random_on_xpu({blocks, block_size, kv_heads, head_dim}, dtype, rng);
   std::vector<int32_t> query_start(static_cast<size_t>(batch + 1)), tables(static_cast<size_t>(blocks));
   std::iota(query_start.begin(), query_start.end(), 0);
   std::iota(tables.begin(), tables.end(), 0);
@@ -85,9 +90,10 @@ void bench_attention(int64_t batch, int64_t context, int64_t heads, int64_t kv_h
       ints_on_xpu(std::vector<int32_t>(static_cast<size_t>(batch), static_cast<int32_t>(context - 1)));
   meta.slots = meta.positions;
   meta.max_context_len = context;
-  const Tensor q = random_on_xpu({batch, heads, head_dim}, rng);
-  Tensor out = empty({batch, heads, head_dim}, DType::float32, kXpu);
-  const double kv_gb = 2.0 * static_cast<double>(batch * context * kv_heads * head_dim) * sizeof(float) / 1e9;
+  const Tensor q = random_on_xpu({batch, heads, head_dim}, dtype, rng);
+  Tensor out = empty({batch, heads, head_dim}, dtype, kXpu);
+  const double kv_gb =
+      2.0 * static_cast<double>(batch * context * kv_heads * head_dim * dtype_size(dtype)) / 1e9;
   for (const char* variant : {"flash", "eager"}) {
     const double s = time_per_call([&] {
       ops::paged_attention(q, cache_k, cache_v, meta, 1.f / std::sqrt(static_cast<float>(head_dim)), 0, out,
@@ -96,16 +102,26 @@ void bench_attention(int64_t batch, int64_t context, int64_t heads, int64_t kv_h
     std::printf(
         "attention batch=%-3lld context=%-6lld heads=%lld/%lld dim=%lld %-8s %9.3f ms  %7.1f GB/s of KV\n",
         static_cast<long long>(batch), static_cast<long long>(context), static_cast<long long>(heads),
-        static_cast<long long>(kv_heads), static_cast<long long>(head_dim),
-        variant, s * 1e3, kv_gb / s);
+        static_cast<long long>(kv_heads), static_cast<long long>(head_dim), variant, s * 1e3, kv_gb / s);
   }
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  bool quick = false;
+  DType dtype = DType::float32;
   try {
+    for (int i = 1; i < argc; ++i) {
+      if (std::strcmp(argv[i], "--quick") == 0) {
+        quick = true;
+      } else if (std::strcmp(argv[i], "--dtype") == 0 && i + 1 < argc) {
+        dtype = parse_dtype(argv[++i]);
+      } else {
+        std::fprintf(stderr, "usage: xpu_ops_bench [--quick] [--dtype float32|bfloat16|float16]\n");
+        return 2;
+      }
+    }
     Backend* backend = find_backend(DeviceType::xpu);
     if (!backend || backend->device_count() == 0) {
       std::fprintf(stderr,
@@ -113,15 +129,17 @@ int main(int argc, char** argv) {
       return 1;
     }
     const DeviceInfo info = backend->info(0);
-    std::printf("xpu:0 %s (%s)\n", info.name.c_str(), info.driver_version.c_str());
+    std::printf("xpu:0 %s (%s), %s\n", info.name.c_str(), info.driver_version.c_str(),
+                std::string(dtype_name(dtype)).c_str());
     std::mt19937 rng(1);
     const int64_t H = quick ? 1024 : 4096, I = quick ? 2816 : 14336;
     for (int64_t M : {int64_t{1}, int64_t{8}, quick ? int64_t{64} : int64_t{512}}) {
-      bench_linear(M, H, H, rng);
-      bench_linear(M, H, 2 * I, rng);
+      bench_linear(M, H, H, dtype, rng);
+      bench_linear(M, H, 2 * I, dtype, rng);
     }
     for (int64_t batch : {1, 8}) {
-      for (int64_t context : {512, quick ? 2048 : 8192}) bench_attention(batch, context, 32, 8, 128, rng);
+      for (int64_t context : {512, quick ? 2048 : 8192})
+        bench_attention(batch, context, 32, 8, 128, dtype, rng);
     }
   } catch (const tfm::Error& e) {
     std::fprintf(stderr, "xpu_ops_bench: %s\n", e.what());

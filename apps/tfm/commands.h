@@ -6,6 +6,7 @@
 namespace tfm::cli {
 
 extern const Command kDevicesCommand;
+extern const Command kKernelsCommand;
 extern const Command kForwardCommand;
 extern const Command kGenerateCommand;
 extern const Command kChatCommand;

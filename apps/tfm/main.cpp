@@ -10,8 +10,8 @@ namespace {
 
 const tfm::cli::Command* const kCommands[] = {
     &tfm::cli::kGenerateCommand,     &tfm::cli::kChatCommand,     &tfm::cli::kForwardCommand,
-    &tfm::cli::kDevicesCommand,      &tfm::cli::kTokenizeCommand, &tfm::cli::kDetokenizeCommand,
-    &tfm::cli::kChatTemplateCommand,
+    &tfm::cli::kDevicesCommand,      &tfm::cli::kKernelsCommand,  &tfm::cli::kTokenizeCommand,
+    &tfm::cli::kDetokenizeCommand,   &tfm::cli::kChatTemplateCommand,
 };
 
 void print_usage(std::ostream& out) {

@@ -170,3 +170,41 @@ TEST(Cli, EveryCommandHasHelp) {
 }
 
 }  // namespace
+
+TEST(Cli, KernelsListsEveryRegisteredKernelAsJson) {
+  const Result r = tfm_run("kernels --device cpu --json", false);
+  ASSERT_EQ(r.status, 0) << r.out;
+  const tfm::json::Value list = tfm::json::parse(r.out);
+  ASSERT_GT(list.size(), 0u);
+  bool linear_reference = false, fused_norm = false;
+  for (const auto& k : list.as_array()) {
+    for (const char* field : {"op", "device", "dtype", "variant", "default", "layer", "use_kernels", "modes"})
+      ASSERT_TRUE(k.contains(field)) << field;
+    EXPECT_EQ(k.at("device").as_string(), "cpu");
+    linear_reference |= k.at("op").as_string() == "linear" && k.at("variant").as_string() == "reference" &&
+                        k.at("dtype").as_string() == "bfloat16" && !k.at("default").as_bool();
+    fused_norm |= k.at("layer").as_string() == "RMSNorm" && k.at("variant").as_string() == "fused" &&
+                  k.at("use_kernels").as_bool();
+  }
+  EXPECT_TRUE(linear_reference);
+  EXPECT_TRUE(fused_norm);
+}
+
+TEST(Cli, KernelsFlagSelectsVariantsAndRejectsUnknownOnes) {
+  const Result ok = tfm_run("generate --prompt \"The old man said\" --max-new-tokens 40 --device cpu --kernels "
+                            "'{\"RMSNorm\": \"fused\", \"Linear\": {\"cpu\": \"reference\"}}'",
+                            false);
+  ASSERT_EQ(ok.status, 0) << ok.out;
+  EXPECT_EQ(ok.out, demo_reference_text("bfloat16") + "\n");
+  const Result bad = tfm_run("generate --prompt hi --device cpu --kernels '{\"RMSNorm\": {\"cpu\": \"fast\"}}'");
+  EXPECT_NE(bad.status, 0);
+  EXPECT_NE(bad.out.find("error: KernelConfig: RMSNorm has no variant 'fast' on cpu; variants: default, fused"),
+            std::string::npos)
+      << bad.out;
+  const Result layer = tfm_run("forward --ids 1,2 --device cpu --kernels '{\"LayerNorm\": \"fused\"}'");
+  EXPECT_NE(layer.status, 0);
+  EXPECT_NE(layer.out.find("'LayerNorm' is not a layer kind tfm has kernels for; layer kinds: Attention, "
+                           "Embedding, Linear, RMSNorm, RotaryEmbedding, SiLUAndMul"),
+            std::string::npos)
+      << layer.out;
+}

@@ -1,5 +1,6 @@
-"""Writes progress_reference.json: tqdm's own rendering of download progress lines, as huggingface_hub draws
-them (unit="B", unit_scale=True), for test_hub to compare tfm's progress bar with.
+"""Writes progress_reference.json: tqdm's own rendering of progress lines, as huggingface_hub draws downloads
+(unit="B", unit_scale=True) and as Transformers counts the weights it loads (tqdm's defaults, unit="it"), for
+test_hub to compare tfm's progress bar with.
 
 Run from the repository root: python tests/hub/make_progress_reference.py
 """
@@ -28,6 +29,14 @@ CASES = [
     ("(…)t-name-that-is-quite-long-0001-of-0002.safetensors", 42, 1000, 1.0, 0, 100),
     ("x", 10**15, 2 * 10**15, 1.0, 0, 80),
 ]
+# Counts of items: "Loading weights" as Transformers shows it.
+ITEM_CASES = [
+    ("Loading weights", 0, 311, 0.0, 0, 80),
+    ("Loading weights", 140, 311, 1.2, 0, 80),
+    ("Loading weights", 311, 311, 2.7, 0, 100),
+    ("Loading weights", 3, 399, 5.0, 0, 0),
+    ("Loading weights", 5, None, 12.5, 0, 80),
+]
 
 
 def main():
@@ -36,7 +45,11 @@ def main():
         line = tqdm_class.format_meter(n, total, elapsed, ncols=ncols or None, prefix=desc, unit="B",
                                        unit_scale=True, initial=initial)
         cases.append({"desc": desc, "n": n, "total": total, "elapsed": elapsed, "initial": initial,
-                      "ncols": ncols, "line": line})
+                      "ncols": ncols, "unit": "bytes", "line": line})
+    for desc, n, total, elapsed, initial, ncols in ITEM_CASES:
+        line = tqdm_class.format_meter(n, total, elapsed, ncols=ncols or None, prefix=desc, initial=initial)
+        cases.append({"desc": desc, "n": n, "total": total, "elapsed": elapsed, "initial": initial,
+                      "ncols": ncols, "unit": "items", "line": line})
     path = os.path.join(os.path.dirname(__file__), "progress_reference.json")
     with open(path, "w", encoding="utf-8") as f:
         json.dump({"tqdm": tqdm.__version__, "cases": cases}, f, ensure_ascii=False, indent=1)

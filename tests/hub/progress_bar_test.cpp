@@ -17,7 +17,8 @@ TEST(ProgressBar, LinesMatchTqdm) {
     const std::string line = format_progress_line(
         c.at("desc").as_string(), c.at("n").as_int(),
         total.is_null() ? std::nullopt : std::optional(total.as_int()), c.at("elapsed").as_double(),
-        c.at("initial").as_int(), static_cast<int>(c.at("ncols").as_int()));
+        c.at("initial").as_int(), static_cast<int>(c.at("ncols").as_int()),
+        c.at("unit").as_string() == "items" ? ProgressUnit::items : ProgressUnit::bytes);
     EXPECT_EQ(line, c.at("line").as_string());
   }
 }

@@ -45,6 +45,9 @@ class Backend {
   virtual void copy_to_host(int index, void* dst, DeviceSpan src, size_t bytes) = 0;
   virtual void copy_on_device(int index, DeviceSpan dst, DeviceSpan src, size_t bytes) = 0;
   virtual void synchronize(int index) = 0;
+  // Bytes of tensors held on the device now, as torch.cuda.memory_allocated counts them (memory a caching
+  // allocator keeps for reuse is not counted).
+  virtual size_t memory_allocated(int index) = 0;
 
   // Whether the device computes in `dtype` (float32, bfloat16, float16) as well as holding it.
   virtual bool supports_dtype(int index, DType dtype) = 0;

@@ -1,5 +1,6 @@
 #include "tfm/core/tensor.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -56,11 +57,24 @@ Tensor::Tensor(std::shared_ptr<Storage> storage, Shape shape, DType dtype, int64
       dtype_(dtype),
       offset_(offset) {}
 
+namespace {
+std::atomic<size_t> g_host_tensor_bytes{0};
+}  // namespace
+
+size_t host_tensor_bytes() {
+  return g_host_tensor_bytes.load();
+}
+
 Tensor Tensor::cpu(const Shape& shape, DType dtype) {
   const size_t bytes = static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype);
   void* data = host_allocate(bytes);
   std::memset(data, 0, bytes);
-  return Tensor(std::make_shared<Storage>(data, bytes, Device{}, host_free), shape, dtype);
+  g_host_tensor_bytes += bytes;
+  auto release = [bytes](void* p) {
+    host_free(p);
+    g_host_tensor_bytes -= bytes;
+  };
+  return Tensor(std::make_shared<Storage>(data, bytes, Device{}, release), shape, dtype);
 }
 
 bool Tensor::is_contiguous() const {

@@ -20,6 +20,8 @@ std::string shape_str(const Shape& shape);  // "[2, 3]"
 void* host_allocate(size_t bytes);
 void host_free(void* p);
 int64_t shape_numel(const Shape& shape);
+// Bytes of the host tensors Tensor::cpu allocated that are alive now (views of mapped files are not counted).
+size_t host_tensor_bytes();
 
 class Storage {
  public:

@@ -141,9 +141,9 @@ void Checkpoint::will_need(std::string_view name) const {
   files_[at.file].will_need(name);
 }
 
-void Checkpoint::release(std::string_view name) const {
+void Checkpoint::release(std::string_view name, size_t begin, size_t end) const {
   const Location& at = locate(name);
-  files_[at.file].release(name);
+  files_[at.file].release(name, begin, end);
 }
 
 const std::string& Checkpoint::file_of(std::string_view name) const {

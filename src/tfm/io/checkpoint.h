@@ -28,7 +28,7 @@ class Checkpoint {
   const TensorInfo* find(std::string_view name) const;  // nullptr when absent
   Tensor get(std::string_view name) const;              // zero-copy view; an absent name throws
   void will_need(std::string_view name) const;           // SafetensorsFile's paging hints
-  void release(std::string_view name) const;
+  void release(std::string_view name, size_t begin = 0, size_t end = 0) const;
   // The path of the file that holds `name` (for error messages); an absent name throws.
   const std::string& file_of(std::string_view name) const;
   const std::vector<SafetensorsFile>& files() const { return files_; }

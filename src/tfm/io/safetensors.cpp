@@ -317,10 +317,12 @@ void SafetensorsFile::will_need(std::string_view name) const {
   madvise(reinterpret_cast<void*>(begin), end - begin, MADV_WILLNEED);
 }
 
-void SafetensorsFile::release(std::string_view name) const {
+void SafetensorsFile::release(std::string_view name, size_t begin, size_t end) const {
   const TensorInfo* info = find(name);
   if (!info) return;
-  const auto [pages, bytes] = inner_pages(mapping_->bytes() + info->offset, info->nbytes);
+  end = end == 0 ? info->nbytes : std::min(end, info->nbytes);
+  if (begin >= end) return;
+  const auto [pages, bytes] = inner_pages(mapping_->bytes() + info->offset + begin, end - begin);
   if (bytes > 0) madvise(pages, bytes, MADV_DONTNEED);  // a read-only private mapping: nothing is lost
 }
 

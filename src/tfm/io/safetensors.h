@@ -48,7 +48,9 @@ class SafetensorsFile {
   // Hints that `name`'s bytes will be read soon, or are done with: released pages leave this process's
   // memory but stay in the page cache, and a later read maps them again. Views stay valid either way.
   void will_need(std::string_view name) const;
-  void release(std::string_view name) const;
+  // Releases bytes [begin, end) of the tensor (end 0: to its end); a tensor copied out of the mapping at open
+  // (misaligned) is left alone.
+  void release(std::string_view name, size_t begin = 0, size_t end = 0) const;
   // The "__metadata__" object (string values only); empty when the file has none.
   const json::Value& metadata() const { return metadata_; }
 

@@ -52,9 +52,9 @@ bool is_float_dtype(DType d) {
   return std::find(std::begin(kComputeDTypes), std::end(kComputeDTypes), d) != std::end(kComputeDTypes);
 }
 
-// Elements converted per upload when a tensor changes dtype on its way: host memory for the conversion stays
-// at one chunk.
-constexpr int64_t kChunkElements = int64_t{8} << 20;
+// Elements per upload: host memory holds about one chunk of the file (and of its conversion to another dtype)
+// at a time.
+constexpr int64_t kChunkElements = int64_t{32} << 20;
 
 // `n` elements of dtype `from` at `src` as dtype `to` at `dst`, rounding to nearest even.
 void convert(const void* src, DType from, void* dst, DType to, int64_t n) {
@@ -77,20 +77,23 @@ struct WeightLoader::State {
   std::set<std::string> expected;
   io::ProgressBar progress;
 
-  // The bytes of `stored` (a view of the file mapping) into `dst`, a device tensor or view of its shape.
-  void upload(const Tensor& stored, const Tensor& dst) {
-    if (stored.dtype() == dtype) {
-      copy_from_host(dst, stored.raw());
-      return;
-    }
+  // The bytes of tensor `name` (`stored`, a view of the file mapping) into `dst`, a device tensor or view of its
+  // shape, a chunk at a time; each chunk's pages leave this process's memory once on the device, so a load
+  // holds about one chunk of the file at a time.
+  void upload(const std::string& name, const Tensor& stored, const Tensor& dst) {
     const int64_t n = stored.numel();
     const Tensor flat = dst.reshape({n});
-    std::vector<char> chunk(static_cast<size_t>(std::min(n, kChunkElements)) * dtype_size(dtype));
+    const size_t in_size = dtype_size(stored.dtype()), out_size = dtype_size(dtype);
+    std::vector<char> converted(stored.dtype() == dtype ? 0 : static_cast<size_t>(std::min(n, kChunkElements)) * out_size);
     for (int64_t begin = 0; begin < n; begin += kChunkElements) {
       const int64_t count = std::min(kChunkElements, n - begin);
-      convert(static_cast<const char*>(stored.raw()) + begin * dtype_size(stored.dtype()), stored.dtype(),
-              chunk.data(), dtype, count);
-      copy_from_host(flat.narrow(begin, count), chunk.data());
+      const char* src = static_cast<const char*>(stored.raw()) + begin * in_size;
+      if (!converted.empty()) {
+        convert(src, stored.dtype(), converted.data(), dtype, count);
+        src = converted.data();
+      }
+      copy_from_host(flat.narrow(begin, count), src);
+      checkpoint.release(name, static_cast<size_t>(begin) * in_size, static_cast<size_t>(begin + count) * in_size);
     }
   }
 
@@ -102,12 +105,6 @@ struct WeightLoader::State {
     return t;
   }
 
-  // Done with `name`'s bytes in the file: unless a cpu model still views them, they leave this process's
-  // memory (the page cache keeps them).
-  void done(const std::string& name, bool viewed) {
-    if (!viewed) checkpoint.release(name);
-    progress.update(1);
-  }
 };
 
 WeightLoader::WeightLoader(const std::string& dir, const ModelConfig& config, DType dtype, Device device,
@@ -146,8 +143,8 @@ Tensor WeightLoader::take(const std::string& name) {
   const Tensor stored = state_->stored(name);
   const bool view = state_->device.type == DeviceType::cpu && stored.dtype() == state_->dtype;
   Tensor out = view ? stored : empty(stored.shape(), state_->dtype, state_->device);
-  if (!view) state_->upload(stored, out);
-  state_->done(name, view);
+  if (!view) state_->upload(name, stored, out);
+  state_->progress.update(1);
   return out;
 }
 
@@ -163,9 +160,9 @@ Tensor WeightLoader::take_rows(const std::vector<std::string>& names) {
   Tensor out = empty(shape, state_->dtype, state_->device);
   int64_t row = 0;
   for (size_t i = 0; i < parts.size(); ++i) {
-    state_->upload(parts[i], out.narrow(row, parts[i].size(0)));
+    state_->upload(names[i], parts[i], out.narrow(row, parts[i].size(0)));
     row += parts[i].size(0);
-    state_->done(names[i], /*viewed=*/false);
+    state_->progress.update(1);
   }
   return out;
 }

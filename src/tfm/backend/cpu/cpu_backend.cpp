@@ -46,6 +46,7 @@ class CpuBackend final : public Backend {
     std::memcpy(address(dst), address(src), bytes);
   }
   void synchronize(int) override {}
+  size_t memory_allocated(int) override { return host_tensor_bytes(); }
   bool supports_dtype(int, DType dtype) override {
     return dtype == DType::float32 || dtype == DType::bfloat16 || dtype == DType::float16;
   }

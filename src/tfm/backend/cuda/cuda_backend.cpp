@@ -21,12 +21,16 @@ using cuda::use_device;
 
 // Host-to-device copies of this size or more go through tfm's pinned staging buffers.
 constexpr size_t kStagedCopyFrom = size_t{1} << 20;
-constexpr size_t kStagingBytes = size_t{64} << 20;  // each of the two buffers
+// Each of the two staging buffers. The weight loader copies 64 MB (bf16) or 128 MB (float32) at a time, and
+// only the pieces of one call overlap, so a piece is an eighth of the smaller: the first piece's fill, the
+// one step not overlapped, stays short, and a piece still takes the link ~150 us, against ~10 us to issue and
+// wait.
+constexpr size_t kStagingBytes = size_t{8} << 20;
 
 // `bytes` from `src` to `dst` on every thread of the team: pages of a file mapping are faulted in and copied
 // in parallel.
 void parallel_memcpy(void* dst, const void* src, size_t bytes) {
-  constexpr size_t kPiece = size_t{1} << 20;
+  constexpr size_t kPiece = size_t{256} << 10;
   const auto pieces = static_cast<int64_t>((bytes + kPiece - 1) / kPiece);
 #pragma omp parallel for schedule(dynamic)
   for (int64_t i = 0; i < pieces; ++i) {
@@ -83,6 +87,7 @@ class CudaBackend final : public Backend {
       if (auto it = cached.find(size); it != cached.end()) {
         void* p = it->second;
         cached.erase(it);
+        count_in_use(index, p, bytes);
         return p;
       }
     }
@@ -98,13 +103,21 @@ class CudaBackend final : public Backend {
       throw_error("cuda:", index, ": cannot allocate ", bytes, " bytes: ", cudaGetErrorString(status));
     }
     std::lock_guard<std::mutex> lock(mutex_);
-    sizes_[p] = size;
+    blocks_[p].size = size;
+    count_in_use(index, p, bytes);
     return p;
   }
 
   void deallocate(int index, void* p) override {
     std::lock_guard<std::mutex> lock(mutex_);
-    free_[index].emplace(sizes_.at(p), p);
+    Block& block = blocks_.at(p);
+    allocated_[index] -= block.counted;
+    free_[index].emplace(block.size, p);
+  }
+
+  size_t memory_allocated(int index) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return allocated_[index];
   }
 
   void copy_from_host(int index, DeviceSpan dst, const void* src, size_t bytes) override {
@@ -164,8 +177,8 @@ class CudaBackend final : public Backend {
 
   // The driver copies pageable memory through small pinned buffers of its own, at ~10 GB/s; model loading
   // moves tens of GB out of file mappings. So large copies go through two pinned buffers of tfm's, allocated
-  // on the first one: while one chunk's transfer runs on the device's copy stream, the host's threads fill
-  // the other buffer with the next chunk. The copy stream is a blocking one, so it is ordered with the
+  // on the first one: while one piece's transfer runs on the device's copy stream, the host's threads fill
+  // the other buffer with the next piece. The copy stream is a blocking one, so it is ordered with the
   // default stream's kernels as cudaMemcpy is; the call returns when every byte is on the device.
   void staged_copy_from_host(int index, char* dst, const char* src, size_t bytes) {
     std::lock_guard<std::mutex> lock(staging_mutex_);
@@ -174,15 +187,15 @@ class CudaBackend final : public Backend {
     }
     cudaStream_t& stream = copy_streams_[index];
     if (!stream) check_cuda(cudaStreamCreate(&stream), "cudaStreamCreate");
-    const size_t chunks = (bytes + kStagingBytes - 1) / kStagingBytes;
-    auto chunk_bytes = [&](size_t i) { return std::min(kStagingBytes, bytes - i * kStagingBytes); };
-    parallel_memcpy(staging_[0], src, chunk_bytes(0));
-    for (size_t i = 0; i < chunks; ++i) {
-      check_cuda(cudaMemcpyAsync(dst + i * kStagingBytes, staging_[i % 2], chunk_bytes(i),
+    const size_t pieces = (bytes + kStagingBytes - 1) / kStagingBytes;
+    auto piece_bytes = [&](size_t i) { return std::min(kStagingBytes, bytes - i * kStagingBytes); };
+    parallel_memcpy(staging_[0], src, piece_bytes(0));
+    for (size_t i = 0; i < pieces; ++i) {
+      check_cuda(cudaMemcpyAsync(dst + i * kStagingBytes, staging_[i % 2], piece_bytes(i),
                                  cudaMemcpyHostToDevice, stream),
                  "cudaMemcpyAsync host to device");
-      if (i + 1 < chunks)
-        parallel_memcpy(staging_[(i + 1) % 2], src + (i + 1) * kStagingBytes, chunk_bytes(i + 1));
+      if (i + 1 < pieces)
+        parallel_memcpy(staging_[(i + 1) % 2], src + (i + 1) * kStagingBytes, piece_bytes(i + 1));
       check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize after a host-to-device copy");
     }
   }
@@ -196,15 +209,26 @@ class CudaBackend final : public Backend {
     std::lock_guard<std::mutex> lock(mutex_);
     for (const auto& [size, p] : free_[index]) {
       cudaFree(p);
-      sizes_.erase(p);
+      blocks_.erase(p);
     }
     free_[index].clear();
   }
+  // torch.cuda.memory_allocated counts a tensor's bytes rounded up to its allocator's 512-byte unit.
+  void count_in_use(int index, void* p, size_t bytes) {
+    const size_t counted = std::max<size_t>(1, (bytes + 511) / 512) * 512;
+    blocks_[p].counted = counted;
+    allocated_[index] += counted;
+  }
   static char* address(DeviceSpan s) { return static_cast<char*>(s.base) + s.offset; }
 
+  struct Block {
+    size_t size;     // as allocated (rounded)
+    size_t counted;  // toward memory_allocated while in use
+  };
   std::mutex mutex_;
   std::map<int, std::multimap<size_t, void*>> free_;  // per device: cached blocks by size
-  std::unordered_map<void*, size_t> sizes_;           // every block tfm holds, by address
+  std::unordered_map<void*, Block> blocks_;           // every block tfm holds, by address
+  std::map<int, size_t> allocated_;                   // per device: memory_allocated
 
   std::mutex staging_mutex_;
   void* staging_[2] = {};

@@ -3,9 +3,11 @@
 
 namespace tfm::xpu::kernel_sources {
 
-extern const char* const common;     // kernels/common.cl: work-group reductions, prepended to every program
-extern const char* const pointwise;  // kernels/pointwise.cl: row copies, pointwise ops, RMSNorm
+extern const char* const common;     // kernels/common.cl: storage macros, reductions; before every program
+extern const char* const copy;       // kernels/copy.cl: row copies, by element size
+extern const char* const cast;       // kernels/cast.cl: dtype conversion
+extern const char* const pointwise;  // kernels/pointwise.cl: pointwise ops, RMSNorm
 extern const char* const linear;     // kernels/linear.cl: tiled and few-row matmul
-extern const char* const attention;  // kernels/attention.cl: paged attention, eager and one-pass
+extern const char* const attention;  // kernels/attention.cl: paged attention, eager and flash
 
 }  // namespace tfm::xpu::kernel_sources

@@ -137,7 +137,7 @@ XpuDevice::XpuDevice(cl_platform_id platform, cl_device_id id, int index)
       programs(context.get(), id, where),
       info(read_info(id, index)) {}
 
-XpuBackend::XpuBackend(SelectionEnv env) : env_(std::move(env)), kernels_(make_xpu_op_kernels(*this)) {}
+XpuBackend::XpuBackend(SelectionEnv env) : env_(std::move(env)) {}
 
 const std::vector<std::unique_ptr<XpuDevice>>& XpuBackend::devices() {
   // A failed discovery (an invalid variable, a driver error) throws and is tried again on the next call.
@@ -216,6 +216,10 @@ void XpuBackend::copy_on_device(int index, DeviceSpan dst, DeviceSpan src, size_
 void XpuBackend::synchronize(int index) {
   const XpuDevice& d = device(index);
   cl_check(clFinish(d.queue.get()), "clFinish", d.where);
+}
+
+bool XpuBackend::supports_dtype(int, DType dtype) {
+  return dtype == DType::float32 || dtype == DType::bfloat16 || dtype == DType::float16;
 }
 
 XpuBackend& xpu_backend() {

@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "tfm/backend/backend.h"
+#include "tfm/backend/kernel_registry.h"
 #include "tfm/backend/xpu/device_selection.h"
 #include "tfm/backend/xpu/opencl.h"
 #include "tfm/backend/xpu/program_cache.h"
-#include "tfm/backend/xpu/xpu_op_kernels.h"
 
 namespace tfm::xpu {
 
@@ -44,7 +44,8 @@ class XpuBackend final : public Backend {
   void copy_to_host(int index, void* dst, DeviceSpan src, size_t bytes) override;
   void copy_on_device(int index, DeviceSpan dst, DeviceSpan src, size_t bytes) override;
   void synchronize(int index) override;
-  OpKernels* kernels() override { return kernels_.get(); }
+  // The kernels store every dtype as it is and compute in float32, which any OpenCL device can.
+  bool supports_dtype(int, DType dtype) override;
 
   // The OpenCL objects of xpu:`index`; throws tfm::Error when there is no such device.
   XpuDevice& device(int index);
@@ -55,10 +56,13 @@ class XpuBackend final : public Backend {
   SelectionEnv env_;
   std::once_flag discovered_;
   std::vector<std::unique_ptr<XpuDevice>> devices_;
-  std::unique_ptr<OpKernels> kernels_;
 };
 
 // The backend of the process, configured from the environment.
 XpuBackend& xpu_backend();
+
+// Registers the xpu kernels of every op in float32, bfloat16 and float16 (xpu_kernels.h). Touches no OpenCL:
+// the programs are built when a kernel first runs on a device.
+void register_kernels(KernelRegistry& registry);
 
 }  // namespace tfm::xpu

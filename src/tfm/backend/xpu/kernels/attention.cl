@@ -1,7 +1,7 @@
-// Causal grouped-query attention over the paged KV cache (op_kernels.h; cpu/kernels.cpp is the reference).
-// One work-group of ATT_GROUP items per (query row, head), group index row * heads + head. HEAD_DIM is a
-// build option, so each item keeps its share of the output (dimensions lid, lid + ATT_GROUP, ...) in
-// registers.
+// Causal grouped-query attention over the paged KV cache in the dtype DTYPE (op::PagedAttention in op_set.h;
+// cpu/kernels.cpp is the reference). One work-group of ATT_GROUP items per (query row, head), group index
+// row * heads + head. HEAD_DIM is a build option, so each item keeps its share of the output (dimensions lid,
+// lid + ATT_GROUP, ...) in registers.
 #define DIMS_PER_ITEM ((HEAD_DIM + ATT_GROUP - 1) / ATT_GROUP)
 
 // What one (row, head) attends to: keys first..last of its sequence, read through its block table.
@@ -32,46 +32,47 @@ Keys keys_of(__global const int* query_start, __global const int* context_lens,
   return keys;
 }
 
-// Element offset of key (or value) j of `keys` in a cache laid out (blocks, block_size, kv_heads, HEAD_DIM).
+// Element offset of key (or value) j of `keys` in a cache laid out (blocks, block_size, kv_heads, HEAD_DIM),
+// from the cache's first element.
 long cache_row(const Keys* keys, int j, int block_size, int kv_heads) {
   const long block = keys->blocks[j / block_size];
   return ((block * block_size + j % block_size) * kv_heads + keys->kv_head) * HEAD_DIM;
 }
 
-float scaled_dot(__local const float* q, const __global float* k, float scale) {
+// q . k in float, q in local memory and k the key at element `k_row` of the cache.
+float key_dot(__local const float* q, __global const ELEM* cache_k, long k_row) {
   float d = 0.0f;
-  for (int i = 0; i < HEAD_DIM; ++i) d += q[i] * k[i];
-  return d * scale;
+  for (int i = 0; i < HEAD_DIM; ++i) d += q[i] * LOAD(cache_k, k_row + i);
+  return d;
 }
 
 // The arguments both forms share; each buffer with its element offset.
-#define ATTENTION_ARGS                                                                           \
-  __global const float *q, long q_off, __global const float *cache_k, long cache_k_off,          \
-      __global const float *cache_v, long cache_v_off, __global const int *query_start,          \
-      long query_start_off, __global const int *context_lens, long context_lens_off,             \
-      __global const int *block_tables, long block_tables_off, __global const int *positions,    \
-      long positions_off, int num_seqs, int heads, int kv_heads, int block_size, int max_blocks, \
-      float scale, int window, __global float *out, long out_off
+#define ATTENTION_ARGS                                                                                       \
+  __global const ELEM *q, long q_off, __global const ELEM *cache_k, long cache_k_off,                        \
+      __global const ELEM *cache_v, long cache_v_off, __global const int *query_start, long query_start_off, \
+      __global const int *context_lens, long context_lens_off, __global const int *block_tables,             \
+      long block_tables_off, __global const int *positions, long positions_off, int num_seqs, int heads,     \
+      int kv_heads, int block_size, int max_blocks, float scale, int window, __global ELEM *out,             \
+      long out_off
 
-// Sets up row, head, keys, the query in local memory and the output row, for the group index `group`.
+// Sets up row, head, keys, the query (as floats) in local memory and the output row's offset `o`, for the
+// group index `group`.
 #define ATTENTION_PROLOGUE(group)                                                                        \
   const int lid = get_local_id(0);                                                                       \
   const int row = (group) / heads, head = (group) % heads;                                               \
-  cache_k += cache_k_off;                                                                                \
-  cache_v += cache_v_off;                                                                                \
   const Keys keys = keys_of(query_start + query_start_off, context_lens + context_lens_off,              \
                             block_tables + block_tables_off, positions + positions_off, num_seqs, heads, \
                             kv_heads, max_blocks, window, row, head);                                    \
   __local float qs[HEAD_DIM];                                                                            \
   for (int i = lid; i < HEAD_DIM; i += ATT_GROUP)                                                        \
-    qs[i] = q[q_off + ((long)row * heads + head) * HEAD_DIM + i];                                        \
+    qs[i] = LOAD(q, q_off + ((long)row * heads + head) * HEAD_DIM + i);                                  \
   barrier(CLK_LOCAL_MEM_FENCE);                                                                          \
-  __global float* o = out + out_off + ((long)row * heads + head) * HEAD_DIM
+  const long o = out_off + ((long)row * heads + head) * HEAD_DIM
 
-// One pass with a running maximum (the fused form), ATT_GROUP keys at a time: each item scores one key of the
-// tile, then every item rescales what it summed under the old maximum and adds the tile's values for its
-// dimensions.
-__kernel __attribute__((reqd_work_group_size(ATT_GROUP, 1, 1))) void attention_online(ATTENTION_ARGS) {
+// The fused form (flash, as sdpa): one pass with a running maximum, all in float until the output, ATT_GROUP
+// keys at a time: each item scores one key of the tile, then every item rescales what it summed under the old
+// maximum and adds the tile's values for its dimensions.
+__kernel __attribute__((reqd_work_group_size(ATT_GROUP, 1, 1))) void attention_flash(ATTENTION_ARGS) {
   ATTENTION_PROLOGUE(get_group_id(0));
   __local float p[ATT_GROUP];
   __local long rows[ATT_GROUP];
@@ -83,7 +84,7 @@ __kernel __attribute__((reqd_work_group_size(ATT_GROUP, 1, 1))) void attention_o
     float score = -INFINITY;
     if (lid < count) {
       rows[lid] = cache_row(&keys, j0 + lid, block_size, kv_heads);
-      score = scaled_dot(qs, cache_k + rows[lid], scale);
+      score = key_dot(qs, cache_k, cache_k_off + rows[lid]) * scale;
     }
     p[lid] = score;
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -100,7 +101,7 @@ __kernel __attribute__((reqd_work_group_size(ATT_GROUP, 1, 1))) void attention_o
       const int dim = lid + d * ATT_GROUP;
       if (dim >= HEAD_DIM) break;
       float a = acc[d] * c;
-      for (int i = 0; i < count; ++i) a += p[i] * cache_v[rows[i] + dim];
+      for (int i = 0; i < count; ++i) a += p[i] * LOAD(cache_v, cache_v_off + rows[i] + dim);
       acc[d] = a;
     }
     max_score = new_max;
@@ -109,13 +110,15 @@ __kernel __attribute__((reqd_work_group_size(ATT_GROUP, 1, 1))) void attention_o
   const float inv = keys.last >= keys.first ? 1.0f / denom : 0.0f;
   for (int d = 0; d < DIMS_PER_ITEM; ++d) {
     const int dim = lid + d * ATT_GROUP;
-    if (dim < HEAD_DIM) o[dim] = acc[d] * inv;
+    if (dim < HEAD_DIM) STORE(acc[d] * inv, out, o + dim);
   }
 }
 
-// The eager form: every score of the row into `scores` (max_context floats per work-group, of a launch
-// covering rows from row_begin), then a float32 softmax, then the probabilities times the values. A row with
-// more keys than max_context (metadata that understates it) gets NaN rather than a write past its scores.
+// The eager form, as Transformers' eager_attention_forward: every score of the row, rounded to the dtype
+// after q . k and again after the scale, into `scores` (max_context floats per work-group, of a launch
+// covering rows from row_begin); a float softmax, each probability rounded to the dtype; then the
+// probabilities times the values. A row with more keys than max_context (metadata that understates it) gets
+// NaN rather than a write past its scores.
 __kernel __attribute__((reqd_work_group_size(ATT_GROUP, 1, 1))) void attention_eager(ATTENTION_ARGS,
                                                                                      __global float* scores,
                                                                                      int max_context,
@@ -125,25 +128,27 @@ __kernel __attribute__((reqd_work_group_size(ATT_GROUP, 1, 1))) void attention_e
   __global float* s = scores + (long)get_group_id(0) * max_context;
   const int n = keys.last - keys.first + 1;
   if (n > max_context) {
-    for (int i = lid; i < HEAD_DIM; i += ATT_GROUP) o[i] = NAN;
+    for (int i = lid; i < HEAD_DIM; i += ATT_GROUP) STORE(NAN, out, o + i);
     return;
   }
   float item_max = -INFINITY;
   for (int j = lid; j < n; j += ATT_GROUP) {
-    s[j] = scaled_dot(qs, cache_k + cache_row(&keys, keys.first + j, block_size, kv_heads), scale);
+    const long k_row = cache_k_off + cache_row(&keys, keys.first + j, block_size, kv_heads);
+    s[j] = ROUND(ROUND(key_dot(qs, cache_k, k_row)) * scale);
     item_max = fmax(item_max, s[j]);
   }
   const float max_score = group_max(scratch, item_max);
   float item_sum = 0.0f;
   for (int j = lid; j < n; j += ATT_GROUP) item_sum += s[j] = exp(s[j] - max_score);
   const float denom = group_sum(scratch, item_sum);
-  barrier(CLK_GLOBAL_MEM_FENCE);  // every item reads every score below
+  for (int j = lid; j < n; j += ATT_GROUP) s[j] = ROUND(s[j] / denom);
+  barrier(CLK_GLOBAL_MEM_FENCE);  // every item reads every probability below
   for (int d = 0; d < DIMS_PER_ITEM; ++d) {
     const int dim = lid + d * ATT_GROUP;
     if (dim >= HEAD_DIM) break;
     float a = 0.0f;
     for (int j = 0; j < n; ++j)
-      a += s[j] / denom * cache_v[cache_row(&keys, keys.first + j, block_size, kv_heads) + dim];
-    o[dim] = a;
+      a += s[j] * LOAD(cache_v, cache_v_off + cache_row(&keys, keys.first + j, block_size, kv_heads) + dim);
+    STORE(a, out, o + dim);
   }
 }

@@ -1,6 +1,60 @@
-// Helpers every program of the xpu op kernels starts with (the host prepends this file to each source).
+// Helpers every program of the xpu kernels starts with (the host prepends this file to each source).
 // Kernels take each buffer with an element offset (OpenCL buffers cannot be offset like pointers) and are
 // launched on global sizes rounded up to whole work-groups, so they check their bounds.
+
+// Element storage. A program is built for one dtype, named by the build option DTYPE (f32, bf16 or f16);
+// kernels compute in float and touch their tensors only through these macros:
+//   ELEM            the type a buffer element is stored as
+//   LOAD(p, i)      element i of p as a float
+//   STORE(v, p, i)  float v into element i of p, rounded to nearest even
+//   ROUND(v)        v rounded to the dtype and back: where torch stores an intermediate result in the dtype
+// The *_AS forms name the dtype, for a kernel that reads one dtype and writes another (cast).
+// bfloat16 is handled as the top half of a float's bits, so no extension is needed; float16 goes through
+// vload_half / vstore_half_rte, which are core OpenCL C (cl_khr_fp16, which NVIDIA lacks, is not needed to
+// hold half values, only to compute with them).
+#define CAT_(a, b) a##b
+#define CAT(a, b) CAT_(a, b)
+
+float bf16_to_float(ushort b) {
+  return as_float((uint)b << 16);
+}
+
+// Round to nearest even on the discarded half; a NaN stays a (quiet) NaN instead of rounding to infinity.
+ushort float_to_bf16(float f) {
+  uint bits = as_uint(f);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) return (ushort)((bits >> 16) | 0x40u);
+  bits += 0x7fffu + ((bits >> 16) & 1u);
+  return (ushort)(bits >> 16);
+}
+
+// Without cl_khr_fp16 a half cannot be a variable, only the target of a pointer: the rounding goes through a
+// ushort's storage.
+float round_to_f16(float v) {
+  ushort bits;
+  vstore_half_rte(v, 0, (__private half*)&bits);
+  return vload_half(0, (__private const half*)&bits);
+}
+
+#define f32_ELEM float
+#define bf16_ELEM ushort
+#define f16_ELEM half
+#define f32_LOAD(p, i) ((p)[i])
+#define bf16_LOAD(p, i) bf16_to_float((p)[i])
+#define f16_LOAD(p, i) vload_half((i), (p))
+#define f32_STORE(v, p, i) ((p)[i] = (v))
+#define bf16_STORE(v, p, i) ((p)[i] = float_to_bf16(v))
+#define f16_STORE(v, p, i) vstore_half_rte((v), (i), (p))
+#define f32_ROUND(v) (v)
+#define bf16_ROUND(v) bf16_to_float(float_to_bf16(v))
+#define f16_ROUND(v) round_to_f16(v)
+
+#define ELEM_AS(dtype) CAT(dtype, _ELEM)
+#define LOAD_AS(dtype, p, i) CAT(dtype, _LOAD)(p, i)
+#define STORE_AS(dtype, v, p, i) CAT(dtype, _STORE)(v, p, i)
+#define ELEM ELEM_AS(DTYPE)
+#define LOAD(p, i) LOAD_AS(DTYPE, p, i)
+#define STORE(v, p, i) STORE_AS(DTYPE, v, p, i)
+#define ROUND(v) CAT(DTYPE, _ROUND)(v)
 
 // The sum or maximum of one value per item over the whole work-group, returned to every item. `scratch` holds
 // one float per item; the work-group size is a power of two. Every item of the group must call it.

@@ -1,4 +1,5 @@
-// y = x @ w^T + bias for x (M, K) and w (N, K), both row-major (read along K); bias is null or (N).
+// y = x @ w^T + bias for x (M, K) and w (N, K), both row-major (read along K); bias is null or (N). All in
+// the dtype DTYPE, accumulated in float; the bias is added before the one rounding of each output.
 
 // Tiled: each work-group computes a TILE x TILE block of y from TILE_K-wide slices of x and w staged in local
 // memory; its (TILE / TILE_REG)^2 items each keep TILE_REG x TILE_REG outputs in registers, strided by the
@@ -6,12 +7,10 @@
 #define TILE_ITEMS (TILE / TILE_REG)
 
 __kernel __attribute__((reqd_work_group_size(TILE_ITEMS, TILE_ITEMS, 1))) void linear_tiled(
-    __global const float* x, long x_off, __global const float* w, long w_off, __global const float* bias,
-    long bias_off, __global float* y, long y_off, int M, int K, int N) {
+    __global const ELEM* x, long x_off, __global const ELEM* w, long w_off, __global const ELEM* bias,
+    long bias_off, __global ELEM* y, long y_off, int M, int K, int N) {
   __local float xs[TILE_K][TILE + 1];  // k-major, padded against bank conflicts
   __local float ws[TILE_K][TILE + 1];
-  x += x_off;
-  w += w_off;
   const int tx = get_local_id(0), ty = get_local_id(1);
   const int item = ty * TILE_ITEMS + tx;
   const int n0 = get_group_id(0) * TILE, m0 = get_group_id(1) * TILE;
@@ -22,8 +21,8 @@ __kernel __attribute__((reqd_work_group_size(TILE_ITEMS, TILE_ITEMS, 1))) void l
   for (int k0 = 0; k0 < K; k0 += TILE_K) {
     for (int e = item; e < TILE * TILE_K; e += TILE_ITEMS * TILE_ITEMS) {
       const int r = e / TILE_K, k = k0 + e % TILE_K;
-      xs[e % TILE_K][r] = (m0 + r < M && k < K) ? x[(long)(m0 + r) * K + k] : 0.0f;
-      ws[e % TILE_K][r] = (n0 + r < N && k < K) ? w[(long)(n0 + r) * K + k] : 0.0f;
+      xs[e % TILE_K][r] = (m0 + r < M && k < K) ? LOAD(x, x_off + (long)(m0 + r) * K + k) : 0.0f;
+      ws[e % TILE_K][r] = (n0 + r < N && k < K) ? LOAD(w, w_off + (long)(n0 + r) * K + k) : 0.0f;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int k = 0; k < TILE_K; ++k) {
@@ -40,7 +39,8 @@ __kernel __attribute__((reqd_work_group_size(TILE_ITEMS, TILE_ITEMS, 1))) void l
     const int m = m0 + ty + i * TILE_ITEMS;
     for (int j = 0; j < TILE_REG; ++j) {
       const int n = n0 + tx + j * TILE_ITEMS;
-      if (m < M && n < N) y[y_off + (long)m * N + n] = acc[i][j] + (bias ? bias[bias_off + n] : 0.0f);
+      if (m < M && n < N)
+        STORE(acc[i][j] + (bias ? LOAD(bias, bias_off + n) : 0.0f), y, y_off + (long)m * N + n);
     }
   }
 }
@@ -49,18 +49,17 @@ __kernel __attribute__((reqd_work_group_size(TILE_ITEMS, TILE_ITEMS, 1))) void l
 // reading w once. One work-group of ROWS_GROUP items per output column n strides along w[n] (coalesced), then
 // sums its partial dot products in local memory. Runs over (N * ROWS_GROUP).
 __kernel __attribute__((reqd_work_group_size(ROWS_GROUP, 1, 1))) void linear_rows(
-    __global const float* x, long x_off, __global const float* w, long w_off, __global const float* bias,
-    long bias_off, __global float* y, long y_off, int M, int K, int N) {
+    __global const ELEM* x, long x_off, __global const ELEM* w, long w_off, __global const ELEM* bias,
+    long bias_off, __global ELEM* y, long y_off, int M, int K, int N) {
   __local float partial[ROWS_MAX][ROWS_GROUP];
   const int lid = get_local_id(0), n = get_group_id(0);
-  x += x_off;
-  const __global float* wn = w + w_off + (long)n * K;
+  const long wn = w_off + (long)n * K;
   float acc[ROWS_MAX];
   for (int m = 0; m < ROWS_MAX; ++m) acc[m] = 0.0f;
   for (int k = lid; k < K; k += ROWS_GROUP) {
-    const float wk = wn[k];
+    const float wk = LOAD(w, wn + k);
     for (int m = 0; m < ROWS_MAX; ++m)
-      if (m < M) acc[m] += x[(long)m * K + k] * wk;
+      if (m < M) acc[m] += LOAD(x, x_off + (long)m * K + k) * wk;
   }
   for (int m = 0; m < ROWS_MAX; ++m) partial[m][lid] = acc[m];
   barrier(CLK_LOCAL_MEM_FENCE);
@@ -69,5 +68,6 @@ __kernel __attribute__((reqd_work_group_size(ROWS_GROUP, 1, 1))) void linear_row
       for (int m = 0; m < ROWS_MAX; ++m) partial[m][lid] += partial[m][lid + stride];
     barrier(CLK_LOCAL_MEM_FENCE);
   }
-  if (lid < M) y[y_off + (long)lid * N + n] = partial[lid][0] + (bias ? bias[bias_off + n] : 0.0f);
+  if (lid < M)
+    STORE(partial[lid][0] + (bias ? LOAD(bias, bias_off + n) : 0.0f), y, y_off + (long)lid * N + n);
 }

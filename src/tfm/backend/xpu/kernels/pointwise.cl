@@ -1,80 +1,73 @@
-// Row copies, pointwise ops and RMSNorm (op_kernels.h gives the semantics; cpu/kernels.cpp is the reference).
-// Two-dimensional kernels run over (column, row).
-
-// out[i, :] = x[rows[i], :]; also the embedding lookup (x the table, rows the token ids).
-__kernel void gather_rows(__global const float* x, long x_off, __global const int* rows, long rows_off,
-                          __global float* out, long out_off, int width, int count) {
-  const int c = get_global_id(0), i = get_global_id(1);
-  if (c >= width || i >= count) return;
-  const long row = rows[rows_off + i];
-  out[out_off + (long)i * width + c] = x[x_off + row * width + c];
-}
-
-// cache_k[slots[t], :] = k[t, :] and cache_v[slots[t], :] = v[t, :], rows of kv_dim floats.
-__kernel void kv_cache_write(__global const float* k, long k_off, __global const float* v, long v_off,
-                             __global const int* slots, long slots_off, __global float* cache_k,
-                             long cache_k_off, __global float* cache_v, long cache_v_off, int kv_dim,
-                             int count) {
-  const int c = get_global_id(0), t = get_global_id(1);
-  if (c >= kv_dim || t >= count) return;
-  const long slot = slots[slots_off + t];
-  cache_k[cache_k_off + slot * kv_dim + c] = k[k_off + (long)t * kv_dim + c];
-  cache_v[cache_v_off + slot * kv_dim + c] = v[v_off + (long)t * kv_dim + c];
-}
-
-// out[t, :] = x[t, first : first + width] for x of x_width columns.
-__kernel void copy_columns(__global const float* x, long x_off, int x_width, int first, __global float* out,
-                           long out_off, int width, int count) {
-  const int c = get_global_id(0), t = get_global_id(1);
-  if (c >= width || t >= count) return;
-  out[out_off + (long)t * width + c] = x[x_off + (long)t * x_width + first + c];
-}
+// Pointwise ops and RMSNorm in the dtype DTYPE (op_set.h gives the semantics and where they round;
+// cpu/kernels.cpp is the reference). Two-dimensional kernels run over (column, row).
 
 // x += y over n elements.
-__kernel void add_inplace(__global float* x, long x_off, __global const float* y, long y_off, long n) {
+__kernel void add_inplace(__global ELEM* x, long x_off, __global const ELEM* y, long y_off, long n) {
   const long i = get_global_id(0);
-  if (i < n) x[x_off + i] += y[y_off + i];
+  if (i < n) STORE(LOAD(x, x_off + i) + LOAD(y, y_off + i), x, x_off + i);
 }
 
-// out[t, i] = silu(gate_up[t, i]) * gate_up[t, I + i].
-__kernel void silu_mul(__global const float* gate_up, long gate_up_off, __global float* out, long out_off,
+// out[t, i] = silu(gate_up[t, i]) * gate_up[t, I + i], silu's result rounded first.
+__kernel void silu_mul(__global const ELEM* gate_up, long gate_up_off, __global ELEM* out, long out_off,
                        int I, int count) {
   const int i = get_global_id(0), t = get_global_id(1);
   if (i >= I || t >= count) return;
-  const __global float* g = gate_up + gate_up_off + (long)t * 2 * I;
-  const float gate = g[i];
-  out[out_off + (long)t * I + i] = gate / (1.0f + exp(-gate)) * g[I + i];
+  const long g = gate_up_off + (long)t * 2 * I + i;
+  const float gate = LOAD(gate_up, g);
+  STORE(ROUND(gate / (1.0f + exp(-gate))) * LOAD(gate_up, g + I), out, out_off + (long)t * I + i);
 }
 
 // Half-split rotary embedding of x (T, heads, head_dim) in place: pair (p, p + rot_dim / 2) of every head of
-// token t is rotated by cos[t] and sin[t]; elements past rot_dim pass through. Runs over (heads * pairs, T).
-__kernel void rope(__global float* x, long x_off, __global const float* cos_table, long cos_off,
-                   __global const float* sin_table, long sin_off, int heads, int head_dim, int rot_dim,
+// token t is rotated by cos[t] and sin[t], each product and the sum rounded; elements past rot_dim pass
+// through. Runs over (heads * pairs, T).
+__kernel void rope(__global ELEM* x, long x_off, __global const ELEM* cos_table, long cos_off,
+                   __global const ELEM* sin_table, long sin_off, int heads, int head_dim, int rot_dim,
                    int count) {
   const int pairs = rot_dim / 2;
   const int i = get_global_id(0), t = get_global_id(1);
   if (i >= heads * pairs || t >= count) return;
   const int h = i / pairs, p = i % pairs;
-  __global float* v = x + x_off + ((long)t * heads + h) * head_dim;
-  const __global float* c = cos_table + cos_off + (long)t * rot_dim;
-  const __global float* s = sin_table + sin_off + (long)t * rot_dim;
-  const float a = v[p], b = v[p + pairs];
-  v[p] = a * c[p] - b * s[p];
-  v[p + pairs] = b * c[p + pairs] + a * s[p + pairs];
+  const long v = x_off + ((long)t * heads + h) * head_dim + p;
+  const long c = cos_off + (long)t * rot_dim + p, s = sin_off + (long)t * rot_dim + p;
+  const float a = LOAD(x, v), b = LOAD(x, v + pairs);
+  STORE(ROUND(a * LOAD(cos_table, c)) + ROUND(-b * LOAD(sin_table, s)), x, v);
+  STORE(ROUND(b * LOAD(cos_table, c + pairs)) + ROUND(a * LOAD(sin_table, s + pairs)), x, v + pairs);
 }
 
-// out[r] = weight * (x[r] / sqrt(mean(x[r]^2) + eps)); one work-group of RMS_GROUP items per row. out may be
-// x: each item rewrites only the elements it read.
-__kernel __attribute__((reqd_work_group_size(RMS_GROUP, 1, 1))) void rms_norm(
-    __global const float* x, long x_off, __global const float* weight, long weight_off, float eps,
-    __global float* out, long out_off, int dim) {
-  __local float scratch[RMS_GROUP];
+// One row of RMSNorm by the RMS_GROUP items of a work-group, the row starting at element x_row of x and
+// out_row of out: n = x / sqrt(mean(x^2) + eps) rounded, then out = weight * n. Each item writes only the
+// elements it read, so out may be x. (Offsets rather than moved pointers: a half pointer is not for
+// arithmetic without cl_khr_fp16.)
+void rms_norm_row(__global const ELEM* x, long x_row, __global const ELEM* weight, long weight_off, float eps,
+                  __global ELEM* out, long out_row, int dim, __local float* scratch) {
   const int lid = get_local_id(0);
-  const long base = (long)get_group_id(0) * dim;
-  const __global float* xr = x + x_off + base;
   float sum = 0.0f;
-  for (int i = lid; i < dim; i += RMS_GROUP) sum += xr[i] * xr[i];
+  for (int i = lid; i < dim; i += RMS_GROUP) {
+    const float v = LOAD(x, x_row + i);
+    sum += v * v;
+  }
   const float inv = 1.0f / sqrt(group_sum(scratch, sum) / (float)dim + eps);
-  __global float* o = out + out_off + base;
-  for (int i = lid; i < dim; i += RMS_GROUP) o[i] = weight[weight_off + i] * (xr[i] * inv);
+  for (int i = lid; i < dim; i += RMS_GROUP)
+    STORE(LOAD(weight, weight_off + i) * ROUND(LOAD(x, x_row + i) * inv), out, out_row + i);
+}
+
+// One work-group of RMS_GROUP items per row.
+__kernel __attribute__((reqd_work_group_size(RMS_GROUP, 1, 1))) void rms_norm(
+    __global const ELEM* x, long x_off, __global const ELEM* weight, long weight_off, float eps,
+    __global ELEM* out, long out_off, int dim) {
+  __local float scratch[RMS_GROUP];
+  const long row = (long)get_group_id(0) * dim;
+  rms_norm_row(x, x_off + row, weight, weight_off, eps, out, out_off + row, dim, scratch);
+}
+
+// residual += x (rounded), then out = rms_norm(residual), in one pass over each row. The norm reads back what
+// the same item wrote, so no barrier is needed between the two.
+__kernel __attribute__((reqd_work_group_size(RMS_GROUP, 1, 1))) void add_rms_norm(
+    __global ELEM* residual, long residual_off, __global const ELEM* x, long x_off,
+    __global const ELEM* weight, long weight_off, float eps, __global ELEM* out, long out_off, int dim) {
+  __local float scratch[RMS_GROUP];
+  const long row = (long)get_group_id(0) * dim, h = residual_off + row;
+  for (int i = get_local_id(0); i < dim; i += RMS_GROUP)
+    STORE(LOAD(residual, h + i) + LOAD(x, x_off + row + i), residual, h + i);
+  rms_norm_row(residual, h, weight, weight_off, eps, out, out_off + row, dim, scratch);
 }

@@ -1,0 +1,367 @@
+#include "tfm/backend/xpu/xpu_kernels.h"
+
+#include <algorithm>
+#include <array>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "tfm/backend/kernel_registry.h"
+#include "tfm/backend/xpu/kernel_sources.h"
+#include "tfm/backend/xpu/xpu_backend.h"
+#include "tfm/core/error.h"
+#include "tfm/core/floats.h"
+
+namespace tfm::xpu {
+namespace {
+
+// Work-group shapes; the programs get them as build options, so host and kernels agree.
+constexpr size_t kPointGroup = 64;  // items along the columns of the pointwise kernels
+constexpr size_t kRmsGroup = 128;   // rms_norm: items per row
+constexpr size_t kTile = 64;        // linear_tiled: a 64x64 block of y per work-group,
+constexpr size_t kTileK = 16;       // staged 16 columns of K at a time,
+constexpr size_t kTileReg = 4;      // 4x4 outputs per item: 16x16 items
+constexpr size_t kTileItems = kTile / kTileReg;
+constexpr int64_t kRowsMax = 8;         // linear_rows serves x of up to 8 rows (decode steps),
+constexpr size_t kRowsGroup = 64;       // with 64 items per output column
+constexpr size_t kAttentionGroup = 64;  // items per (query row, head)
+
+using ClBuffer = ClHandle<cl_mem, clReleaseMemObject>;
+
+int32_t to_int(int64_t v, const char* what) {
+  check(v >= 0 && v <= std::numeric_limits<int32_t>::max(), "xpu kernels: ", what, " ", v,
+        " does not fit the kernels' 32-bit sizes");
+  return static_cast<int32_t>(v);
+}
+
+size_t round_up(size_t n, size_t multiple) {
+  return (n + multiple - 1) / multiple * multiple;
+}
+
+// One kernel of a device, with its arguments set in declaration order; a Tensor is two arguments, its buffer
+// (null for an undefined tensor) and its offset in elements.
+class Launch {
+ public:
+  Launch(XpuDevice& device, cl_kernel kernel, const char* name)
+      : device_(device), kernel_(kernel), name_(name) {}
+
+  template <typename... A>
+  Launch& args(const A&... a) {
+    index_ = 0;
+    (set(a), ...);
+    return *this;
+  }
+
+  // Runs over `items` per dimension, rounded up to whole work-groups of `group`; nothing when there are none.
+  void run(std::array<size_t, 2> items, std::array<size_t, 2> group) {
+    if (items[0] == 0 || items[1] == 0) return;
+    const std::array<size_t, 2> global{round_up(items[0], group[0]), round_up(items[1], group[1])};
+    cl_check(clEnqueueNDRangeKernel(device_.queue.get(), kernel_, 2, nullptr, global.data(), group.data(), 0,
+                                    nullptr, nullptr),
+             std::string("clEnqueueNDRangeKernel(") + name_ + ")", device_.where);
+  }
+
+ private:
+  template <typename T>
+  void set_value(const T& value) {
+    cl_check(clSetKernelArg(kernel_, index_, sizeof(T), &value),
+             std::string("clSetKernelArg(") + name_ + ", " + std::to_string(index_) + ")", device_.where);
+    ++index_;
+  }
+  void set(const Tensor& t) {
+    set_value(t.defined() ? static_cast<cl_mem>(t.storage()->data()) : cl_mem{nullptr});
+    set_value(static_cast<cl_long>(t.defined() ? t.offset() : 0));
+  }
+  void set(cl_mem m) { set_value(m); }
+  void set(int32_t v) { set_value(static_cast<cl_int>(v)); }
+  void set(int64_t v) { set_value(static_cast<cl_long>(v)); }
+  void set(float v) { set_value(static_cast<cl_float>(v)); }
+
+  XpuDevice& device_;
+  cl_kernel kernel_;
+  const char* name_;
+  cl_uint index_ = 0;
+};
+
+// A source of kernels/ with the options it is built with: one program per dtype (and shape constants).
+struct Program {
+  const char* name;
+  const char* source;
+  std::string options;
+};
+
+// The DTYPE option of common.cl's storage macros.
+std::string dtype_option(DType d, const char* macro = "DTYPE") {
+  const char* name = d == DType::float32 ? "f32" : d == DType::bfloat16 ? "bf16" : "f16";
+  return std::string("-D") + macro + "=" + name;
+}
+
+// Copies move bits, so one program serves every dtype of an element size.
+Program copy_program(DType d) {
+  return {"copy", kernel_sources::copy, dtype_size(d) == 2 ? "-DWORD=ushort" : "-DWORD=uint"};
+}
+
+Program cast_program(DType from, DType to) {
+  return {"cast", kernel_sources::cast, dtype_option(from) + " " + dtype_option(to, "OUT_DTYPE")};
+}
+
+Program pointwise_program(DType d) {
+  return {"pointwise", kernel_sources::pointwise,
+          dtype_option(d) + " -DRMS_GROUP=" + std::to_string(kRmsGroup)};
+}
+
+Program linear_program(DType d) {
+  return {"linear", kernel_sources::linear,
+          dtype_option(d) + " -DTILE=" + std::to_string(kTile) + " -DTILE_K=" + std::to_string(kTileK) +
+              " -DTILE_REG=" + std::to_string(kTileReg) + " -DROWS_MAX=" + std::to_string(kRowsMax) +
+              " -DROWS_GROUP=" + std::to_string(kRowsGroup)};
+}
+
+Program attention_program(DType d, int64_t head_dim) {
+  return {"attention", kernel_sources::attention,
+          dtype_option(d) + " -DHEAD_DIM=" + std::to_string(head_dim) +
+              " -DATT_GROUP=" + std::to_string(kAttentionGroup)};
+}
+
+}  // namespace
+
+struct XpuKernels::Devices {
+  Devices(XpuBackend& backend, size_t scores_bytes) : backend(backend), scores_bytes(scores_bytes) {}
+
+  struct State {
+    std::map<std::string, ClKernel> kernels;  // by program, options and kernel name
+    ClBuffer scores;                          // the eager attention's scratch
+    size_t scores_capacity = 0;
+  };
+
+  // Kernel `name` of `program` (prefixed with common.cl) on the device of `on`, created once per device.
+  // `group_items` is the work-group size its launches use, checked against what the device allows for it.
+  Launch kernel(const Tensor& on, const Program& program, const char* name, size_t group_items) {
+    XpuDevice& device = backend.device(on.device().index);
+    State& state = states[on.device().index];
+    const std::string key = std::string(program.name) + " " + program.options + " " + name;
+    auto it = state.kernels.find(key);
+    if (it == state.kernels.end()) {
+      const cl_program built = device.programs.get(
+          program.name, std::string(kernel_sources::common) + program.source, program.options);
+      cl_int status = CL_SUCCESS;
+      ClKernel created(clCreateKernel(built, name, &status));
+      cl_check(status, std::string("clCreateKernel(") + name + ")", device.where);
+      size_t allowed = 0;
+      cl_check(clGetKernelWorkGroupInfo(created.get(), device.id, CL_KERNEL_WORK_GROUP_SIZE, sizeof(allowed),
+                                        &allowed, nullptr),
+               "clGetKernelWorkGroupInfo(CL_KERNEL_WORK_GROUP_SIZE)", device.where);
+      check(allowed >= group_items, device.where, ": kernel ", name, " needs work-groups of ", group_items,
+            " items; the device allows ", allowed);
+      it = state.kernels.emplace(key, std::move(created)).first;
+    }
+    return Launch(device, it->second.get(), name);
+  }
+
+  // A scratch buffer of at least `bytes` on the device of `on`, kept and grown. A buffer replaced while
+  // launches still use it lives until they finish (OpenCL defers the release).
+  cl_mem scratch(const Tensor& on, size_t bytes) {
+    State& state = states[on.device().index];
+    if (state.scores_capacity < bytes) {
+      const XpuDevice& device = backend.device(on.device().index);
+      cl_int status = CL_SUCCESS;
+      ClBuffer buffer(clCreateBuffer(device.context.get(), CL_MEM_READ_WRITE, bytes, nullptr, &status));
+      cl_check(status, "clCreateBuffer",
+               device.where + ": attention scores of " + std::to_string(bytes) + " bytes");
+      state.scores = std::move(buffer);
+      state.scores_capacity = bytes;
+    }
+    return state.scores.get();
+  }
+
+  // out[i] = x[rows[i]]: gather_rows, and embedding with x the table.
+  void gather(const Tensor& x, const Tensor& rows, const Tensor& out) {
+    const int64_t R = rows.size(0), H = out.size(1);
+    kernel(out, copy_program(x.dtype()), "gather_rows", kPointGroup)
+        .args(x, rows, out, to_int(H, "row size"), to_int(R, "rows"))
+        .run({static_cast<size_t>(H), static_cast<size_t>(R)}, {kPointGroup, 1});
+  }
+
+  XpuBackend& backend;
+  size_t scores_bytes;
+  std::mutex mutex;  // kernel arguments are per cl_kernel, shared by every caller
+  std::map<int, State> states;
+};
+
+XpuKernels::XpuKernels(XpuBackend& backend, size_t scores_bytes)
+    : devices_(std::make_unique<Devices>(backend, scores_bytes)) {}
+
+XpuKernels::~XpuKernels() = default;
+
+void XpuKernels::run(const op::Embedding& a) {
+  std::lock_guard lock(devices_->mutex);
+  devices_->gather(a.table, a.ids, a.out);
+}
+
+void XpuKernels::run(const op::GatherRows& a) {
+  std::lock_guard lock(devices_->mutex);
+  devices_->gather(a.x, a.rows, a.out);
+}
+
+void XpuKernels::run(const op::SplitColumns& a) {
+  std::lock_guard lock(devices_->mutex);
+  const int64_t T = a.x.size(0);
+  if (T == 0) return;
+  const int32_t total = to_int(a.x.numel() / T, "columns");
+  int32_t first = 0;
+  for (Tensor* o : a.outs) {
+    const int32_t width = to_int(o->numel() / T, "columns");
+    devices_->kernel(a.x, copy_program(a.dtype()), "copy_columns", kPointGroup)
+        .args(a.x, total, first, *o, width, to_int(T, "rows"))
+        .run({static_cast<size_t>(width), static_cast<size_t>(T)}, {kPointGroup, 1});
+    first += width;
+  }
+}
+
+void XpuKernels::run(const op::KvCacheWrite& a) {
+  std::lock_guard lock(devices_->mutex);
+  const int64_t T = a.k.size(0), kv_dim = a.k.size(1) * a.k.size(2);
+  devices_->kernel(a.cache_k, copy_program(a.dtype()), "kv_cache_write", kPointGroup)
+      .args(a.k, a.v, a.slots, a.cache_k, a.cache_v, to_int(kv_dim, "KV row size"), to_int(T, "tokens"))
+      .run({static_cast<size_t>(kv_dim), static_cast<size_t>(T)}, {kPointGroup, 1});
+}
+
+void XpuKernels::run(const op::Linear& a) {
+  std::lock_guard lock(devices_->mutex);
+  const int64_t M = a.x.size(0), K = a.x.size(1), N = a.w.size(0);
+  const auto m = to_int(M, "rows"), k = to_int(K, "inner size"), n = to_int(N, "columns");
+  if (M <= kRowsMax) {
+    devices_->kernel(a.y, linear_program(a.dtype()), "linear_rows", kRowsGroup)
+        .args(a.x, a.w, a.bias, a.y, m, k, n)
+        .run({static_cast<size_t>(N) * kRowsGroup, 1}, {kRowsGroup, 1});
+  } else {
+    const auto tiles = [](int64_t size) {
+      return (static_cast<size_t>(size) + kTile - 1) / kTile * kTileItems;
+    };
+    devices_->kernel(a.y, linear_program(a.dtype()), "linear_tiled", kTileItems * kTileItems)
+        .args(a.x, a.w, a.bias, a.y, m, k, n)
+        .run({tiles(N), tiles(M)}, {kTileItems, kTileItems});
+  }
+}
+
+void XpuKernels::run(const op::RmsNorm& a) {
+  std::lock_guard lock(devices_->mutex);
+  const int64_t D = a.weight.size(0);
+  devices_->kernel(a.out, pointwise_program(a.dtype()), "rms_norm", kRmsGroup)
+      .args(a.x, a.weight, a.eps, a.out, to_int(D, "RMSNorm size"))
+      .run({static_cast<size_t>(a.x.numel() / D) * kRmsGroup, 1}, {kRmsGroup, 1});
+}
+
+void XpuKernels::run(const op::AddRmsNorm& a) {
+  std::lock_guard lock(devices_->mutex);
+  const int64_t D = a.weight.size(0);
+  devices_->kernel(a.out, pointwise_program(a.dtype()), "add_rms_norm", kRmsGroup)
+      .args(a.residual, a.x, a.weight, a.eps, a.out, to_int(D, "RMSNorm size"))
+      .run({static_cast<size_t>(a.residual.numel() / D) * kRmsGroup, 1}, {kRmsGroup, 1});
+}
+
+void XpuKernels::run(const op::Rope& a) {
+  std::lock_guard lock(devices_->mutex);
+  const int64_t T = a.x.size(0), heads = a.x.size(1), half = a.cos.size(1) / 2;
+  devices_->kernel(a.x, pointwise_program(a.dtype()), "rope", kPointGroup)
+      .args(a.x, a.cos, a.sin, to_int(heads, "heads"), to_int(a.x.size(2), "head size"),
+            to_int(a.cos.size(1), "rotary size"), to_int(T, "tokens"))
+      .run({static_cast<size_t>(heads * half), static_cast<size_t>(T)}, {kPointGroup, 1});
+}
+
+void XpuKernels::run(const op::SiluMul& a) {
+  std::lock_guard lock(devices_->mutex);
+  const int64_t T = a.out.size(0), I = a.out.size(1);
+  devices_->kernel(a.out, pointwise_program(a.dtype()), "silu_mul", kPointGroup)
+      .args(a.gate_up, a.out, to_int(I, "intermediate size"), to_int(T, "tokens"))
+      .run({static_cast<size_t>(I), static_cast<size_t>(T)}, {kPointGroup, 1});
+}
+
+void XpuKernels::run(const op::Add& a) {
+  std::lock_guard lock(devices_->mutex);
+  devices_->kernel(a.x, pointwise_program(a.dtype()), "add_inplace", kPointGroup)
+      .args(a.x, a.y, a.x.numel())
+      .run({static_cast<size_t>(a.x.numel()), 1}, {kPointGroup, 1});
+}
+
+void XpuKernels::run(const op::Cast& a) {
+  std::lock_guard lock(devices_->mutex);
+  devices_->kernel(a.out, cast_program(a.x.dtype(), a.out.dtype()), "cast", kPointGroup)
+      .args(a.x, a.out, a.x.numel())
+      .run({static_cast<size_t>(a.x.numel()), 1}, {kPointGroup, 1});
+}
+
+void XpuKernels::run(const op::PagedAttention& a, AttentionForm form) {
+  std::lock_guard lock(devices_->mutex);
+  const op::AttentionMetadata& meta = a.meta;
+  const int64_t T = a.q.size(0), heads = a.q.size(1);
+  const Program program = attention_program(a.dtype(), a.q.size(2));
+  const auto common = [&](Launch& launch, auto... extra) {
+    launch.args(a.q, a.cache_k, a.cache_v, meta.query_start, meta.context_lens, meta.block_tables,
+                meta.positions, to_int(meta.context_lens.size(0), "sequences"), to_int(heads, "heads"),
+                to_int(a.cache_k.size(2), "KV heads"), to_int(a.cache_k.size(1), "block size"),
+                to_int(meta.block_tables.size(1), "blocks per sequence"), a.scale, to_int(a.window, "window"),
+                a.out, extra...);
+  };
+  if (form == AttentionForm::flash) {
+    Launch launch = devices_->kernel(a.out, program, "attention_flash", kAttentionGroup);
+    common(launch);
+    launch.run({static_cast<size_t>(T * heads) * kAttentionGroup, 1}, {kAttentionGroup, 1});
+    return;
+  }
+  if (T == 0) return;
+  check(meta.max_context_len > 0, "attention: AttentionMetadata.max_context_len is ", meta.max_context_len,
+        "; the eager form sizes its scores by it");
+  const size_t row_bytes = static_cast<size_t>(heads * meta.max_context_len) * sizeof(float);
+  const int64_t rows_per_launch =
+      std::clamp<int64_t>(static_cast<int64_t>(devices_->scores_bytes / row_bytes), 1, T);
+  const cl_mem scores = devices_->scratch(a.out, row_bytes * static_cast<size_t>(rows_per_launch));
+  Launch launch = devices_->kernel(a.out, program, "attention_eager", kAttentionGroup);
+  for (int64_t begin = 0; begin < T; begin += rows_per_launch) {
+    const int64_t rows = std::min(rows_per_launch, T - begin);
+    common(launch, scores, to_int(meta.max_context_len, "context length"), to_int(begin, "row"));
+    launch.run({static_cast<size_t>(rows * heads) * kAttentionGroup, 1}, {kAttentionGroup, 1});
+  }
+}
+
+XpuKernels& xpu_kernels() {
+  static XpuKernels* kernels = new XpuKernels(xpu_backend());  // never destroyed, as the backend
+  return *kernels;
+}
+
+namespace {
+
+template <typename Op>
+void run_on_xpu(const Op& a) {
+  xpu_kernels().run(a);
+}
+
+template <AttentionForm Form>
+void attention_on_xpu(const op::PagedAttention& a) {
+  xpu_kernels().run(a, Form);
+}
+
+}  // namespace
+
+void register_kernels(KernelRegistry& r) {
+  constexpr DeviceType xpu = DeviceType::xpu;
+  for (DType d : kComputeDTypes) {
+    r.add<op::Embedding>(xpu, d, "default", {.run = run_on_xpu<op::Embedding>, .is_default = true});
+    r.add<op::GatherRows>(xpu, d, "default", {.run = run_on_xpu<op::GatherRows>, .is_default = true});
+    r.add<op::SplitColumns>(xpu, d, "default", {.run = run_on_xpu<op::SplitColumns>, .is_default = true});
+    r.add<op::KvCacheWrite>(xpu, d, "default", {.run = run_on_xpu<op::KvCacheWrite>, .is_default = true});
+    r.add<op::Add>(xpu, d, "default", {.run = run_on_xpu<op::Add>, .is_default = true});
+    r.add<op::Cast>(xpu, d, "default", {.run = run_on_xpu<op::Cast>, .is_default = true});
+    r.add<op::RmsNorm>(xpu, d, "default", {.run = run_on_xpu<op::RmsNorm>, .is_default = true});
+    r.add<op::AddRmsNorm>(xpu, d, "fused", {.run = run_on_xpu<op::AddRmsNorm>});
+    r.add<op::Rope>(xpu, d, "default", {.run = run_on_xpu<op::Rope>, .is_default = true});
+    r.add<op::SiluMul>(xpu, d, "default", {.run = run_on_xpu<op::SiluMul>, .is_default = true});
+    r.add<op::Linear>(xpu, d, "default", {.run = run_on_xpu<op::Linear>, .is_default = true});
+    r.add<op::PagedAttention>(xpu, d, "flash",
+                              {.run = attention_on_xpu<AttentionForm::flash>, .is_default = true});
+    r.add<op::PagedAttention>(xpu, d, "eager", {.run = attention_on_xpu<AttentionForm::eager>});
+  }
+}
+
+}  // namespace tfm::xpu

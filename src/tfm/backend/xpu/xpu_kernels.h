@@ -1,0 +1,53 @@
+// The xpu backend's kernels of the op set (op_set.h): the OpenCL C programs of kernels/*.cl, built once per
+// device and dtype through the device's ProgramCache and launched on its in-order queue. Launches do not
+// wait; copies to the host (in order on the same queue) and synchronize() do.
+//
+// The kernel registry holds plain function pointers, so the registered kernels (register_kernels in
+// xpu_backend.h) run through one process-wide XpuKernels, xpu_kernels(). Other instances exist for tests that
+// need another limit on the eager attention's scratch.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+
+#include "tfm/backend/op_set.h"
+
+namespace tfm::xpu {
+
+class XpuBackend;
+
+// The eager attention keeps its scores in a scratch buffer of at most this many bytes (or one query row's),
+// running as many rows at a time as fit.
+inline constexpr size_t kDefaultScoresBytes = size_t{64} << 20;
+
+enum class AttentionForm { flash, eager };
+
+class XpuKernels {
+ public:
+  // Kernels for the devices of `backend`, which must outlive them. OpenCL is not touched before an op runs.
+  explicit XpuKernels(XpuBackend& backend, size_t scores_bytes = kDefaultScoresBytes);
+  ~XpuKernels();
+
+  // Each op in the dtype of its tensors, on their device.
+  void run(const op::Embedding& a);
+  void run(const op::GatherRows& a);
+  void run(const op::SplitColumns& a);
+  void run(const op::KvCacheWrite& a);
+  void run(const op::Linear& a);
+  void run(const op::RmsNorm& a);
+  void run(const op::AddRmsNorm& a);  // the fused kernel; the registry's default is add then rms_norm
+  void run(const op::Rope& a);
+  void run(const op::SiluMul& a);
+  void run(const op::Add& a);
+  void run(const op::Cast& a);
+  void run(const op::PagedAttention& a, AttentionForm form);
+
+ private:
+  struct Devices;  // per device: the cl_kernels and the eager scratch
+  std::unique_ptr<Devices> devices_;
+};
+
+// The kernels the registry runs, for the process-wide backend (xpu_backend()).
+XpuKernels& xpu_kernels();
+
+}  // namespace tfm::xpu
