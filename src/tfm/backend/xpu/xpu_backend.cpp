@@ -175,17 +175,26 @@ DeviceInfo XpuBackend::info(int index) {
 }
 
 void* XpuBackend::allocate(int index, size_t bytes) {
-  const XpuDevice& d = device(index);
+  XpuDevice& d = device(index);
   cl_int status = CL_SUCCESS;
   // OpenCL has no empty buffer; a zero-byte tensor still needs a distinct handle.
   cl_mem buffer =
       clCreateBuffer(d.context.get(), CL_MEM_READ_WRITE, bytes == 0 ? 1 : bytes, nullptr, &status);
   cl_check(status, "clCreateBuffer", d.where + ": cannot allocate " + std::to_string(bytes) + " bytes");
+  d.allocated += bytes == 0 ? 1 : bytes;
   return buffer;
 }
 
-void XpuBackend::deallocate(int, void* p) {
-  clReleaseMemObject(as_buffer(p));  // runs from Storage's destructor, which cannot report a failure
+void XpuBackend::deallocate(int index, void* p) {
+  // Runs from Storage's destructor, which cannot report a failure: a failed size query counts nothing.
+  size_t bytes = 0;
+  if (clGetMemObjectInfo(as_buffer(p), CL_MEM_SIZE, sizeof bytes, &bytes, nullptr) == CL_SUCCESS)
+    device(index).allocated -= bytes;
+  clReleaseMemObject(as_buffer(p));
+}
+
+size_t XpuBackend::memory_allocated(int index) {
+  return device(index).allocated;
 }
 
 void XpuBackend::copy_from_host(int index, DeviceSpan dst, const void* src, size_t bytes) {

@@ -3,6 +3,7 @@
 // device_selection.h's rules from TFM_XPU_PLATFORM, ZE_ENABLE_PCI_ID_DEVICE_ORDER and ZE_AFFINITY_MASK.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -28,6 +29,7 @@ struct XpuDevice {
   ProgramCache programs;
   DeviceInfo info;            // everything but free_memory, which is read when asked
   size_t max_allocation = 0;  // CL_DEVICE_MAX_MEM_ALLOC_SIZE
+  std::atomic<size_t> allocated{0};  // bytes of the buffers tensors hold now
 };
 
 class XpuBackend final : public Backend {
@@ -44,6 +46,7 @@ class XpuBackend final : public Backend {
   void copy_to_host(int index, void* dst, DeviceSpan src, size_t bytes) override;
   void copy_on_device(int index, DeviceSpan dst, DeviceSpan src, size_t bytes) override;
   void synchronize(int index) override;
+  size_t memory_allocated(int index) override;
   // The kernels store every dtype as it is and compute in float32, which any OpenCL device can.
   bool supports_dtype(int, DType dtype) override;
 

@@ -69,9 +69,9 @@ float key_dot(__local const float* q, __global const ELEM* cache_k, long k_row) 
   barrier(CLK_LOCAL_MEM_FENCE);                                                                          \
   const long o = out_off + ((long)row * heads + head) * HEAD_DIM
 
-// The fused form (flash, as sdpa): one pass with a running maximum, all in float until the output, ATT_GROUP
-// keys at a time: each item scores one key of the tile, then every item rescales what it summed under the old
-// maximum and adds the tile's values for its dimensions.
+// The fused form (flash, as sdpa): one pass with a running maximum, in float but for the weights of the values,
+// ATT_GROUP keys at a time: each item scores one key of the tile, then every item rescales what it summed under
+// the old maximum and adds the tile's values for its dimensions.
 __kernel __attribute__((reqd_work_group_size(ATT_GROUP, 1, 1))) void attention_flash(ATTENTION_ARGS) {
   ATTENTION_PROLOGUE(get_group_id(0));
   __local float p[ATT_GROUP];
@@ -97,6 +97,11 @@ __kernel __attribute__((reqd_work_group_size(ATT_GROUP, 1, 1))) void attention_f
     float tile_sum = 0.0f;
     for (int i = 0; i < count; ++i) tile_sum += p[i];
     denom = denom * c + tile_sum;
+    // Each weight multiplies the values rounded to the dtype, while the denominator sums it unrounded, as
+    // torch's flash attention kernels compute P V in the dtype.
+    barrier(CLK_LOCAL_MEM_FENCE);
+    p[lid] = ROUND(p[lid]);
+    barrier(CLK_LOCAL_MEM_FENCE);
     for (int d = 0; d < DIMS_PER_ITEM; ++d) {
       const int dim = lid + d * ATT_GROUP;
       if (dim >= HEAD_DIM) break;
