@@ -4,8 +4,8 @@ folder, timed the same way (prefill = the first step, decode = every later step)
 
     python3 bench/generate_peer.py --model DIR --device cuda --dtype float32 --prompt-tokens 128 --new-tokens 128
 Prints one JSON object: prompt tokens/s and decode tokens/s, the median of --repeat runs after a warm-up.
---compile takes Transformers' fastest path instead: a static cache and torch.compile(mode="reduce-overhead")
-of the forward (its compile time goes into the warm-up, which is reported apart).
+--compile takes Transformers' fastest path instead: a static cache, with which generate() compiles the forward
+itself (torch.compile, "reduce-overhead": CUDA graphs); the compile time goes into the warm-up, reported apart.
 """
 import argparse
 import json
@@ -36,7 +36,6 @@ def main():
     model = model.to(a.device).eval()
     if a.compile:
         model.generation_config.cache_implementation = "static"
-        model.forward = torch.compile(model.forward, mode="reduce-overhead", fullgraph=True)
     ids = torch.tensor([prompt_ids(a.prompt_tokens, model.config.vocab_size)], device=a.device)
 
     def timed(n):

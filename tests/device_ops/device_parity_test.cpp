@@ -35,6 +35,20 @@ TEST_P(DeviceParity, BFloat16AndFloat16LogitsMatchTransformers) {
   parity::expect_dtype_parity(model(), device(), "float16");
 }
 
+// Allocator statistics, not timing: bf16 weights take half the device memory of float32 ones.
+TEST_P(DeviceParity, BFloat16WeightsTakeHalfTheDeviceMemory) {
+  const Device d = Device::parse(device());
+  Backend& backend = *find_backend(d.type);
+  auto allocated_by = [&](const std::string& dtype) {
+    const size_t before = backend.memory_allocated(d.index_or_zero());
+    CausalLM m = CausalLM::from_pretrained(parity::kFixtures + model(), {.dtype = dtype, .device = device()});
+    return static_cast<double>(backend.memory_allocated(d.index_or_zero()) - before);
+  };
+  const double f32 = allocated_by("float32"), bf16 = allocated_by("bfloat16");
+  EXPECT_GT(bf16, 0);
+  EXPECT_NEAR(bf16 / f32, 0.5, 0.01) << bf16 << " bytes against " << f32;
+}
+
 TEST_P(DeviceParity, RaggedBatchEqualsSeparateSequences) {
   if (model() == "llama_dynamic_rope") GTEST_SKIP() << "dynamic RoPE depends on the longest sequence in a batch";
   parity::expect_ragged_batch(model(), device());

@@ -52,6 +52,13 @@ bool is_float_dtype(DType d) {
   return std::find(std::begin(kComputeDTypes), std::end(kComputeDTypes), d) != std::end(kComputeDTypes);
 }
 
+// Weights share device allocations of this size; each starts at a multiple of kAlignBytes.
+constexpr size_t kBlockBytes = size_t{256} << 20;
+constexpr size_t kAlignBytes = 256;
+size_t aligned(size_t bytes) {
+  return (bytes + kAlignBytes - 1) / kAlignBytes * kAlignBytes;
+}
+
 // Elements per upload: host memory holds about one chunk of the file (and of its conversion to another dtype)
 // at a time.
 constexpr int64_t kChunkElements = int64_t{32} << 20;
@@ -76,6 +83,26 @@ struct WeightLoader::State {
   Device device;
   std::set<std::string> expected;
   io::ProgressBar progress;
+  size_t remaining;  // bytes of the weights on the device not yet handed out
+  Tensor block{};    // the arena block handed out from
+  size_t block_used = 0;
+
+  // Device memory for one weight. Weights share blocks of up to kBlockBytes, handed out in order: a few
+  // allocations for a whole model rather than one per tensor, each a driver call that a caching allocator also
+  // rounds up. The cpu allocates per tensor (its weights are mostly views of the file anyway).
+  Tensor allocate(const Shape& shape) {
+    const size_t bytes = aligned(static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype));
+    remaining -= std::min(remaining, bytes);
+    if (device.type == DeviceType::cpu || bytes > kBlockBytes) return empty(shape, dtype, device);
+    if (!block.defined() || block_used + bytes > static_cast<size_t>(block.nbytes())) {
+      const size_t block_bytes = std::min(kBlockBytes, bytes + remaining);
+      block = empty({static_cast<int64_t>(block_bytes / dtype_size(dtype))}, dtype, device);
+      block_used = 0;
+    }
+    Tensor t(block.storage(), shape, dtype, static_cast<int64_t>(block_used / dtype_size(dtype)));
+    block_used += bytes;
+    return t;
+  }
 
   // The bytes of tensor `name` (`stored`, a view of the file mapping) into `dst`, a device tensor or view of its
   // shape, a chunk at a time; each chunk's pages leave this process's memory once on the device, so a load
@@ -128,9 +155,12 @@ WeightLoader::WeightLoader(const std::string& dir, const ModelConfig& config, DT
                   " but config.json implies ", shape_str(s.shape));
     }
   }
+  size_t total = 0;
+  for (const WeightSpec& s : specs) total += aligned(static_cast<size_t>(shape_numel(s.shape)) * dtype_size(dtype));
   state_.reset(new State{std::move(checkpoint), dtype, device, std::move(expected),
                          io::ProgressBar("Loading weights", static_cast<int64_t>(specs.size()), 0, progress,
-                                         io::ProgressUnit::items, /*delay_s=*/1.0)});
+                                         io::ProgressUnit::items, /*delay_s=*/1.0),
+                         total});
 }
 
 WeightLoader::~WeightLoader() = default;
@@ -142,7 +172,7 @@ bool WeightLoader::has(const std::string& name) const {
 Tensor WeightLoader::take(const std::string& name) {
   const Tensor stored = state_->stored(name);
   const bool view = state_->device.type == DeviceType::cpu && stored.dtype() == state_->dtype;
-  Tensor out = view ? stored : empty(stored.shape(), state_->dtype, state_->device);
+  Tensor out = view ? stored : state_->allocate(stored.shape());
   if (!view) state_->upload(name, stored, out);
   state_->progress.update(1);
   return out;
@@ -157,7 +187,7 @@ Tensor WeightLoader::take_rows(const std::vector<std::string>& names) {
   }
   Shape shape = parts[0].shape();
   shape[0] = rows;
-  Tensor out = empty(shape, state_->dtype, state_->device);
+  Tensor out = state_->allocate(shape);
   int64_t row = 0;
   for (size_t i = 0; i < parts.size(); ++i) {
     state_->upload(names[i], parts[i], out.narrow(row, parts[i].size(0)));
