@@ -150,6 +150,22 @@ TEST(Safetensors, RoundTripsWhatItWrites) {
   EXPECT_EQ(header_length % 8, 0u);  // padded so the data starts 8-byte aligned
 }
 
+// read() copies a tensor's bytes from the file by offset, without its mapping, and refuses ranges outside it.
+TEST(Safetensors, ReadsRangesOfATensorFromTheFile) {
+  ScratchDir dir;
+  Tensor a = Tensor::cpu({1000}, DType::float32);
+  for (int i = 0; i < 1000; ++i) a.data<float>()[i] = static_cast<float>(i) * 0.25f;
+  const std::string path = testing::export_dir(dir) + "/read.safetensors";
+  save_safetensors(path, {{"a", a}, {"b", Tensor::cpu({3}, DType::int8)}});
+  const SafetensorsFile file = SafetensorsFile::open(path);
+  std::vector<float> part(100);
+  file.read("a", 400 * sizeof(float), part.data(), part.size() * sizeof(float));
+  for (int i = 0; i < 100; ++i) EXPECT_EQ(part[i], static_cast<float>(400 + i) * 0.25f);
+  EXPECT_THROW(file.read("a", 990 * sizeof(float), part.data(), 20 * sizeof(float)), Error);
+  EXPECT_THROW(file.read("c", 0, part.data(), 4), Error);
+  file.read("a", 4000, part.data(), 0);  // an empty range at the end is fine
+}
+
 TEST(Safetensors, WriterRejectsWhatTheFormatCannotHold) {
   ScratchDir dir;
   const Tensor t = Tensor::cpu({2, 2}, DType::float32);

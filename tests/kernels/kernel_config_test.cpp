@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "../model/parity_fixtures.h"
+#include "tfm/backend/backend.h"
 #include "tfm/backend/kernel_registry.h"
 #include "tfm/backend/op_set.h"
 #include "tfm/core/error.h"
@@ -92,6 +93,19 @@ TEST(KernelRegistry, RefusesADuplicateOrASecondDefault) {
 TEST(KernelRegistry, TheBuiltInRegistryIsComplete) {
   EXPECT_NO_THROW(kernel_registry().check_complete());
   EXPECT_FALSE(kernel_registry().list().empty());
+}
+
+// A reader that fails in one piece of many fails the copy with its own error, out of the parallel region.
+TEST(HostReader, AFailingPieceFailsTheCopyWithItsError) {
+  const Tensor dst = Tensor::cpu({int64_t{8} << 20}, DType::uint8);
+  const HostReader read = [](void* out, size_t offset, size_t bytes) {
+    if (offset >= (size_t{5} << 20)) throw_error("piece at ", offset, " cannot be read");
+    std::memset(out, 1, bytes);
+  };
+  EXPECT_EQ(error_of([&] { copy_from_reader(dst, read); }).find("cannot be read") != std::string::npos, true);
+  const HostReader ones = [](void* out, size_t, size_t bytes) { std::memset(out, 1, bytes); };
+  copy_from_reader(dst, ones);
+  for (int64_t i = 0; i < dst.numel(); i += 4099) ASSERT_EQ(dst.data<uint8_t>()[i], 1);
 }
 
 TEST(KernelConfig, UnknownLayersDevicesModesAndVariantsAreErrorsListingWhatExists) {

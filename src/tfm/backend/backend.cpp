@@ -1,6 +1,8 @@
 #include "tfm/backend/backend.h"
 
 #include <cstring>
+#include <exception>
+#include <vector>
 
 #include "tfm/backend/cpu/cpu_backend.h"
 #include "tfm/core/error.h"
@@ -12,6 +14,33 @@
 #endif
 
 namespace tfm {
+
+void read_in_parallel(const HostReader& read, void* dst, size_t offset, size_t bytes) {
+  constexpr size_t kPiece = size_t{512} << 10;
+  const auto pieces = static_cast<int64_t>((bytes + kPiece - 1) / kPiece);
+  std::exception_ptr failure;
+#pragma omp parallel for schedule(dynamic) if (pieces > 1)
+  for (int64_t i = 0; i < pieces; ++i) {
+    const size_t begin = static_cast<size_t>(i) * kPiece;
+    try {
+      read(static_cast<char*>(dst) + begin, offset + begin, std::min(kPiece, bytes - begin));
+    } catch (...) {  // an exception must not leave an OpenMP region
+#pragma omp critical(tfm_read_in_parallel)
+      if (!failure) failure = std::current_exception();
+    }
+  }
+  if (failure) std::rethrow_exception(failure);
+}
+
+void Backend::copy_from_reader(int index, DeviceSpan dst, size_t bytes, const HostReader& read) {
+  constexpr size_t kBuffer = size_t{16} << 20;
+  std::vector<char> buffer(std::min(bytes, kBuffer));
+  for (size_t begin = 0; begin < bytes; begin += kBuffer) {
+    const size_t n = std::min(kBuffer, bytes - begin);
+    read_in_parallel(read, buffer.data(), begin, n);
+    copy_from_host(index, DeviceSpan(dst.base, dst.offset + begin), buffer.data(), n);
+  }
+}
 
 std::string Backend::attention_unavailable(int, std::string_view name) {
   if (name != "flash_attention_3") return "";
@@ -117,6 +146,16 @@ void copy_from_host(const Tensor& dst, const void* src) {
     std::memcpy(dst.raw(), src, dst.nbytes());
   } else {
     compiled_backend(dst.device().type).copy_from_host(dst.device().index, span(dst), src, dst.nbytes());
+  }
+}
+
+void copy_from_reader(const Tensor& dst, const HostReader& read) {
+  check(dst.is_contiguous(), "copy_from_reader needs a contiguous destination, got ", dst.str());
+  if (dst.nbytes() == 0) return;
+  if (dst.device().type == DeviceType::cpu) {
+    read_in_parallel(read, dst.raw(), 0, dst.nbytes());
+  } else {
+    compiled_backend(dst.device().type).copy_from_reader(dst.device().index, span(dst), dst.nbytes(), read);
   }
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -31,6 +32,14 @@ struct DeviceSpan {
   size_t offset;
 };
 
+// A source of host bytes read a piece at a time: read(dst, offset, bytes) puts bytes [offset, offset + bytes)
+// of the source at dst. Pieces start at multiples of 64 bytes, and several threads may read pieces at once.
+using HostReader = std::function<void(void* dst, size_t offset, size_t bytes)>;
+
+// Reads `bytes` of `read` from `offset` into `dst` on every thread of the team, in pieces; the first exception
+// a piece throws is rethrown here.
+void read_in_parallel(const HostReader& read, void* dst, size_t offset, size_t bytes);
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -43,6 +52,10 @@ class Backend {
   // Copies bytes: host→device, device→host, or within one device. Blocking with respect to the host.
   virtual void copy_from_host(int index, DeviceSpan dst, const void* src, size_t bytes) = 0;
   virtual void copy_to_host(int index, void* dst, DeviceSpan src, size_t bytes) = 0;
+  // Copies `bytes` that `read` produces to the device, as copy_from_host copies memory. A backend reads them
+  // straight into its transfer buffers (pinned memory on cuda), so that a file's bytes or a dtype conversion
+  // need no buffer of their own. By default: host buffers of 16 MB, then copy_from_host.
+  virtual void copy_from_reader(int index, DeviceSpan dst, size_t bytes, const HostReader& read);
   virtual void copy_on_device(int index, DeviceSpan dst, DeviceSpan src, size_t bytes) = 0;
   virtual void synchronize(int index) = 0;
   // Bytes of tensors held on the device now, as torch.cuda.memory_allocated counts them (memory a caching
@@ -72,7 +85,9 @@ Tensor empty(const Shape& shape, DType dtype, Device device);
 Tensor to_device(const Tensor& t, Device device);
 // A contiguous copy of `t` on its own device.
 Tensor clone(const Tensor& t);
-// Copies dst.nbytes() bytes from host memory into `dst`, a contiguous tensor (or view) on any device.
+// Copies dst.nbytes() bytes from host memory, or from `read`, into `dst`, a contiguous tensor (or view) on any
+// device.
 void copy_from_host(const Tensor& dst, const void* src);
+void copy_from_reader(const Tensor& dst, const HostReader& read);
 
 }  // namespace tfm

@@ -136,9 +136,9 @@ Tensor Checkpoint::get(std::string_view name) const {
   return files_[at.file].get(name);
 }
 
-void Checkpoint::will_need(std::string_view name) const {
+void Checkpoint::read(std::string_view name, size_t begin, void* dst, size_t bytes) const {
   const Location& at = locate(name);
-  files_[at.file].will_need(name);
+  files_[at.file].read(name, begin, dst, bytes);
 }
 
 void Checkpoint::release(std::string_view name, size_t begin, size_t end) const {

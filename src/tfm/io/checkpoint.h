@@ -27,8 +27,8 @@ class Checkpoint {
   std::vector<std::string> names() const;
   const TensorInfo* find(std::string_view name) const;  // nullptr when absent
   Tensor get(std::string_view name) const;              // zero-copy view; an absent name throws
-  void will_need(std::string_view name) const;           // SafetensorsFile's paging hints
-  void release(std::string_view name, size_t begin = 0, size_t end = 0) const;
+  void read(std::string_view name, size_t begin, void* dst, size_t bytes) const;  // SafetensorsFile::read
+  void release(std::string_view name, size_t begin = 0, size_t end = 0) const;  // SafetensorsFile::release
   // The path of the file that holds `name` (for error messages); an absent name throws.
   const std::string& file_of(std::string_view name) const;
   const std::vector<SafetensorsFile>& files() const { return files_; }

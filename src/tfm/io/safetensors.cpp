@@ -168,10 +168,14 @@ class HeaderReader {
 struct SafetensorsFile::Mapping {
   void* address = nullptr;
   size_t size = 0;
-  Mapping(void* a, size_t s) : address(a), size(s) {}
+  int fd = -1;  // kept for read(), which copies without touching the mapping's pages
+  Mapping(void* a, size_t s, int f) : address(a), size(s), fd(f) {}
   Mapping(const Mapping&) = delete;
   Mapping& operator=(const Mapping&) = delete;
-  ~Mapping() { munmap(address, size); }
+  ~Mapping() {
+    munmap(address, size);
+    ::close(fd);
+  }
   const char* bytes() const { return static_cast<const char*>(address); }
 };
 
@@ -192,12 +196,14 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
   }
   void* address = mmap(nullptr, file_size, PROT_READ, MAP_PRIVATE, fd, 0);
   const int map_errno = errno;
-  ::close(fd);
-  if (address == MAP_FAILED) reader.fail("cannot map: ", std::strerror(map_errno));
+  if (address == MAP_FAILED) {
+    ::close(fd);
+    reader.fail("cannot map: ", std::strerror(map_errno));
+  }
 
   SafetensorsFile file;
   file.path_ = path;
-  file.mapping_ = std::make_shared<Mapping>(address, file_size);
+  file.mapping_ = std::make_shared<Mapping>(address, file_size, fd);
   const char* bytes = file.mapping_->bytes();
 
   uint64_t header_size = 0;
@@ -307,14 +313,20 @@ std::pair<char*, size_t> inner_pages(const char* begin, size_t bytes) {
 }
 }  // namespace
 
-void SafetensorsFile::will_need(std::string_view name) const {
+void SafetensorsFile::read(std::string_view name, size_t begin, void* dst, size_t bytes) const {
   const TensorInfo* info = find(name);
-  if (!info) return;
-  // Pages partly shared with a neighbour may be read too: the hint rounds outward.
-  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
-  const uintptr_t begin = reinterpret_cast<uintptr_t>(mapping_->bytes() + info->offset) / page * page;
-  const uintptr_t end = reinterpret_cast<uintptr_t>(mapping_->bytes() + info->offset + info->nbytes);
-  madvise(reinterpret_cast<void*>(begin), end - begin, MADV_WILLNEED);
+  if (!info) throw_error("safetensors file '", path_, "' has no tensor '", name, "'");
+  check(begin <= info->nbytes && bytes <= info->nbytes - begin, "safetensors file '", path_, "': bytes [", begin,
+        ", ", begin + bytes, ") are outside tensor '", name, "' (", info->nbytes, " bytes)");
+  char* out = static_cast<char*>(dst);
+  size_t done = 0;
+  while (done < bytes) {
+    const ssize_t n = pread(mapping_->fd, out + done, bytes - done, static_cast<off_t>(info->offset + begin + done));
+    if (n < 0 && errno == EINTR) continue;
+    check(n > 0, "safetensors file '", path_, "': cannot read tensor '", name, "': ",
+          n < 0 ? std::strerror(errno) : "the file was cut short");
+    done += static_cast<size_t>(n);
+  }
 }
 
 void SafetensorsFile::release(std::string_view name, size_t begin, size_t end) const {

@@ -45,11 +45,11 @@ class SafetensorsFile {
   // (never so in files the Python library wrote) is copied to aligned memory instead. An absent name throws,
   // naming the file.
   Tensor get(std::string_view name) const;
-  // Hints that `name`'s bytes will be read soon, or are done with: released pages leave this process's
-  // memory but stay in the page cache, and a later read maps them again. Views stay valid either way.
-  void will_need(std::string_view name) const;
-  // Releases bytes [begin, end) of the tensor (end 0: to its end); a tensor copied out of the mapping at open
-  // (misaligned) is left alone.
+  // Copies bytes [begin, begin + bytes) of tensor `name` to `dst` by reading the file (pread), so that the
+  // mapping's pages stay out of this process's memory; safe from several threads at once.
+  void read(std::string_view name, size_t begin, void* dst, size_t bytes) const;
+  // Done with bytes [begin, end) of the tensor (end 0: to its end): their pages leave this process's memory
+  // but stay in the page cache, and a later read maps them again; views stay valid.
   void release(std::string_view name, size_t begin = 0, size_t end = 0) const;
   // The "__metadata__" object (string values only); empty when the file has none.
   const json::Value& metadata() const { return metadata_; }

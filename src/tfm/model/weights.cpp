@@ -59,8 +59,7 @@ size_t aligned(size_t bytes) {
   return (bytes + kAlignBytes - 1) / kAlignBytes * kAlignBytes;
 }
 
-// Elements per upload: host memory holds about one chunk of the file (and of its conversion to another dtype)
-// at a time.
+// Elements converted per upload from another dtype: the mapping's pages of one chunk are in memory at a time.
 constexpr int64_t kChunkElements = int64_t{32} << 20;
 
 // `n` elements of dtype `from` at `src` as dtype `to` at `dst`, rounding to nearest even.
@@ -104,22 +103,24 @@ struct WeightLoader::State {
     return t;
   }
 
-  // The bytes of tensor `name` (`stored`, a view of the file mapping) into `dst`, a device tensor or view of its
-  // shape, a chunk at a time; each chunk's pages leave this process's memory once on the device, so a load
-  // holds about one chunk of the file at a time.
+  // The values of tensor `name` (`stored` views them in the file mapping) into `dst`, a device tensor or view of
+  // its shape. In the model's dtype they are read from the file straight into the device's transfer buffers,
+  // never touching the mapping; in another they are converted from the mapping on their way, a chunk at a
+  // time, each chunk's pages released once used.
   void upload(const std::string& name, const Tensor& stored, const Tensor& dst) {
+    if (stored.dtype() == dtype) {
+      copy_from_reader(dst, [&](void* out, size_t offset, size_t bytes) { checkpoint.read(name, offset, out, bytes); });
+      return;
+    }
     const int64_t n = stored.numel();
     const Tensor flat = dst.reshape({n});
     const size_t in_size = dtype_size(stored.dtype()), out_size = dtype_size(dtype);
-    std::vector<char> converted(stored.dtype() == dtype ? 0 : static_cast<size_t>(std::min(n, kChunkElements)) * out_size);
     for (int64_t begin = 0; begin < n; begin += kChunkElements) {
       const int64_t count = std::min(kChunkElements, n - begin);
       const char* src = static_cast<const char*>(stored.raw()) + begin * in_size;
-      if (!converted.empty()) {
-        convert(src, stored.dtype(), converted.data(), dtype, count);
-        src = converted.data();
-      }
-      copy_from_host(flat.narrow(begin, count), src);
+      copy_from_reader(flat.narrow(begin, count), [&](void* out, size_t offset, size_t bytes) {
+        convert(src + offset / out_size * in_size, stored.dtype(), out, dtype, static_cast<int64_t>(bytes / out_size));
+      });
       checkpoint.release(name, static_cast<size_t>(begin) * in_size, static_cast<size_t>(begin + count) * in_size);
     }
   }

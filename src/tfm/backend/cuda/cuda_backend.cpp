@@ -27,19 +27,6 @@ constexpr size_t kStagedCopyFrom = size_t{1} << 20;
 // wait.
 constexpr size_t kStagingBytes = size_t{8} << 20;
 
-// `bytes` from `src` to `dst` on every thread of the team: pages of a file mapping are faulted in and copied
-// in parallel.
-void parallel_memcpy(void* dst, const void* src, size_t bytes) {
-  constexpr size_t kPiece = size_t{256} << 10;
-  const auto pieces = static_cast<int64_t>((bytes + kPiece - 1) / kPiece);
-#pragma omp parallel for schedule(dynamic)
-  for (int64_t i = 0; i < pieces; ++i) {
-    const size_t begin = static_cast<size_t>(i) * kPiece;
-    std::memcpy(static_cast<char*>(dst) + begin, static_cast<const char*>(src) + begin,
-                std::min(kPiece, bytes - begin));
-  }
-}
-
 class CudaBackend final : public Backend {
  public:
   DeviceType type() const override { return DeviceType::cuda; }
@@ -125,7 +112,9 @@ class CudaBackend final : public Backend {
     if (bytes < kStagedCopyFrom) {
       check_cuda(cudaMemcpy(address(dst), src, bytes, cudaMemcpyHostToDevice), "cudaMemcpy host to device");
     } else {
-      staged_copy_from_host(index, address(dst), static_cast<const char*>(src), bytes);
+      copy_from_reader(index, dst, bytes, [src](void* out, size_t offset, size_t n) {
+        std::memcpy(out, static_cast<const char*>(src) + offset, n);
+      });
     }
   }
   void copy_to_host(int index, void* dst, DeviceSpan src, size_t bytes) override {
@@ -176,11 +165,13 @@ class CudaBackend final : public Backend {
   }
 
   // The driver copies pageable memory through small pinned buffers of its own, at ~10 GB/s; model loading
-  // moves tens of GB out of file mappings. So large copies go through two pinned buffers of tfm's, allocated
-  // on the first one: while one piece's transfer runs on the device's copy stream, the host's threads fill
-  // the other buffer with the next piece. The copy stream is a blocking one, so it is ordered with the
-  // default stream's kernels as cudaMemcpy is; the call returns when every byte is on the device.
-  void staged_copy_from_host(int index, char* dst, const char* src, size_t bytes) {
+  // moves tens of GB out of files. So large copies go through two pinned buffers of tfm's, allocated on the
+  // first one: while one piece's transfer runs on the device's copy stream, the host's threads read the next
+  // piece into the other buffer. The copy stream is a blocking one, so it is ordered with the default stream's
+  // kernels as cudaMemcpy is; the call returns when every byte is on the device.
+  void copy_from_reader(int index, DeviceSpan dst_span, size_t bytes, const HostReader& read) override {
+    use_device(index);
+    char* dst = address(dst_span);
     std::lock_guard<std::mutex> lock(staging_mutex_);
     for (void*& buffer : staging_) {
       if (!buffer) check_cuda(cudaHostAlloc(&buffer, kStagingBytes, cudaHostAllocPortable), "cudaHostAlloc");
@@ -189,13 +180,17 @@ class CudaBackend final : public Backend {
     if (!stream) check_cuda(cudaStreamCreate(&stream), "cudaStreamCreate");
     const size_t pieces = (bytes + kStagingBytes - 1) / kStagingBytes;
     auto piece_bytes = [&](size_t i) { return std::min(kStagingBytes, bytes - i * kStagingBytes); };
-    parallel_memcpy(staging_[0], src, piece_bytes(0));
+    read_in_parallel(read, staging_[0], 0, piece_bytes(0));
     for (size_t i = 0; i < pieces; ++i) {
       check_cuda(cudaMemcpyAsync(dst + i * kStagingBytes, staging_[i % 2], piece_bytes(i),
                                  cudaMemcpyHostToDevice, stream),
                  "cudaMemcpyAsync host to device");
-      if (i + 1 < pieces)
-        parallel_memcpy(staging_[(i + 1) % 2], src + (i + 1) * kStagingBytes, piece_bytes(i + 1));
+      try {
+        if (i + 1 < pieces) read_in_parallel(read, staging_[(i + 1) % 2], (i + 1) * kStagingBytes, piece_bytes(i + 1));
+      } catch (...) {
+        cudaStreamSynchronize(stream);  // the transfer in flight reads a staging buffer
+        throw;
+      }
       check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize after a host-to-device copy");
     }
   }
