@@ -425,15 +425,11 @@ KernelCall call_of(DeviceType device, DType dtype, const std::string& variant) {
 }
 
 KernelCall kernel_call(std::string_view op, DeviceType device, DType dtype, const std::string& variant) {
-  static const std::map<std::string_view, KernelCall (*)(DeviceType, DType, const std::string&)> by_name{
-      {op::Embedding::name, call_of<op::Embedding>},       {op::Linear::name, call_of<op::Linear>},
-      {op::RmsNorm::name, call_of<op::RmsNorm>},           {op::AddRmsNorm::name, call_of<op::AddRmsNorm>},
-      {op::Rope::name, call_of<op::Rope>},                 {op::SiluMul::name, call_of<op::SiluMul>},
-      {op::Add::name, call_of<op::Add>},                   {op::Cast::name, call_of<op::Cast>},
-      {op::SplitColumns::name, call_of<op::SplitColumns>}, {op::GatherRows::name, call_of<op::GatherRows>},
-      {op::KvCacheWrite::name, call_of<op::KvCacheWrite>}, {op::PagedAttention::name, call_of<op::PagedAttention>},
-  };
-  return by_name.at(op)(device, dtype, variant);
+  KernelCall call;
+  op::for_each_op([&]<typename Op>() {
+    if (Op::name == op) call = call_of<Op>(device, dtype, variant);
+  });
+  return call;
 }
 
 // The reference of an op: the CPU's float32 "reference" variant where it has one, else its default.

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <span>
 #include <string_view>
+#include <tuple>
 
 #include "tfm/core/tensor.h"
 
@@ -183,5 +184,13 @@ struct PagedAttention {
                       out);
   }
 };
+
+// Every op of the set, for code that visits them all: f.template operator()<Op>() for each.
+using All = std::tuple<Embedding, Linear, RmsNorm, AddRmsNorm, Rope, SiluMul, Add, Cast, SplitColumns, GatherRows,
+                       KvCacheWrite, PagedAttention>;
+template <typename F>
+void for_each_op(F&& f) {
+  [&]<typename... Op>(std::tuple<Op...>*) { (f.template operator()<Op>(), ...); }(static_cast<All*>(nullptr));
+}
 
 }  // namespace tfm::op

@@ -4,7 +4,6 @@
 #include <filesystem>
 
 #include "tfm/backend/backend.h"
-#include "tfm/backend/kernel_registry.h"
 #include "tfm/core/error.h"
 #include "tfm/core/floats.h"
 #include "tfm/io/progress_bar.h"
@@ -31,11 +30,12 @@ void check_dtype_runs(DType dtype, Device device) {
   const bool compute = std::find(std::begin(kComputeDTypes), std::end(kComputeDTypes), dtype) != std::end(kComputeDTypes);
   check(compute && backend && backend->supports_dtype(device.index_or_zero(), dtype), device.str(),
         " cannot run models in ", dtype_name(dtype), compute ? "" : " (tfm computes in float32, bfloat16 and float16)");
-  const KernelRegistry& r = kernel_registry();
-  const bool kernels = r.find<op::Linear>(device.type, dtype) && r.find<op::PagedAttention>(device.type, dtype) &&
-                       r.find<op::RmsNorm>(device.type, dtype) && r.find<op::Rope>(device.type, dtype) &&
-                       r.find<op::SiluMul>(device.type, dtype) && r.find<op::Embedding>(device.type, dtype);
-  check(kernels, "tfm has no ", device_type_name(device.type), " kernels for ", dtype_name(dtype));
+  const std::vector<std::string_view> missing = ops::ops_without_kernels(device.type, dtype);
+  if (!missing.empty()) {
+    std::string names;
+    for (std::string_view op : missing) names += std::string(names.empty() ? "" : ", ") + std::string(op);
+    throw_error("tfm has no ", device_type_name(device.type), " kernels in ", dtype_name(dtype), " for ", names);
+  }
 }
 
 // Transformers' attention implementations map onto the two forms of the Attention layer's kernels: eager

@@ -40,6 +40,15 @@ void dispatch(const Op& a, std::string_view variant = {}) {
 
 }  // namespace
 
+std::vector<std::string_view> ops_without_kernels(DeviceType device, DType dtype) {
+  std::vector<std::string_view> missing;
+  const KernelRegistry& r = kernel_registry();
+  op::for_each_op([&]<typename Op>() {
+    if (!r.find<Op>(device, dtype)) missing.push_back(Op::name);
+  });
+  return missing;
+}
+
 void embedding(const Tensor& table, const Tensor& ids, Tensor& out, std::string_view variant) {
   const op::Embedding a{table, ids, out};
   const DType d = compute_dtype(a);

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <span>
 #include <string_view>
+#include <vector>
 
 #include "tfm/backend/op_set.h"
 #include "tfm/core/tensor.h"
@@ -13,6 +14,9 @@
 namespace tfm::ops {
 
 using op::AttentionMetadata;
+
+// The ops of the op set that have no default kernel for `device` in `dtype` (empty: a model can run there).
+std::vector<std::string_view> ops_without_kernels(DeviceType device, DType dtype);
 
 void embedding(const Tensor& table, const Tensor& ids, Tensor& out, std::string_view variant = {});
 void linear(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y, std::string_view variant = {});
