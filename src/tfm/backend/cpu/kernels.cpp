@@ -14,24 +14,22 @@
 namespace tfm::cpu {
 namespace {
 
-// Copies of whole rows do not look at the values: one kernel per element size serves every dtype.
+// Copies of whole rows do not look at the values: they move elements of T's size, whatever the dtype.
+// out[i] = x[rows[i]] for rows of `width` elements.
+template <typename T>
+void gather(const T* x, const int32_t* rows, int64_t count, int64_t width, T* out) {
+#pragma omp parallel for if (count * width > 65536)
+  for (int64_t i = 0; i < count; ++i) std::memcpy(out + i * width, x + int64_t{rows[i]} * width, width * sizeof(T));
+}
+
 template <typename T>
 void embedding(const op::Embedding& a) {
-  const int64_t T_ = a.ids.size(0), H = a.table.size(1);
-  const T* table = a.table.data<T>();
-  const int32_t* ids = a.ids.data<int32_t>();
-  T* out = a.out.data<T>();
-#pragma omp parallel for if (T_ * H > 65536)
-  for (int64_t t = 0; t < T_; ++t) std::memcpy(out + t * H, table + int64_t{ids[t]} * H, H * sizeof(T));
+  gather(a.table.data<T>(), a.ids.data<int32_t>(), a.ids.size(0), a.table.size(1), a.out.data<T>());
 }
 
 template <typename T>
 void gather_rows(const op::GatherRows& a) {
-  const int64_t R = a.rows.size(0), H = a.x.size(1);
-  const T* x = a.x.data<T>();
-  const int32_t* rows = a.rows.data<int32_t>();
-  T* out = a.out.data<T>();
-  for (int64_t i = 0; i < R; ++i) std::memcpy(out + i * H, x + int64_t{rows[i]} * H, H * sizeof(T));
+  gather(a.x.data<T>(), a.rows.data<int32_t>(), a.rows.size(0), a.x.size(1), a.out.data<T>());
 }
 
 template <typename T>

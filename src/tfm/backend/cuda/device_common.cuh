@@ -72,31 +72,35 @@ __device__ float round_to(float v) {
 
 // Sum and maximum over a block whose size is a multiple of 32, every thread getting the result; `shared`
 // holds 32 floats. Safe to call again at once: the last barrier keeps `shared` until every thread read it.
-__device__ inline float warp_sum(float v) {
-  for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xffffffffu, v, offset);
+struct Sum {
+  __device__ float operator()(float a, float b) const { return a + b; }
+  static constexpr float kIdentity = 0.f;
+};
+struct Max {
+  __device__ float operator()(float a, float b) const { return fmaxf(a, b); }
+  static constexpr float kIdentity = -INFINITY;
+};
+
+template <typename Combine>
+__device__ inline float warp_reduce(float v) {
+  for (int offset = 16; offset > 0; offset >>= 1) v = Combine()(v, __shfl_xor_sync(0xffffffffu, v, offset));
   return v;
 }
-__device__ inline float warp_max(float v) {
-  for (int offset = 16; offset > 0; offset >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
+template <typename Combine>
+__device__ inline float block_reduce(float v, float* shared) {
+  v = warp_reduce<Combine>(v);
+  if (threadIdx.x % 32 == 0) shared[threadIdx.x / 32] = v;
+  __syncthreads();
+  const unsigned lane = threadIdx.x % 32;
+  v = warp_reduce<Combine>(lane < blockDim.x / 32 ? shared[lane] : Combine::kIdentity);
+  __syncthreads();
   return v;
 }
 __device__ inline float block_sum(float v, float* shared) {
-  v = warp_sum(v);
-  if (threadIdx.x % 32 == 0) shared[threadIdx.x / 32] = v;
-  __syncthreads();
-  const unsigned lane = threadIdx.x % 32;
-  v = warp_sum(lane < blockDim.x / 32 ? shared[lane] : 0.f);
-  __syncthreads();
-  return v;
+  return block_reduce<Sum>(v, shared);
 }
 __device__ inline float block_max(float v, float* shared) {
-  v = warp_max(v);
-  if (threadIdx.x % 32 == 0) shared[threadIdx.x / 32] = v;
-  __syncthreads();
-  const unsigned lane = threadIdx.x % 32;
-  v = warp_max(lane < blockDim.x / 32 ? shared[lane] : -INFINITY);
-  __syncthreads();
-  return v;
+  return block_reduce<Max>(v, shared);
 }
 
 // Blocks of `threads` for a grid-stride loop over n items: enough to fill the device, never more than it
