@@ -13,5 +13,6 @@ extern const Command kChatCommand;
 extern const Command kTokenizeCommand;
 extern const Command kDetokenizeCommand;
 extern const Command kChatTemplateCommand;
+extern const Command kBenchLatencyCommand;
 
 }  // namespace tfm::cli

@@ -131,8 +131,10 @@ std::vector<Case> embedding_cases(std::mt19937& rng) {
 std::vector<Case> linear_cases(std::mt19937& rng) {
   std::vector<Case> cases;
   // Few-row (decode) and many-row shapes, none a multiple of the usual tiles but some.
-  const int64_t shapes[][3] = {{1, 1, 1},    {1, 67, 33},   {3, 128, 100}, {8, 257, 65},
-                               {9, 70, 129}, {37, 200, 97}, {64, 64, 64},  {130, 33, 250}};
+  // Rows of whole 16-byte pieces for the GEMVs of up to 8 rows.
+  const int64_t shapes[][3] = {{1, 1, 1},      {1, 67, 33},    {3, 128, 100},  {8, 257, 65},   {9, 70, 129},
+                               {37, 200, 97},  {64, 64, 64},   {130, 33, 250}, {1, 1024, 300}, {5, 264, 77},
+                               {8, 2048, 40}};
   for (const auto& [M, K, N] : shapes) {
     for (bool with_bias : {false, true}) {
       std::vector<Tensor> in{random_floats({M, K}, rng), random_floats({N, K}, rng)};
@@ -342,6 +344,15 @@ std::vector<Case> paged_attention_cases(std::mt19937& rng) {
       {4, 1, 80, 16, 0, {{0, 70}, {65, 2}}},
       {6, 3, 16, 2, 3, {{0, 1}, {0, 9}, {4, 4}}},
       {8, 2, 16, 4, 0, {{70, 20}, {0, 1}}},
+      // The head sizes of the one-pass kernels: decode over long contexts (split across blocks), prefill in
+      // 64-row tiles with partial last tiles, a chunk after cached tokens, windows, GQA.
+      {2, 1, 64, 16, 0, {{1000, 1}, {5, 1}, {0, 1}}},
+      {4, 2, 128, 16, 0, {{700, 1}, {33, 1}}},
+      {2, 2, 256, 16, 100, {{300, 1}, {0, 1}}},
+      {4, 2, 64, 16, 0, {{0, 150}, {3, 1}}},
+      {4, 1, 128, 16, 0, {{100, 70}, {0, 64}}},
+      {2, 2, 256, 16, 40, {{0, 130}}},
+      {2, 1, 128, 4, 0, {{0, 1}, {0, 200}, {17, 3}}},
   };
   std::vector<Case> cases;
   for (const AttentionCase& c : shapes) {

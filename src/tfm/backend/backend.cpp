@@ -42,6 +42,10 @@ void Backend::copy_from_reader(int index, DeviceSpan dst, size_t bytes, const Ho
   }
 }
 
+std::unique_ptr<DeviceGraph> Backend::capture(int, const std::function<void()>&) {
+  return nullptr;
+}
+
 std::string Backend::attention_unavailable(int, std::string_view name) {
   if (name != "flash_attention_3") return "";
   return "Flash Attention 3 is not available on CPU. Please make sure torch can access a CUDA device.";

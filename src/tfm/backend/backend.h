@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -40,6 +41,14 @@ using HostReader = std::function<void(void* dst, size_t offset, size_t bytes)>;
 // a piece throws is rethrown here.
 void read_in_parallel(const HostReader& read, void* dst, size_t offset, size_t bytes);
 
+// Device work recorded once and replayed: the same kernels on the same addresses, without the host issuing
+// them one by one.
+class DeviceGraph {
+ public:
+  virtual ~DeviceGraph() = default;
+  virtual void replay() = 0;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -61,6 +70,12 @@ class Backend {
   // Bytes of tensors held on the device now, as torch.cuda.memory_allocated counts them (memory a caching
   // allocator keeps for reuse is not counted).
   virtual size_t memory_allocated(int index) = 0;
+
+  // Records the device work `work` issues on device `index` (kernels only: no copy to or from the host, no
+  // synchronisation) into a graph, without running it; nullptr when the device has no graphs, and then `work`
+  // has not been called. Memory allocated inside `work` is kept for graphs, so a replay finds it again; what
+  // `work` uses from outside must outlive the graph.
+  virtual std::unique_ptr<DeviceGraph> capture(int index, const std::function<void()>& work);
 
   // Whether the device computes in `dtype` (float32, bfloat16, float16) as well as holding it.
   virtual bool supports_dtype(int index, DType dtype) = 0;

@@ -146,7 +146,8 @@ struct AttentionMetadata {
   int64_t max_context_len = 0;
 };
 
-// cache[slots[t]] = k[t], v[t]                k, v (T, kv_heads, D), caches (blocks, block_size, kv_heads, D)
+// cache[slots[t]] = k[t], v[t]; a negative slot (a padding row) writes nothing
+//                                             k, v (T, kv_heads, D), caches (blocks, block_size, kv_heads, D)
 struct KvCacheWrite {
   static constexpr std::string_view name = "kv_cache_write", layer = "Attention";
   const Tensor& k;

@@ -27,7 +27,8 @@ AutoModelForCausalLM AutoModelForCausalLM::from_pretrained(const std::string& id
                                                   .attn_implementation = options.attn_implementation,
                                                   .use_kernels = options.use_kernels,
                                                   .kernel_config = options.kernel_config,
-                                                  .progress = options.progress});
+                                                  .progress = options.progress,
+                                                  .device_graphs = options.device_graphs});
   GenerationConfig generation_config = load_generation_config(dir, model.config());
   return AutoModelForCausalLM(std::move(model), std::move(generation_config), id_or_dir, dir);
 }

@@ -29,6 +29,7 @@ struct PretrainedOptions {
   bool use_kernels = false;                  // the built-in kernel mapping, as Transformers' use_kernels=True
   KernelConfig kernel_config{};              // per layer kind, the kernel variant; implies use_kernels
   bool progress = true;                      // the "Loading weights" bar on stderr for loads over a second
+  bool device_graphs = true;                 // decode steps as device graphs where the device has them
 };
 
 // Resolves a local folder or Hub id to a local folder, downloading what a model needs.

@@ -1,6 +1,9 @@
 #include "tfm/model/causal_lm.h"
 
 #include <algorithm>
+#include <bit>
+#include <map>
+#include <numeric>
 #include <filesystem>
 
 #include "tfm/backend/backend.h"
@@ -9,6 +12,7 @@
 #include "tfm/io/progress_bar.h"
 #include "tfm/model/layers.h"
 #include "tfm/model/rope.h"
+#include "tfm/model/step_inputs.h"
 #include "tfm/model/weights.h"
 
 namespace tfm {
@@ -81,11 +85,139 @@ struct CausalLM::Impl {
   RMSNorm norm;
   Linear lm_head;
   size_t weight_bytes = 0;
+  bool device_graphs = true;
+
+  // cos and sin of positions [0, rows) on the device, when the rope is not dynamic: a step gathers its rows.
+  Tensor rope_cos, rope_sin;
+
+  // A decode step of `rows` sequences captured as a device graph, with the buffers it reads and writes.
+  struct DecodeGraph {
+    StepInputs inputs;
+    Tensor cos, sin, logits;
+    std::unique_ptr<DeviceGraph> graph;
+  };
+  // By (rows, blocks per table); captured against the cache memory in graphs_cache (a graph holds the
+  // addresses, so another cache at the same addresses serves as well).
+  std::map<std::pair<int64_t, int64_t>, DecodeGraph> graphs;
+  std::vector<const void*> graphs_cache;
 
   void resolve_kernels() {
     const KernelMode mode = training ? KernelMode::training : KernelMode::inference;
     kernels = resolve_layer_kernels(kernel_config, use_kernels, device.type, dtype, mode);
     if (!kernel_config.variant("Attention", device.type, mode)) kernels.variants["Attention"] = attention;
+    graphs.clear();  // they replay the kernels they were captured with
+  }
+
+  // The device logits (R, vocab) in the model's dtype of one step. A decode step replays a device graph where
+  // the device has them; the logits it returns are then the graph's buffer, valid until the next step.
+  Tensor step(const ForwardBatch& batch, KVCache& cache, SavedActivations* saved) {
+    validate(batch, cache, config.vocab_size);
+    check(static_cast<int64_t>(cache.layers.size()) == config.num_hidden_layers &&
+              cache.layers[0].key.dtype() == dtype && cache.layers[0].key.device() == device,
+          "forward: the KV cache was not made by this model (make_cache)");
+    if (device_graphs && !saved && !rope.dynamic() && is_decode_batch(batch) &&
+        static_cast<int64_t>(batch.token_ids.size()) <= kMaxGraphRows) {
+      if (Tensor logits = replay_decode(batch, cache); logits.defined()) return logits;
+    }
+    StepInputs inputs = allocate_step_inputs(batch, device);
+    upload_step_inputs(batch, inputs);
+    Tensor cos, sin;
+    if (rope.dynamic()) {  // float32 on the host, rounded to the dtype as Transformers' rotary embedding returns them
+      rope.tables(batch.positions, cos, sin);
+      cos = upload_as(cos, dtype, device);
+      sin = upload_as(sin, dtype, device);
+    } else {
+      gather_rope(batch.positions, inputs.meta.positions, cos, sin);
+    }
+    Tensor logits = tfm::empty({static_cast<int64_t>(batch.logits_rows.size()), config.vocab_size}, dtype, device);
+    run_layers(inputs, cos, sin, cache, saved, logits);
+    return logits;
+  }
+
+  static constexpr int64_t kMaxGraphRows = 256;
+
+  // The graph of the batch's padded shape (captured on its first use, after one ordinary run that warms every
+  // kernel and plan up) replayed on the batch; undefined when the device has no graphs.
+  Tensor replay_decode(const ForwardBatch& batch, KVCache& cache) {
+    const int64_t rows = std::bit_ceil(static_cast<uint64_t>(batch.token_ids.size()));
+    const int64_t max_blocks = std::max<int64_t>(8, std::bit_ceil(static_cast<uint64_t>(batch.max_blocks)));
+    const ForwardBatch padded = pad_decode_batch(batch, rows, max_blocks);
+    ensure_rope_table(padded.positions);
+    std::vector<const void*> memory;
+    for (const LayerCache& layer : cache.layers) memory.insert(memory.end(), {layer.key.raw(), layer.value.raw()});
+    if (graphs_cache != memory) {
+      graphs.clear();
+      graphs_cache = std::move(memory);
+    }
+    const int64_t R = static_cast<int64_t>(batch.logits_rows.size());
+    auto found = graphs.find({rows, max_blocks});
+    if (found != graphs.end()) {
+      DecodeGraph& g = found->second;
+      upload_step_inputs(padded, g.inputs);
+      g.graph->replay();
+      return g.logits.narrow(0, R);
+    }
+    DecodeGraph g;
+    g.inputs = allocate_step_inputs(padded, device);
+    g.inputs.meta.max_context_len = max_blocks * cache.block_size;
+    g.logits = tfm::empty({rows, config.vocab_size}, dtype, device);
+    upload_step_inputs(padded, g.inputs);
+    auto work = [&] {
+      gather_rope(padded.positions, g.inputs.meta.positions, g.cos, g.sin);
+      run_layers(g.inputs, g.cos, g.sin, cache, nullptr, g.logits);
+    };
+    work();
+    Backend* backend = find_backend(device.type);
+    g.graph = backend->capture(device.index_or_zero(), work);
+    if (!g.graph) {
+      device_graphs = false;  // the device has none: later steps run as they are
+      return g.logits.narrow(0, R);
+    }
+    Tensor logits = g.logits.narrow(0, R);
+    graphs.emplace(std::pair{rows, max_blocks}, std::move(g));
+    return logits;
+  }
+
+  // Makes the device rope table cover `positions` (growing it to a power of two past the largest).
+  void ensure_rope_table(const std::vector<int32_t>& positions) {
+    const int64_t needed = positions.empty() ? 1 : *std::max_element(positions.begin(), positions.end()) + 1;
+    if (rope_cos.defined() && rope_cos.size(0) >= needed) return;
+    const int64_t rows = std::max<int64_t>(4096, std::bit_ceil(static_cast<uint64_t>(needed)));
+    std::vector<int32_t> all(static_cast<size_t>(rows));
+    std::iota(all.begin(), all.end(), 0);
+    Tensor cos, sin;
+    rope.tables(all, cos, sin);
+    rope_cos = upload_as(cos, dtype, device);
+    rope_sin = upload_as(sin, dtype, device);
+    graphs.clear();  // they read the old table
+  }
+
+  // cos and sin (T, rot) of `positions` (on the host; `device_positions` the same on the device) from the
+  // table, into `cos` and `sin` (allocated when undefined).
+  void gather_rope(const std::vector<int32_t>& positions, const Tensor& device_positions, Tensor& cos, Tensor& sin) {
+    ensure_rope_table(positions);
+    const Shape shape{static_cast<int64_t>(positions.size()), rope.rot_dim()};
+    if (!cos.defined()) cos = tfm::empty(shape, dtype, device);
+    if (!sin.defined()) sin = tfm::empty(shape, dtype, device);
+    ops::gather_rows(rope_cos, device_positions, cos);
+    ops::gather_rows(rope_sin, device_positions, sin);
+  }
+
+  // Embedding, the decoder layers, the final norm and the head, for the rows in `inputs`; the logits of the
+  // wanted rows into `logits`. Device work only (no copy to or from the host), so that a graph can hold it.
+  void run_layers(const StepInputs& inputs, const Tensor& cos, const Tensor& sin, KVCache& cache,
+                  SavedActivations* saved, Tensor& logits) {
+    const StepContext ctx{device, dtype, inputs.meta, cos, sin, kernels, saved};
+    Tensor h = embed_tokens.forward(inputs.ids, ctx);  // the residual stream (T, hidden)
+    Tensor pending;                                    // a block's output not yet added to h
+    for (size_t l = 0; l < layers.size(); ++l) layers[l].forward(h, pending, cache.layers[l], ctx);
+    // Only the rows whose logits are wanted go through the last residual add, the final norm and the head.
+    const int64_t R = inputs.logits_rows.size(0);
+    Tensor last = ctx.empty({R, h.size(1)}), last_pending = ctx.empty({R, h.size(1)});
+    ops::gather_rows(h, inputs.logits_rows, last);
+    ops::gather_rows(pending, inputs.logits_rows, last_pending);
+    const Tensor normed = norm.forward_residual(last, last_pending, ctx);
+    lm_head.forward_into(normed, logits, ctx);
   }
 };
 
@@ -161,8 +293,14 @@ CausalLM CausalLM::from_pretrained(const std::string& dir, const LoadOptions& op
                                              std::move(layers),
                                              std::move(norm),
                                              std::move(lm_head),
-                                             bytes});
+                                             bytes,
+                                             options.device_graphs,
+                                             Tensor(),
+                                             Tensor(),
+                                             {},
+                                             {}});
   impl->resolve_kernels();
+  if (!impl->rope.dynamic()) impl->ensure_rope_table({0});  // the table a step's cos and sin come from
   return CausalLM(std::move(impl));
 }
 
@@ -207,46 +345,19 @@ KVCache CausalLM::make_cache(int64_t num_blocks, int64_t block_size) const {
 }
 
 Tensor CausalLM::forward(const ForwardBatch& batch, KVCache& cache, SavedActivations* saved) {
-  Impl& m = *impl_;
-  validate(batch, cache, m.config.vocab_size);
-  check(static_cast<int64_t>(cache.layers.size()) == m.config.num_hidden_layers &&
-            cache.layers[0].key.dtype() == m.dtype && cache.layers[0].key.device() == m.device,
-        "forward: the KV cache was not made by this model (make_cache)");
-  const int64_t T = static_cast<int64_t>(batch.token_ids.size());
-  const int64_t S = static_cast<int64_t>(batch.context_lens.size());
-  const int64_t R = static_cast<int64_t>(batch.logits_rows.size());
-  auto upload = [&](const std::vector<int32_t>& v, Shape shape) {
-    Tensor t = Tensor::cpu(shape, DType::int32);
-    std::copy(v.begin(), v.end(), t.data<int32_t>());
-    return to_device(t, m.device);
-  };
-  ops::AttentionMetadata meta;
-  meta.query_start = upload(batch.query_start, {S + 1});
-  meta.context_lens = upload(batch.context_lens, {S});
-  meta.block_tables = upload(batch.block_tables, {S, batch.max_blocks});
-  meta.positions = upload(batch.positions, {T});
-  meta.slots = upload(batch.slots, {T});
-  meta.max_context_len = *std::max_element(batch.context_lens.begin(), batch.context_lens.end());
-  const Tensor ids = upload(batch.token_ids, {T});
-  const Tensor logits_rows = upload(batch.logits_rows, {R});
-  Tensor cos, sin;  // float32 on the host, rounded to the dtype as Transformers' rotary embedding returns them
-  m.rope.tables(batch.positions, cos, sin);
-  cos = upload_as(cos, m.dtype, m.device);
-  sin = upload_as(sin, m.dtype, m.device);
-  const StepContext ctx{m.device, m.dtype, meta, cos, sin, m.kernels, saved};
-
-  Tensor h = m.embed_tokens.forward(ids, ctx);  // the residual stream (T, hidden)
-  Tensor pending;                               // a block's output not yet added to h
-  for (size_t l = 0; l < m.layers.size(); ++l) m.layers[l].forward(h, pending, cache.layers[l], ctx);
-  // Only the rows whose logits are wanted go through the last residual add, the final norm and the head.
-  Tensor last = ctx.empty({R, h.size(1)}), last_pending = ctx.empty({R, h.size(1)});
-  ops::gather_rows(h, logits_rows, last);
-  ops::gather_rows(pending, logits_rows, last_pending);
-  const Tensor normed = m.norm.forward_residual(last, last_pending, ctx);
-  const Tensor logits = to_device(m.lm_head.forward(normed, ctx), Device{});
+  const Tensor logits = to_device(impl_->step(batch, cache, saved), Device{});
   Tensor out = Tensor::cpu(logits.shape(), DType::float32);  // as generate() reads them: .float()
   ops::cast(logits, out);
   return out;
+}
+
+void CausalLM::set_device_graphs(bool enabled) {
+  impl_->device_graphs = enabled;
+  impl_->graphs.clear();
+}
+
+bool CausalLM::device_graphs() const {
+  return impl_->device_graphs;
 }
 
 }  // namespace tfm

@@ -23,6 +23,7 @@ struct LoadOptions {
   bool use_kernels = false;                  // the built-in kernel mapping (Transformers' use_kernels=True)
   KernelConfig kernel_config{};              // per-layer variants; a non-empty one implies use_kernels
   bool progress = true;                      // "Loading weights" on stderr when a load takes over a second
+  bool device_graphs = true;                 // decode steps as device graphs where the device has them
 };
 
 class CausalLM {
@@ -46,6 +47,12 @@ class CausalLM {
   // Runs one step and returns the float32 logits (R, vocab) of batch.logits_rows, on the host. With `saved`,
   // the layers keep in it what a backward pass needs.
   Tensor forward(const ForwardBatch& batch, KVCache& cache, SavedActivations* saved = nullptr);
+
+  // Decode steps (one new token per sequence) run as device graphs where the device has them (cuda): each
+  // batch size, rounded up to a power of two, is captured once per KV cache and replayed, so the host issues
+  // one launch a step instead of one per kernel. On by default; off runs every step kernel by kernel.
+  void set_device_graphs(bool enabled);
+  bool device_graphs() const;
 
   // Transformers' train() / eval(): with kernels in use, the layers switch to the variants registered for
   // the mode (kernelize's fallback to the default where a variant serves only the other).

@@ -24,10 +24,14 @@ Linear::Linear(std::string name, std::unique_ptr<LinearWeight> weight, Tensor bi
     : name_(std::move(name)), weight_(std::move(weight)), bias_(std::move(bias)) {}
 
 Tensor Linear::forward(const Tensor& x, const StepContext& ctx) const {
-  ctx.keep(name_, "input", x);
   Tensor y = ctx.empty({x.size(0), weight_->out_features()});
-  weight_->forward(x, bias_, y, ctx.kernels.of("Linear"));
+  forward_into(x, y, ctx);
   return y;
+}
+
+void Linear::forward_into(const Tensor& x, Tensor& y, const StepContext& ctx) const {
+  ctx.keep(name_, "input", x);
+  weight_->forward(x, bias_, y, ctx.kernels.of("Linear"));
 }
 
 Tensor Embedding::forward(const Tensor& ids, const StepContext& ctx) const {

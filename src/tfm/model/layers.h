@@ -81,6 +81,8 @@ class Linear {
   Linear(std::string name, std::unique_ptr<LinearWeight> weight, Tensor bias = {});
   // x (T, in) -> (T, out)
   Tensor forward(const Tensor& x, const StepContext& ctx) const;
+  // The same into y (T, out), allocated by the caller.
+  void forward_into(const Tensor& x, Tensor& y, const StepContext& ctx) const;
   const LinearWeight& weight() const { return *weight_; }
   const Tensor& bias() const { return bias_; }
   const std::string& name() const { return name_; }

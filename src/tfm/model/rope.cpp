@@ -112,7 +112,7 @@ void RotaryEmbedding::compute(int64_t seq_len) {
 
 void RotaryEmbedding::tables(std::span<const int32_t> positions, Tensor& cos, Tensor& sin) {
   const int64_t T = static_cast<int64_t>(positions.size());
-  if (config_.rope.rope_type == "dynamic" && T > 0) {
+  if (dynamic() && T > 0) {
     const int64_t seq_len = *std::max_element(positions.begin(), positions.end()) + 1;
     if (seq_len > max_seq_len_cached_) {  // growth
       compute(seq_len);

@@ -18,6 +18,9 @@ class RotaryEmbedding {
   int64_t rot_dim() const { return rot_dim_; }
   const std::vector<float>& inv_freq() const { return inv_freq_; }
   float attention_scaling() const { return attention_scaling_; }
+  // Whether the frequencies change with the sequence length (dynamic NTK); otherwise a position's cos and sin
+  // never change, and one table serves every step.
+  bool dynamic() const { return config_.rope.rope_type == "dynamic"; }
 
   // cos and sin (T, rot_dim) for the positions of one forward step. For dynamic RoPE this first updates the
   // frequencies from the largest position, as Transformers does before every forward (so the state carries

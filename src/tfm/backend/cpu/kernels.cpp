@@ -55,6 +55,7 @@ void kv_cache_write(const op::KvCacheWrite& a) {
   const int32_t* slots = a.slots.data<int32_t>();
   for (int64_t t = 0; t < rows; ++t) {
     const int64_t slot = slots[t];
+    if (slot < 0) continue;  // a padding row
     std::memcpy(a.cache_k.data<T>() + slot * kv_dim, a.k.data<T>() + t * kv_dim, kv_dim * sizeof(T));
     std::memcpy(a.cache_v.data<T>() + slot * kv_dim, a.v.data<T>() + t * kv_dim, kv_dim * sizeof(T));
   }

@@ -1,7 +1,17 @@
-// Paged attention: one block per (query row, head). Keys are visited in blocks of kKeyBlock, as the CPU's
-// kernels.cpp (after torch's CPU kernel) takes them: each thread scores kKeyBlock / kThreads keys against the
-// row's query (kept in shared memory as float32), the block reduces them, and each thread sums its share of
-// the head dimensions over the block's values.
+// Paged attention, in three kernels:
+// - rows: one block per (query row, head), keys visited in blocks of kKeyBlock as the CPU's kernels.cpp (after
+//   torch's CPU kernel) takes them. It serves eager attention (whose roundings it reproduces) and head sizes
+//   the other two do not take.
+// - split rows (decode): one block per (query row, head, split of the keys); each group of lanes scores a key
+//   from 16-byte loads of it, keeps a running softmax, and the splits are combined by a second kernel. Enough
+//   splits to fill the device even for one sequence.
+// - tiles (prefill, bf16 and fp16): one block per 64 query rows of a sequence and a head; 64-key tiles of K
+//   and V in shared memory, q k^T and p v on the tensor cores (WMMA, float32 accumulation), the softmax in
+//   float32 with a running maximum.
+// The one-pass forms round each weight to T where it multiplies V, against the running maximum of the keys
+// visited so far, as the "flash" variant is specified; only where that maximum moves differs between them.
+#include <mma.h>
+
 #include "tfm/backend/cuda/device_common.cuh"
 #include "tfm/backend/cuda/launchers.h"
 
@@ -30,7 +40,7 @@ __device__ int64_t sequence_of(const int32_t* query_start, int64_t num_seqs, int
 // to T where it multiplies the values while the denominator sums it unrounded, and what was summed is
 // rescaled whenever a block raises the maximum (sdpa, flash).
 template <typename T, bool Eager>
-__global__ void paged_attention_kernel(PagedAttentionArgs a) {
+__global__ void rows_kernel(PagedAttentionArgs a) {
   extern __shared__ float q[];  // head_dim
   __shared__ float shared[32];
   __shared__ float weights[kKeyBlock];
@@ -115,28 +125,426 @@ __global__ void paged_attention_kernel(PagedAttentionArgs a) {
   }
 }
 
+
+// The keys row `row` of sequence s attends to: [first, last] (empty when last < first).
+struct KeyRange {
+  int64_t first, last;
+};
+__device__ KeyRange key_range(const PagedAttentionArgs& a, int64_t s, int64_t pos) {
+  const int64_t last = min(pos, static_cast<int64_t>(a.context_lens[s]) - 1);
+  const int64_t first = a.window > 0 ? max(int64_t{0}, pos - a.window + 1) : 0;
+  return {first, last};
+}
+
+// Key or value j of sequence s's block table for kv head `kv_head`.
+template <typename T>
+__device__ const T* cache_entry(const PagedAttentionArgs& a, const void* cache, const int32_t* blocks, int64_t j,
+                                int64_t kv_head) {
+  const int64_t block = blocks[j / a.block_size];
+  return static_cast<const T*>(cache) + ((block * a.block_size + j % a.block_size) * a.kv_heads + kv_head) * a.head_dim;
+}
+
+// A partial softmax over some keys: its maximum score, its sum of exp(score - max) and the weighted values.
+// Combining weighs each by exp(its max - the overall max); an empty one (max -inf) weighs nothing.
+__device__ float weight_of(float part_max, float overall_max) {
+  return part_max == -INFINITY ? 0.f : expf(part_max - overall_max);
+}
+
+constexpr int kSplitWarps = 4;
+constexpr int kMaxSplits = 32;
+constexpr int64_t kMinSplitKeys = 64;
+
+// One block per (row, head) and split blockIdx.y of the row's keys. A group of kLanes lanes takes one key at a
+// time: each lane holds kDims of the query's dimensions, the group sums the dot product by shuffles, and each
+// lane keeps a running softmax and its dimensions of the weighted values. The block's groups are merged in
+// shared memory; with one split the block writes the output, else its partial state for combine_kernel.
+template <typename T, int D>
+__global__ void __launch_bounds__(kSplitWarps * 32) split_rows_kernel(PagedAttentionArgs a, float* partial) {
+  constexpr int kPiece = 16 / sizeof(T);
+  constexpr int kPiecesPerKey = D / kPiece;
+  constexpr int kLanes = kPiecesPerKey < 32 ? kPiecesPerKey : 32;
+  constexpr int kPiecesPerLane = kPiecesPerKey / kLanes;
+  constexpr int kDims = kPiecesPerLane * kPiece;
+  constexpr int kGroups = kSplitWarps * 32 / kLanes;
+  __shared__ float group_max[kGroups], group_sum[kGroups];
+  __shared__ float group_acc[kGroups][D];
+
+  const int64_t row = blockIdx.x / a.heads, h = blockIdx.x % a.heads;
+  const int split = blockIdx.y, splits = gridDim.y;
+  const int64_t s = sequence_of(a.query_start, a.num_seqs, row);
+  if (s == a.num_seqs) return;
+  const KeyRange range = key_range(a, s, a.positions[row]);
+  const int64_t count = max(int64_t{0}, range.last - range.first + 1);
+  const int64_t chunk = (count + splits - 1) / splits;
+  const int64_t begin = range.first + split * chunk, end = min(range.last + 1, begin + chunk);
+  const int32_t* blocks = a.block_tables + s * a.max_blocks;
+  const int64_t kv_head = h / (a.heads / a.kv_heads);
+  const int group = threadIdx.x / kLanes, sub = threadIdx.x % kLanes;
+
+  float q[kDims];
+  const T* q_row = static_cast<const T*>(a.q) + (row * a.heads + h) * D + sub * kDims;
+  for (int p = 0; p < kPiecesPerLane; ++p) {
+    const uint4 piece = *reinterpret_cast<const uint4*>(q_row + p * kPiece);
+    const T* values = reinterpret_cast<const T*>(&piece);
+    for (int e = 0; e < kPiece; ++e) q[p * kPiece + e] = to_float(values[e]);
+  }
+  float running_max = -INFINITY, sum = 0.f, acc[kDims] = {};
+  // Every lane runs every round (the shuffles need the whole warp); a group past the split's end idles.
+  for (int64_t round = begin; round < end; round += kGroups) {
+    const int64_t j = round + group;
+    const bool active = j < end;
+    uint4 v_pieces[kPiecesPerLane];
+    float dot = 0.f;
+    if (active) {
+      const T* key = cache_entry<T>(a, a.cache_k, blocks, j, kv_head) + sub * kDims;
+      const T* value = cache_entry<T>(a, a.cache_v, blocks, j, kv_head) + sub * kDims;
+      uint4 k_pieces[kPiecesPerLane];
+      for (int p = 0; p < kPiecesPerLane; ++p) {
+        k_pieces[p] = *reinterpret_cast<const uint4*>(key + p * kPiece);
+        v_pieces[p] = *reinterpret_cast<const uint4*>(value + p * kPiece);
+      }
+      const T* k_values = reinterpret_cast<const T*>(k_pieces);
+      for (int i = 0; i < kDims; ++i) dot += q[i] * to_float(k_values[i]);
+    }
+    for (int offset = kLanes / 2; offset > 0; offset >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, offset);
+    if (!active) continue;
+    const float score = dot * a.scale;
+    const float new_max = fmaxf(running_max, score);
+    const float rescale = expf(running_max - new_max), p = expf(score - new_max);
+    sum = sum * rescale + p;
+    const float weight = round_to<T>(p);
+    const T* v_values = reinterpret_cast<const T*>(v_pieces);
+    for (int i = 0; i < kDims; ++i) acc[i] = acc[i] * rescale + weight * to_float(v_values[i]);
+    running_max = new_max;
+  }
+  if (sub == 0) {
+    group_max[group] = running_max;
+    group_sum[group] = sum;
+  }
+  for (int i = 0; i < kDims; ++i) group_acc[group][sub * kDims + i] = acc[i];
+  __syncthreads();
+
+  float overall = -INFINITY;
+  for (int g = 0; g < kGroups; ++g) overall = fmaxf(overall, group_max[g]);
+  float total = 0.f;
+  for (int g = 0; g < kGroups; ++g) total += group_sum[g] * weight_of(group_max[g], overall);
+  const int64_t out_index = row * a.heads + h;
+  float* part = splits > 1 ? partial + (out_index * splits + split) * (D + 2) : nullptr;
+  if (splits > 1 && threadIdx.x == 0) {
+    part[0] = overall;
+    part[1] = total;
+  }
+  for (int d = threadIdx.x; d < D; d += blockDim.x) {
+    float v = 0.f;
+    for (int g = 0; g < kGroups; ++g) v += group_acc[g][d] * weight_of(group_max[g], overall);
+    if (splits > 1) {
+      part[2 + d] = v;
+    } else {
+      static_cast<T*>(a.out)[out_index * D + d] = from_float<T>(total > 0.f ? v / total : 0.f);
+    }
+  }
+}
+
+// The splits of one (row, head) merged into its output.
+template <typename T>
+__global__ void combine_kernel(PagedAttentionArgs a, int splits, const float* partial) {
+  const int64_t out_index = blockIdx.x, row = out_index / a.heads, D = a.head_dim;
+  if (sequence_of(a.query_start, a.num_seqs, row) == a.num_seqs) return;
+  const float* parts = partial + out_index * splits * (D + 2);
+  float overall = -INFINITY;
+  for (int i = 0; i < splits; ++i) overall = fmaxf(overall, parts[i * (D + 2)]);
+  float total = 0.f;
+  for (int i = 0; i < splits; ++i) total += parts[i * (D + 2) + 1] * weight_of(parts[i * (D + 2)], overall);
+  for (int64_t d = threadIdx.x; d < D; d += blockDim.x) {
+    float v = 0.f;
+    for (int i = 0; i < splits; ++i) v += parts[i * (D + 2) + 2 + d] * weight_of(parts[i * (D + 2)], overall);
+    static_cast<T*>(a.out)[out_index * D + d] = from_float<T>(total > 0.f ? v / total : 0.f);
+  }
+}
+
+constexpr int kTileRows = 64, kTileKeys = 64, kTileWarps = 4;
+
+// Shared memory of the tile kernel, padded so that rows fall in different banks while every 16 x 16 fragment
+// stays 32-byte aligned, as WMMA requires.
+template <typename T, int D>
+struct TileLayout {
+  static constexpr int kLd = D + 8;               // q, k and v rows (T)
+  static constexpr int kScoreLd = kTileKeys + 4;  // scores (float)
+  static constexpr int kWeightLd = kTileKeys + 8;  // weights (T)
+  static constexpr int kOutLd = D + 4;            // output accumulator (float)
+  static constexpr size_t kQ = 0;
+  static constexpr size_t kK = kQ + sizeof(T) * kTileRows * kLd;
+  static constexpr size_t kV = kK + sizeof(T) * kTileKeys * kLd;
+  static constexpr size_t kScores = kV + sizeof(T) * kTileKeys * kLd;
+  static constexpr size_t kWeights = kScores + sizeof(float) * kTileRows * kScoreLd;
+  static constexpr size_t kOut = kWeights + sizeof(T) * kTileRows * kWeightLd;
+  static constexpr size_t kMax = kOut + sizeof(float) * kTileRows * kOutLd;
+  static constexpr size_t kSum = kMax + sizeof(float) * kTileRows;
+  static constexpr size_t kPos = kSum + sizeof(float) * kTileRows;
+  static constexpr size_t kBytes = kPos + sizeof(int32_t) * kTileRows;
+};
+
+// Rows of `count` T from global memory into a shared tile of kLd-wide rows, 16 bytes at a time; `source(r)` is
+// row r's address, or null for a row of zeros.
+template <typename T, int D, typename Source>
+__device__ void load_tile(T* tile, int rows, Source source) {
+  constexpr int kPiece = 16 / sizeof(T), kPieces = D / kPiece;
+  for (int i = threadIdx.x; i < rows * kPieces; i += blockDim.x) {
+    const int r = i / kPieces, p = i % kPieces;
+    const T* src = source(r);
+    *reinterpret_cast<uint4*>(tile + r * TileLayout<T, D>::kLd + p * kPiece) =
+        src ? *reinterpret_cast<const uint4*>(src + p * kPiece) : make_uint4(0, 0, 0, 0);
+  }
+}
+
+template <typename T, int D>
+__global__ void __launch_bounds__(kTileWarps * 32) tiles_kernel(PagedAttentionArgs a) {
+#if __CUDA_ARCH__ >= 800
+  using namespace nvcuda;
+  using L = TileLayout<T, D>;
+  extern __shared__ __align__(128) unsigned char smem[];
+  T* q_tile = reinterpret_cast<T*>(smem + L::kQ);
+  T* k_tile = reinterpret_cast<T*>(smem + L::kK);
+  T* v_tile = reinterpret_cast<T*>(smem + L::kV);
+  float* scores = reinterpret_cast<float*>(smem + L::kScores);
+  T* weights = reinterpret_cast<T*>(smem + L::kWeights);
+  float* out_acc = reinterpret_cast<float*>(smem + L::kOut);
+  float* row_max = reinterpret_cast<float*>(smem + L::kMax);
+  float* row_sum = reinterpret_cast<float*>(smem + L::kSum);
+  int32_t* row_pos = reinterpret_cast<int32_t*>(smem + L::kPos);
+  __shared__ int key_bounds[2];
+
+  // This block's tile: the blockIdx.x-th of all sequences' row tiles, in order.
+  int64_t s = 0, tile = blockIdx.x;
+  for (; s < a.num_seqs; ++s) {
+    const int64_t tiles = (a.query_start[s + 1] - a.query_start[s] + kTileRows - 1) / kTileRows;
+    if (tile < tiles) break;
+    tile -= tiles;
+  }
+  if (s == a.num_seqs) return;
+  const int64_t h = blockIdx.y, kv_head = h / (a.heads / a.kv_heads);
+  const int64_t row0 = a.query_start[s] + tile * kTileRows;
+  const int rows = static_cast<int>(min(static_cast<int64_t>(kTileRows), a.query_start[s + 1] - row0));
+  const int32_t* blocks = a.block_tables + s * a.max_blocks;
+
+  if (threadIdx.x == 0) {
+    key_bounds[0] = INT32_MAX;
+    key_bounds[1] = -1;
+  }
+  __syncthreads();
+  for (int r = threadIdx.x; r < kTileRows; r += blockDim.x) {
+    row_max[r] = -INFINITY;
+    row_sum[r] = 0.f;
+    row_pos[r] = r < rows ? a.positions[row0 + r] : -1;
+    if (r < rows) {
+      const KeyRange range = key_range(a, s, row_pos[r]);
+      atomicMin(&key_bounds[0], static_cast<int>(range.first));
+      atomicMax(&key_bounds[1], static_cast<int>(range.last));
+    }
+  }
+  for (int i = threadIdx.x; i < kTileRows * L::kOutLd; i += blockDim.x) out_acc[i] = 0.f;
+  load_tile<T, D>(q_tile, kTileRows, [&](int r) {
+    return r < rows ? static_cast<const T*>(a.q) + ((row0 + r) * a.heads + h) * D : nullptr;
+  });
+  __syncthreads();
+
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int warp_row = warp * 16;
+  const int64_t first = key_bounds[0], last = key_bounds[1];
+  for (int64_t j0 = first; j0 <= last; j0 += kTileKeys) {
+    auto key_source = [&](const void* cache) {
+      return [&, cache](int r) {
+        const int64_t j = j0 + r;
+        return j <= last ? cache_entry<T>(a, cache, blocks, j, kv_head) : nullptr;
+      };
+    };
+    load_tile<T, D>(k_tile, kTileKeys, key_source(a.cache_k));
+    load_tile<T, D>(v_tile, kTileKeys, key_source(a.cache_v));
+    __syncthreads();
+
+    if (warp_row < rows) {
+      // scores of the warp's 16 rows against the tile's keys
+      for (int kt = 0; kt < kTileKeys / 16; ++kt) {
+        wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+        wmma::fill_fragment(acc, 0.f);
+        for (int dk = 0; dk < D / 16; ++dk) {
+          wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> qf;
+          wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::col_major> kf;
+          wmma::load_matrix_sync(qf, q_tile + warp_row * L::kLd + dk * 16, L::kLd);
+          wmma::load_matrix_sync(kf, k_tile + kt * 16 * L::kLd + dk * 16, L::kLd);
+          wmma::mma_sync(acc, qf, kf, acc);
+        }
+        wmma::store_matrix_sync(scores + warp_row * L::kScoreLd + kt * 16, acc, L::kScoreLd, wmma::mem_row_major);
+      }
+      __syncwarp();
+      // the running softmax of each row; lanes take two keys each
+      for (int i = 0; i < 16; ++i) {
+        const int r = warp_row + i;
+        const int64_t pos = row_pos[r];
+        const KeyRange range = pos >= 0 ? key_range(a, s, pos) : KeyRange{0, -1};
+        float p[2];
+        float tile_max = -INFINITY;
+        for (int c = 0; c < 2; ++c) {
+          const int64_t j = j0 + lane + 32 * c;
+          p[c] = j >= range.first && j <= range.last ? scores[r * L::kScoreLd + lane + 32 * c] * a.scale : -INFINITY;
+          tile_max = fmaxf(tile_max, p[c]);
+        }
+        tile_max = warp_reduce<Max>(tile_max);
+        const float old_max = row_max[r], new_max = fmaxf(old_max, tile_max);
+        const float rescale = new_max == -INFINITY ? 1.f : expf(old_max - new_max);
+        float tile_sum = 0.f;
+        for (int c = 0; c < 2; ++c) {
+          p[c] = new_max == -INFINITY ? 0.f : expf(p[c] - new_max);
+          tile_sum += p[c];
+          weights[r * L::kWeightLd + lane + 32 * c] = from_float<T>(p[c]);
+        }
+        tile_sum = warp_reduce<Sum>(tile_sum);
+        for (int d = lane; d < D; d += 32) out_acc[r * L::kOutLd + d] *= rescale;
+        __syncwarp();
+        if (lane == 0) {
+          row_sum[r] = row_sum[r] * rescale + tile_sum;
+          row_max[r] = new_max;
+        }
+      }
+      __syncwarp();
+      // the weighted values added to the warp's rows
+      for (int dt = 0; dt < D / 16; ++dt) {
+        wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+        float* out_block = out_acc + warp_row * L::kOutLd + dt * 16;
+        wmma::load_matrix_sync(acc, out_block, L::kOutLd, wmma::mem_row_major);
+        for (int kk = 0; kk < kTileKeys / 16; ++kk) {
+          wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> pf;
+          wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::row_major> vf;
+          wmma::load_matrix_sync(pf, weights + warp_row * L::kWeightLd + kk * 16, L::kWeightLd);
+          wmma::load_matrix_sync(vf, v_tile + kk * 16 * L::kLd + dt * 16, L::kLd);
+          wmma::mma_sync(acc, pf, vf, acc);
+        }
+        wmma::store_matrix_sync(out_block, acc, L::kOutLd, wmma::mem_row_major);
+      }
+    }
+    __syncthreads();
+  }
+  for (int i = threadIdx.x; i < rows * D; i += blockDim.x) {
+    const int r = i / D, d = i % D;
+    const float total = row_sum[r];
+    static_cast<T*>(a.out)[((row0 + r) * a.heads + h) * D + d] =
+        from_float<T>(total > 0.f ? out_acc[r * L::kOutLd + d] / total : 0.f);
+  }
+#else
+  __trap();  // built only for devices with bf16 tensor cores (compute capability 8.0 and up)
+#endif
+}
+
+int multiprocessors() {
+  int device = 0, count = 0;
+  check_cuda(cudaGetDevice(&device), "cudaGetDevice");
+  check_cuda(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute");
+  return count;
+}
+
+bool one_pass_dim(int64_t d) {
+  return d == 64 || d == 128 || d == 256;
+}
+
+// Tiles pay when sequences bring several query rows each; one or two (decode) go to the split rows.
+template <typename T>
+bool uses_tiles(const PagedAttentionArgs& a) {
+  return sizeof(T) == 2 && one_pass_dim(a.head_dim) && a.num_rows > 2 * a.num_seqs;
+}
+
+// Splits of each row's keys: enough blocks for two per multiprocessor, none shorter than kMinSplitKeys of the
+// longest context the block tables hold. Depends only on the shapes, so a captured graph keeps it valid.
+int64_t split_count(const PagedAttentionArgs& a) {
+  static const int64_t sms = multiprocessors();
+  const int64_t blocks = max(int64_t{1}, a.num_rows * a.heads);
+  const int64_t by_length = (a.max_blocks * a.block_size + kMinSplitKeys - 1) / kMinSplitKeys;
+  const int64_t by_device = (2 * sms + blocks - 1) / blocks;
+  return std::clamp<int64_t>(std::min(by_length, by_device), 1, kMaxSplits);
+}
+
+template <typename T, int D>
+void launch_split_rows(const PagedAttentionArgs& a, int64_t splits, float* partial) {
+  const dim3 grid(static_cast<unsigned>(a.num_rows * a.heads), static_cast<unsigned>(splits));
+  split_rows_kernel<T, D><<<grid, kSplitWarps * 32, 0, current_stream()>>>(a, partial);
+  check_launch("paged_attention (split rows)");
+  if (splits == 1) return;
+  combine_kernel<T><<<static_cast<unsigned>(a.num_rows * a.heads), threads_for_row(D), 0, current_stream()>>>(
+      a, static_cast<int>(splits), partial);
+  check_launch("paged_attention (combine)");
+}
+
+template <typename T, int D>
+void launch_tiles(const PagedAttentionArgs& a) {
+  constexpr size_t bytes = TileLayout<T, D>::kBytes;
+  static const bool configured = [] {
+    check_cuda(cudaFuncSetAttribute(tiles_kernel<T, D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    static_cast<int>(bytes)),
+               "cudaFuncSetAttribute");
+    return true;
+  }();
+  (void)configured;
+  const dim3 grid(static_cast<unsigned>((a.num_rows + kTileRows - 1) / kTileRows + a.num_seqs),
+                  static_cast<unsigned>(a.heads));
+  tiles_kernel<T, D><<<grid, kTileWarps * 32, bytes, current_stream()>>>(a);
+  check_launch("paged_attention (tiles)");
+}
+
+template <typename T>
+void launch_tiles_for(const PagedAttentionArgs& a) {
+  if (a.head_dim == 64) launch_tiles<T, 64>(a);
+  if (a.head_dim == 128) launch_tiles<T, 128>(a);
+  if (a.head_dim == 256) launch_tiles<T, 256>(a);
+}
+
+template <typename T>
+void launch_split_rows_for(const PagedAttentionArgs& a, int64_t splits, float* partial) {
+  if (a.head_dim == 64) launch_split_rows<T, 64>(a, splits, partial);
+  if (a.head_dim == 128) launch_split_rows<T, 128>(a, splits, partial);
+  if (a.head_dim == 256) launch_split_rows<T, 256>(a, splits, partial);
+}
+
 }  // namespace
 
 template <typename T>
-void paged_attention(const PagedAttentionArgs& args, bool eager) {
+int64_t paged_attention_workspace(const PagedAttentionArgs& a, bool eager) {
+  if (eager || !one_pass_dim(a.head_dim) || uses_tiles<T>(a)) return 0;
+  const int64_t splits = split_count(a);
+  return splits > 1 ? a.num_rows * a.heads * splits * (a.head_dim + 2) : 0;
+}
+
+template <typename T>
+void paged_attention(const PagedAttentionArgs& args, bool eager, float* workspace) {
+  if (args.num_rows * args.heads == 0) return;
+  using Element = device_t<T>;
+  if constexpr (sizeof(T) == 2) {
+    if (!eager && uses_tiles<T>(args)) {
+      launch_tiles_for<Element>(args);
+      return;
+    }
+  }
+  if (!eager && one_pass_dim(args.head_dim)) {
+    launch_split_rows_for<Element>(args, split_count(args), workspace);
+    return;
+  }
   if (args.head_dim > kThreads * kDimsPerThread) {
     throw_error("CUDA kernel paged_attention: head_dim ", args.head_dim, " is over its ",
                 kThreads * kDimsPerThread);
   }
-  if (args.num_rows * args.heads == 0) return;
   const unsigned blocks = static_cast<unsigned>(args.num_rows * args.heads);
   const size_t shared = static_cast<size_t>(args.head_dim) * sizeof(float);
-  using Element = device_t<T>;
   if (eager) {
-    paged_attention_kernel<Element, true><<<blocks, kThreads, shared>>>(args);
+    rows_kernel<Element, true><<<blocks, kThreads, shared, current_stream()>>>(args);
   } else {
-    paged_attention_kernel<Element, false><<<blocks, kThreads, shared>>>(args);
+    rows_kernel<Element, false><<<blocks, kThreads, shared, current_stream()>>>(args);
   }
   check_launch("paged_attention");
 }
 
-template void paged_attention<float>(const PagedAttentionArgs&, bool);
-template void paged_attention<bfloat16>(const PagedAttentionArgs&, bool);
-template void paged_attention<float16>(const PagedAttentionArgs&, bool);
+#define TFM_ATTENTION_LAUNCHERS(T)                                                 \
+  template int64_t paged_attention_workspace<T>(const PagedAttentionArgs&, bool); \
+  template void paged_attention<T>(const PagedAttentionArgs&, bool, float*);
+TFM_ATTENTION_LAUNCHERS(float)
+TFM_ATTENTION_LAUNCHERS(bfloat16)
+TFM_ATTENTION_LAUNCHERS(float16)
 
 }  // namespace tfm::cuda::launch

@@ -17,6 +17,7 @@ __global__ void copy_rows_kernel(RowCopies copies, int64_t rows) {
   const int64_t words = c.row_bytes / static_cast<int64_t>(sizeof(Word));
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const int64_t from = c.src_rows ? c.src_rows[r] : r, to = c.dst_rows ? c.dst_rows[r] : r;
+    if (to < 0) continue;  // a padding row's slot
     const Word* src = reinterpret_cast<const Word*>(static_cast<const char*>(c.src) + from * c.src_pitch);
     Word* dst = reinterpret_cast<Word*>(static_cast<char*>(c.dst) + to * c.dst_pitch);
     for (int64_t i = threadIdx.x; i < words; i += blockDim.x) dst[i] = src[i];
@@ -28,7 +29,7 @@ void launch(const RowCopies& copies, int count, int64_t rows, int64_t longest_ro
   const int threads = std::min(threads_for_row(longest_row / static_cast<int64_t>(sizeof(Word))), 256);
   const dim3 grid(static_cast<unsigned>(std::min<int64_t>(rows, int64_t{1} << 16)),
                   static_cast<unsigned>(count));
-  copy_rows_kernel<Word><<<grid, threads>>>(copies, rows);
+  copy_rows_kernel<Word><<<grid, threads, 0, current_stream()>>>(copies, rows);
 }
 
 }  // namespace

@@ -1,11 +1,12 @@
-// The CUDA backend: device memory through the runtime API (statically linked; it opens the driver itself when
-// a device is first used), every call's status checked.
+// The CUDA backend: device memory, copies and graphs through the runtime API (statically linked; it opens the
+// driver itself when a device is first used), every call's status checked.
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <unordered_map>
 
@@ -62,15 +63,17 @@ class CudaBackend final : public Backend {
   }
 
   // Freed memory is kept for reuse by size: a forward step allocates the same buffers every step, and
-  // cudaMalloc/cudaFree (which synchronizes the device) would otherwise dominate a decode step. Every kernel
-  // runs on the device's one default stream, so memory reused by a later kernel is ordered after earlier
-  // users.
+  // cudaMalloc/cudaFree (which synchronizes the device) would otherwise dominate a decode step. All of a
+  // device's work runs on its one stream, so memory reused by a later kernel is ordered after earlier users.
+  // While a graph is captured, memory comes from a second pool kept for graphs: a replay writes the buffers its
+  // capture allocated, so they never go back to the general cache (all graphs of a device share the pool, as
+  // replays run one after another on the stream).
   void* allocate(int index, size_t bytes) override {
     use_device(index);
     const size_t size = rounded(bytes);
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      auto& cached = free_[index];
+      auto& cached = capturing_.contains(index) ? graph_free_[index] : free_[index];
       if (auto it = cached.find(size); it != cached.end()) {
         void* p = it->second;
         cached.erase(it);
@@ -90,7 +93,7 @@ class CudaBackend final : public Backend {
       throw_error("cuda:", index, ": cannot allocate ", bytes, " bytes: ", cudaGetErrorString(status));
     }
     std::lock_guard<std::mutex> lock(mutex_);
-    blocks_[p].size = size;
+    blocks_[p] = {size, 0, capturing_.contains(index)};
     count_in_use(index, p, bytes);
     return p;
   }
@@ -99,7 +102,7 @@ class CudaBackend final : public Backend {
     std::lock_guard<std::mutex> lock(mutex_);
     Block& block = blocks_.at(p);
     allocated_[index] -= block.counted;
-    free_[index].emplace(block.size, p);
+    (block.for_graphs ? graph_free_ : free_)[index].emplace(block.size, p);
   }
 
   size_t memory_allocated(int index) override {
@@ -107,10 +110,13 @@ class CudaBackend final : public Backend {
     return allocated_[index];
   }
 
+  // Host-to-device copies return once the bytes are read: small ones are staged by the driver (which copies
+  // pageable memory before cudaMemcpyAsync returns), large ones go through tfm's pinned buffers.
   void copy_from_host(int index, DeviceSpan dst, const void* src, size_t bytes) override {
     use_device(index);
     if (bytes < kStagedCopyFrom) {
-      check_cuda(cudaMemcpy(address(dst), src, bytes, cudaMemcpyHostToDevice), "cudaMemcpy host to device");
+      check_cuda(cudaMemcpyAsync(address(dst), src, bytes, cudaMemcpyHostToDevice, cuda::stream(index)),
+                 "cudaMemcpyAsync host to device");
     } else {
       copy_from_reader(index, dst, bytes, [src](void* out, size_t offset, size_t n) {
         std::memcpy(out, static_cast<const char*>(src) + offset, n);
@@ -119,17 +125,21 @@ class CudaBackend final : public Backend {
   }
   void copy_to_host(int index, void* dst, DeviceSpan src, size_t bytes) override {
     use_device(index);
-    check_cuda(cudaMemcpy(dst, address(src), bytes, cudaMemcpyDeviceToHost), "cudaMemcpy device to host");
+    const cudaStream_t s = cuda::stream(index);
+    check_cuda(cudaMemcpyAsync(dst, address(src), bytes, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync device to host");
+    check_cuda(cudaStreamSynchronize(s), "cudaStreamSynchronize after a device-to-host copy");
   }
   void copy_on_device(int index, DeviceSpan dst, DeviceSpan src, size_t bytes) override {
     use_device(index);
-    check_cuda(cudaMemcpy(address(dst), address(src), bytes, cudaMemcpyDeviceToDevice),
-               "cudaMemcpy device to device");
+    check_cuda(cudaMemcpyAsync(address(dst), address(src), bytes, cudaMemcpyDeviceToDevice, cuda::stream(index)),
+               "cudaMemcpyAsync device to device");
   }
   void synchronize(int index) override {
     use_device(index);
-    check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+    check_cuda(cudaStreamSynchronize(cuda::stream(index)), "cudaStreamSynchronize");
   }
+
+  std::unique_ptr<DeviceGraph> capture(int index, const std::function<void()>& work) override;
 
   // bfloat16 matmuls need cuBLASLt's bf16 kernels (Ampere, 8.0); float16 arithmetic needs 5.3.
   bool supports_dtype(int index, DType dtype) override {
@@ -167,8 +177,8 @@ class CudaBackend final : public Backend {
   // The driver copies pageable memory through small pinned buffers of its own, at ~10 GB/s; model loading
   // moves tens of GB out of files. So large copies go through two pinned buffers of tfm's, allocated on the
   // first one: while one piece's transfer runs on the device's copy stream, the host's threads read the next
-  // piece into the other buffer. The copy stream is a blocking one, so it is ordered with the default stream's
-  // kernels as cudaMemcpy is; the call returns when every byte is on the device.
+  // piece into the other buffer. The copy stream starts after the work queued on the device's stream; the call
+  // returns when every byte is on the device.
   void copy_from_reader(int index, DeviceSpan dst_span, size_t bytes, const HostReader& read) override {
     use_device(index);
     char* dst = address(dst_span);
@@ -177,7 +187,12 @@ class CudaBackend final : public Backend {
       if (!buffer) check_cuda(cudaHostAlloc(&buffer, kStagingBytes, cudaHostAllocPortable), "cudaHostAlloc");
     }
     cudaStream_t& stream = copy_streams_[index];
-    if (!stream) check_cuda(cudaStreamCreate(&stream), "cudaStreamCreate");
+    if (!stream) check_cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+    cudaEvent_t& computed = compute_done_[index];
+    if (!computed) check_cuda(cudaEventCreateWithFlags(&computed, cudaEventDisableTiming), "cudaEventCreate");
+    // The destination may be memory that kernels still queued on the device's stream were using.
+    check_cuda(cudaEventRecord(computed, cuda::stream(index)), "cudaEventRecord");
+    check_cuda(cudaStreamWaitEvent(stream, computed, 0), "cudaStreamWaitEvent");
     const size_t pieces = (bytes + kStagingBytes - 1) / kStagingBytes;
     auto piece_bytes = [&](size_t i) { return std::min(kStagingBytes, bytes - i * kStagingBytes); };
     read_in_parallel(read, staging_[0], 0, piece_bytes(0));
@@ -202,6 +217,7 @@ class CudaBackend final : public Backend {
   }
   void release_cached(int index) {
     std::lock_guard<std::mutex> lock(mutex_);
+    if (capturing_.contains(index)) return;  // cudaFree is not allowed while a graph is captured
     for (const auto& [size, p] : free_[index]) {
       cudaFree(p);
       blocks_.erase(p);
@@ -217,18 +233,71 @@ class CudaBackend final : public Backend {
   static char* address(DeviceSpan s) { return static_cast<char*>(s.base) + s.offset; }
 
   struct Block {
-    size_t size;     // as allocated (rounded)
-    size_t counted;  // toward memory_allocated while in use
+    size_t size;      // as allocated (rounded)
+    size_t counted;   // toward memory_allocated while in use
+    bool for_graphs;  // in the pool of graphs' memory
   };
   std::mutex mutex_;
-  std::map<int, std::multimap<size_t, void*>> free_;  // per device: cached blocks by size
+  std::map<int, std::multimap<size_t, void*>> free_;        // per device: cached blocks by size
+  std::map<int, std::multimap<size_t, void*>> graph_free_;  // per device: the graph pool's free blocks
+  std::set<int> capturing_;                                 // devices whose stream is being captured
   std::unordered_map<void*, Block> blocks_;           // every block tfm holds, by address
   std::map<int, size_t> allocated_;                   // per device: memory_allocated
 
   std::mutex staging_mutex_;
   void* staging_[2] = {};
   std::map<int, cudaStream_t> copy_streams_;  // per device
+  std::map<int, cudaEvent_t> compute_done_;   // per device: where its stream's work had got to
 };
+
+class CudaGraph final : public DeviceGraph {
+ public:
+  CudaGraph(int index, cudaGraphExec_t exec) : index_(index), exec_(exec) {}
+  ~CudaGraph() override { cudaGraphExecDestroy(exec_); }
+  void replay() override {
+    use_device(index_);
+    check_cuda(cudaGraphLaunch(exec_, cuda::stream(index_)), "cudaGraphLaunch");
+  }
+
+ private:
+  int index_;
+  cudaGraphExec_t exec_;
+};
+
+// Relaxed capture: the allocator may still cudaMalloc for the graph pool while the stream is captured.
+std::unique_ptr<DeviceGraph> CudaBackend::capture(int index, const std::function<void()>& work) {
+  use_device(index);
+  const cudaStream_t s = cuda::stream(index);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    check(capturing_.insert(index).second, "cuda:", index, ": a graph is already being captured");
+  }
+  auto stop_capturing = [&] {
+    std::lock_guard<std::mutex> lock(mutex_);
+    capturing_.erase(index);
+  };
+  cudaGraph_t graph = nullptr;
+  try {
+    check_cuda(cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed), "cudaStreamBeginCapture");
+    try {
+      work();
+    } catch (...) {
+      cudaStreamEndCapture(s, &graph);
+      if (graph) cudaGraphDestroy(graph);
+      throw;
+    }
+    check_cuda(cudaStreamEndCapture(s, &graph), "cudaStreamEndCapture");
+  } catch (...) {
+    stop_capturing();
+    throw;
+  }
+  stop_capturing();
+  cudaGraphExec_t exec = nullptr;
+  const cudaError_t status = cudaGraphInstantiate(&exec, graph, 0);
+  cudaGraphDestroy(graph);
+  check_cuda(status, "cudaGraphInstantiate");
+  return std::make_unique<CudaGraph>(index, exec);
+}
 
 }  // namespace
 
@@ -236,5 +305,27 @@ Backend& cuda_backend() {
   static CudaBackend backend;
   return backend;
 }
+
+namespace cuda {
+
+cudaStream_t stream(int index) {
+  static std::mutex mutex;
+  static std::map<int, cudaStream_t> streams;
+  std::lock_guard<std::mutex> lock(mutex);
+  cudaStream_t& s = streams[index];
+  if (!s) {
+    use_device(index);
+    check_cuda(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
+  }
+  return s;
+}
+
+cudaStream_t current_stream() {
+  int index = 0;
+  check_cuda(cudaGetDevice(&index), "cudaGetDevice");
+  return stream(index);
+}
+
+}  // namespace cuda
 
 }  // namespace tfm

@@ -11,6 +11,7 @@
 
 #include "tfm/core/error.h"
 #include "tfm/core/floats.h"
+#include "tfm/backend/cuda/runtime.h"
 
 namespace tfm::cuda {
 

@@ -2,6 +2,7 @@
 // op and calls a launcher of launchers.h.
 #include <vector>
 
+#include "tfm/backend/backend.h"
 #include "tfm/backend/cuda/cuda_backend.h"
 #include "tfm/backend/cuda/launchers.h"
 #include "tfm/backend/cuda/runtime.h"
@@ -104,7 +105,10 @@ void silu_mul(const op::SiluMul& a) {
 template <typename T, bool Eager>
 void paged_attention(const op::PagedAttention& a) {
   use_device_of(a.out);
-  launch::paged_attention<T>(paged_attention_args(a), Eager);
+  const PagedAttentionArgs args = paged_attention_args(a);
+  const int64_t floats = launch::paged_attention_workspace<T>(args, Eager);
+  const Tensor workspace = floats ? empty({floats}, DType::float32, a.out.device()) : Tensor();
+  launch::paged_attention<T>(args, Eager, floats ? workspace.data<float>() : nullptr);
 }
 
 }  // namespace

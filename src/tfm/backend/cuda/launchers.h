@@ -1,7 +1,7 @@
 // The launchers of the CUDA kernels, for the C++20 host code that unpacks the ops (kernels.cpp). One template
 // per op family serves every dtype: T is a storage type of floats.h (float, bfloat16, float16), which the .cu
 // files read as float, __nv_bfloat16 and __half; kernels compute in float32 and round where op_set.h says.
-// Pointers are device memory of the current device; work goes to its default stream. A launch that fails
+// Pointers are device memory of the current device; work goes to its stream (runtime.h). A launch that fails
 // throws tfm::Error naming the kernel. This header stays within what nvcc's C++17 takes.
 #pragma once
 
@@ -38,6 +38,14 @@ void silu_mul(const T* gate_up, int64_t rows, int64_t inter, T* out);
 template <typename T>
 void rope(T* x, const T* cos, const T* sin, int64_t rows, int64_t heads, int64_t head_dim, int64_t rot);
 
+// y (M, N) = x (M, K) @ w (N, K)^T + bias (N, or null) for M <= kMaxGemvRows, when gemv_takes says the
+// shape and addresses suit it (16-byte pieces of every row).
+constexpr int kMaxGemvRows = 8;
+template <typename T>
+bool gemv_takes(const T* x, const T* w, int64_t M, int64_t K);
+template <typename T>
+void gemv(const T* x, const T* w, const T* bias, T* y, int64_t M, int64_t K, int64_t N);
+
 // x, out (rows, dim); out may be x.
 template <typename T>
 void rms_norm(const T* x, const T* weight, int64_t rows, int64_t dim, float eps, T* out);
@@ -46,7 +54,10 @@ template <typename T>
 void add_rms_norm(T* residual, const T* x, const T* weight, int64_t rows, int64_t dim, float eps, T* out);
 
 // `eager` rounds scores and probabilities to T as Transformers' eager attention does; else the one-pass form.
+// `workspace` holds paged_attention_workspace(args, eager) floats of device memory (null when that is 0).
 template <typename T>
-void paged_attention(const PagedAttentionArgs& args, bool eager);
+int64_t paged_attention_workspace(const PagedAttentionArgs& args, bool eager);
+template <typename T>
+void paged_attention(const PagedAttentionArgs& args, bool eager, float* workspace);
 
 }  // namespace tfm::cuda::launch

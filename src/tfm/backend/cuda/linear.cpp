@@ -1,4 +1,4 @@
-// The CUDA matmul, y = x @ w^T + bias, through cuBLASLt: x, w, y and the bias in the op's dtype; float32
+// The CUDA matmul, y = x @ w^T + bias: a few rows through tfm's GEMV (gemv.cu), more through cuBLASLt: x, w, y and the bias in the op's dtype; float32
 // accumulation in every dtype (CUBLAS_COMPUTE_32F, which never rounds inputs to TF32, so float32 stays exact
 // float32); the bias added by the epilogue before the output's one rounding. Split-K plans may only reduce
 // their partial sums in float32: none that adds parts up in the output's dtype (a rounding per part).
@@ -9,6 +9,7 @@
 
 #include "tfm/backend/cuda/cublas_lt.h"
 #include "tfm/backend/cuda/cuda_backend.h"
+#include "tfm/backend/cuda/launchers.h"
 #include "tfm/backend/cuda/runtime.h"
 #include "tfm/backend/op_set.h"
 #include "tfm/core/floats.h"
@@ -78,7 +79,7 @@ class Matmuls {
     if (bias) set(lt, p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias);
     const float one = 1.f, zero = 0.f;
     lt.check(lt.matmul(state.handle, p.desc, &one, a.w.raw(), p.w, a.x.raw(), p.x, &zero, a.y.raw(), p.y,
-                       a.y.raw(), p.y, &p.algo, state.workspace, kWorkspaceBytes, nullptr),
+                       a.y.raw(), p.y, &p.algo, state.workspace, kWorkspaceBytes, stream(device)),
              "cublasLtMatmul");
   }
 
@@ -153,16 +154,40 @@ class Matmuls {
   std::map<PlanKey, Plan> plans_;
 };
 
-void linear(const op::Linear& a) {
+void cublaslt(const op::Linear& a) {
   if (a.x.size(0) == 0 || a.w.size(0) == 0) return;
   Matmuls::get().run(a);
+}
+
+template <typename T>
+bool gemv_takes(const op::Linear& a) {
+  return launch::gemv_takes(a.x.data<T>(), a.w.data<T>(), a.x.size(0), a.x.size(1));
+}
+
+template <typename T>
+void gemv(const op::Linear& a) {
+  use_device(a.y.device().index_or_zero());
+  launch::gemv(a.x.data<T>(), a.w.data<T>(), a.bias.defined() ? a.bias.data<T>() : nullptr, a.y.data<T>(),
+               a.x.size(0), a.x.size(1), a.w.size(0));
+}
+
+// A few rows (decode) through the GEMV, which reads the weights at the memory's rate where cuBLASLt's tiles
+// are mostly empty; more rows through cuBLASLt.
+template <typename T>
+void linear(const op::Linear& a) {
+  gemv_takes<T>(a) ? gemv<T>(a) : cublaslt(a);
 }
 
 }  // namespace
 
 void register_linear_kernels(KernelRegistry& r) {
-  for (DType d : kComputeDTypes)
-    r.add<op::Linear>(DeviceType::cuda, d, "default", {.run = linear, .is_default = true});
+  for (DType d : kComputeDTypes) {
+    visit_float(d, [&]<typename T>() {
+      r.add<op::Linear>(DeviceType::cuda, d, "default", {.run = linear<T>, .is_default = true});
+      r.add<op::Linear>(DeviceType::cuda, d, "gemv", {.run = gemv<T>, .supports = gemv_takes<T>});
+    });
+    r.add<op::Linear>(DeviceType::cuda, d, "cublaslt", {.run = cublaslt});
+  }
 }
 
 }  // namespace tfm::cuda

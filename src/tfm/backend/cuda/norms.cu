@@ -35,7 +35,7 @@ __global__ void rms_norm_kernel(T* residual, const T* x, const T* weight, int64_
 template <typename T>
 void rms_norm(const T* x, const T* weight, int64_t rows, int64_t dim, float eps, T* out) {
   if (rows == 0 || dim == 0) return;
-  rms_norm_kernel<<<static_cast<unsigned>(rows), threads_for_row(dim)>>>(
+  rms_norm_kernel<<<static_cast<unsigned>(rows), threads_for_row(dim), 0, current_stream()>>>(
       static_cast<device_t<T>*>(nullptr), on_device(x), on_device(weight), dim, eps, on_device(out));
   check_launch("rms_norm");
 }
@@ -43,7 +43,7 @@ void rms_norm(const T* x, const T* weight, int64_t rows, int64_t dim, float eps,
 template <typename T>
 void add_rms_norm(T* residual, const T* x, const T* weight, int64_t rows, int64_t dim, float eps, T* out) {
   if (rows == 0 || dim == 0) return;
-  rms_norm_kernel<<<static_cast<unsigned>(rows), threads_for_row(dim)>>>(
+  rms_norm_kernel<<<static_cast<unsigned>(rows), threads_for_row(dim), 0, current_stream()>>>(
       on_device(residual), on_device(x), on_device(weight), dim, eps, on_device(out));
   check_launch("add_rms_norm");
 }

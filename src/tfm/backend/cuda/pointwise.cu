@@ -58,14 +58,14 @@ __global__ void rope_kernel(T* x, const T* cos, const T* sin, int64_t heads, int
 template <typename T>
 void add(T* x, const T* y, int64_t n) {
   if (n == 0) return;
-  add_kernel<<<grid_for(n, kThreads), kThreads>>>(on_device(x), on_device(y), n);
+  add_kernel<<<grid_for(n, kThreads), kThreads, 0, current_stream()>>>(on_device(x), on_device(y), n);
   check_launch("add_");
 }
 
 template <typename In, typename Out>
 void cast(const In* x, Out* out, int64_t n) {
   if (n == 0) return;
-  cast_kernel<<<grid_for(n, kThreads), kThreads>>>(on_device(x), on_device(out), n);
+  cast_kernel<<<grid_for(n, kThreads), kThreads, 0, current_stream()>>>(on_device(x), on_device(out), n);
   check_launch("cast");
 }
 
@@ -73,7 +73,7 @@ template <typename T>
 void silu_mul(const T* gate_up, int64_t rows, int64_t inter, T* out) {
   const int64_t n = rows * inter;
   if (n == 0) return;
-  silu_mul_kernel<<<grid_for(n, kThreads), kThreads>>>(on_device(gate_up), inter, n, on_device(out));
+  silu_mul_kernel<<<grid_for(n, kThreads), kThreads, 0, current_stream()>>>(on_device(gate_up), inter, n, on_device(out));
   check_launch("silu_mul");
 }
 
@@ -81,7 +81,7 @@ template <typename T>
 void rope(T* x, const T* cos, const T* sin, int64_t rows, int64_t heads, int64_t head_dim, int64_t rot) {
   const int64_t n = rows * heads * (rot / 2);
   if (n == 0) return;
-  rope_kernel<<<grid_for(n, kThreads), kThreads>>>(on_device(x), on_device(cos), on_device(sin), heads,
+  rope_kernel<<<grid_for(n, kThreads), kThreads, 0, current_stream()>>>(on_device(x), on_device(cos), on_device(sin), heads,
                                                    head_dim, rot, n);
   check_launch("rope_");
 }

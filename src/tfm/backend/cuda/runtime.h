@@ -18,4 +18,11 @@ inline void use_device(int index) {
   check_cuda(cudaSetDevice(index), "cudaSetDevice");
 }
 
+// The one stream each device's work goes to: kernels, cuBLASLt and copies. One stream orders every kernel after
+// those before it, so memory freed by one can be reused by the next at once; and unlike the legacy default
+// stream it can be captured into a graph. Created on the device's first use.
+cudaStream_t stream(int index);
+// The stream of the current device.
+cudaStream_t current_stream();
+
 }  // namespace tfm::cuda

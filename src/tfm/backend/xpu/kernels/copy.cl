@@ -19,6 +19,7 @@ __kernel void kv_cache_write(__global const WORD* k, long k_off, __global const 
   const int c = get_global_id(0), t = get_global_id(1);
   if (c >= kv_dim || t >= count) return;
   const long slot = slots[slots_off + t];
+  if (slot < 0) return;  // a padding row
   cache_k[cache_k_off + slot * kv_dim + c] = k[k_off + (long)t * kv_dim + c];
   cache_v[cache_v_off + slot * kv_dim + c] = v[v_off + (long)t * kv_dim + c];
 }
