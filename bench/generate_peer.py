@@ -3,6 +3,7 @@
 folder, timed the same way (prefill = the first step, decode = every later step).
 
     python3 bench/generate_peer.py --model DIR --device cuda --dtype float32 --prompt-tokens 128 --new-tokens 128
+        [--batch-size B]
 Prints one JSON object: prompt tokens/s and decode tokens/s, the median of --repeat runs after a warm-up.
 --compile takes Transformers' fastest path instead: a static cache, with which generate() compiles the forward
 itself (torch.compile, "reduce-overhead": CUDA graphs); the compile time goes into the warm-up, reported apart.
@@ -16,8 +17,8 @@ import torch
 from transformers import AutoModelForCausalLM
 
 
-def prompt_ids(n, vocab):
-    return [(i * 7919 + 13) % min(vocab, 32000) for i in range(n)]
+def prompt_ids(n, vocab, row=0):
+    return [(i * 7919 + 13 + row * 104729) % min(vocab, 32000) for i in range(n)]
 
 
 def main():
@@ -29,6 +30,7 @@ def main():
     p.add_argument("--prompt-tokens", type=int, default=128)
     p.add_argument("--new-tokens", type=int, default=128)
     p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--batch-size", type=int, default=1)
     p.add_argument("--compile", action="store_true")
     a = p.parse_args()
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -36,7 +38,8 @@ def main():
     model = model.to(a.device).eval()
     if a.compile:
         model.generation_config.cache_implementation = "static"
-    ids = torch.tensor([prompt_ids(a.prompt_tokens, model.config.vocab_size)], device=a.device)
+    ids = torch.tensor([prompt_ids(a.prompt_tokens, model.config.vocab_size, row) for row in range(a.batch_size)],
+                       device=a.device)
 
     def timed(n):
         if a.device.startswith("cuda"):
@@ -52,9 +55,10 @@ def main():
     prefill = statistics.median(timed(1) for _ in range(a.repeat))
     total = statistics.median(timed(a.new_tokens) for _ in range(a.repeat))
     print(json.dumps({"peer": "transformers" + (" static+compile" if a.compile else ""), "device": a.device,
-                      "dtype": a.dtype, "attn": a.attn, "warm_up_seconds": warm_up,
-                      "prompt_tokens_per_s": a.prompt_tokens / prefill,
-                      "decode_tokens_per_s": (a.new_tokens - 1) / (total - prefill)}))
+                      "dtype": a.dtype, "attn": a.attn, "batch_size": a.batch_size, "prompt_tokens": a.prompt_tokens,
+                      "new_tokens": a.new_tokens, "warm_up_seconds": warm_up,
+                      "prompt_tokens_per_s": a.batch_size * a.prompt_tokens / prefill,
+                      "decode_tokens_per_s": a.batch_size * (a.new_tokens - 1) / (total - prefill)}))
 
 
 if __name__ == "__main__":

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # A GPU-machine session: the device tests and the benchmarks that need that machine, by section, in one call:
-#   bash bench/gpu_session.sh [tests] [dtypes] [load] [tokenizer] [xpu]
+#   bash bench/gpu_session.sh [tests] [latency] [peers] [dtypes] [load] [tokenizer] [xpu]
 # (no section: all). Expects .carry/bundle.tar.xz (bench/device_bundle.sh); the Qwen3 tokenizer and the Brown
 # corpus come from the repository (tests/assets, models/demo/scripts). cuBLASLt comes from the machine's CUDA
 # Python packages, through LD_LIBRARY_PATH: tfm opens it on the first matmul. Writes $OUT/session.log.
 set -uo pipefail
 log=${OUT:-/tmp}/session.log
 exec > >(tee "$log") 2>&1
-sections=${*:-tests dtypes load tokenizer xpu}
+sections=${*:-tests latency peers dtypes load tokenizer xpu}
 b=/tmp/bundle
 mkdir -p $b && tar xJf .carry/bundle.tar.xz -C $b
 cublas=$(python3 -c "import nvidia.cublas, os; print(os.path.dirname(nvidia.cublas.__file__) + '/lib')" 2>/dev/null)
@@ -29,6 +29,41 @@ if want tests; then
   TFM_XPU_PLATFORM="NVIDIA CUDA" timeout 300 $b/bin/test_kernels --gtest_filter='*xpu*' 2>&1 | grep -E "^\[  (PASSED|FAILED|SKIPPED) |FAILED|Failure|error" | head -40
   step "whole models on cuda and on xpu (NVIDIA OpenCL) against Transformers, float32, bfloat16, float16"
   TFM_XPU_PLATFORM="NVIDIA CUDA" timeout 300 $b/bin/test_device_ops 2>&1 | grep -E "^\[  (PASSED|FAILED|SKIPPED) |FAILED|Failure|Which|error" | head -60
+fi
+
+if want latency; then
+  gpu_model qwen3-0.6b
+  gpu_model qwen3-8b
+  latency() { timeout 200 $b/bin/tfm bench latency --device cuda --dtype bfloat16 --json "$@" 2>&1 | tail -3; }
+  step "tfm bench latency, bf16, --use-kernels: batch-1 decode (graphs on and off, GEMV and cuBLASLt, without"
+  step "use_kernels), prefill of 2048, batch 16 and 64"
+  latency --model /tmp/qwen3-0.6b --batch-size 1 --input-len 128 --output-len 256 --use-kernels
+  latency --model /tmp/qwen3-0.6b --batch-size 1 --input-len 128 --output-len 256 --use-kernels --no-device-graphs
+  latency --model /tmp/qwen3-0.6b --batch-size 1 --input-len 128 --output-len 256
+  latency --model /tmp/qwen3-0.6b --batch-size 1 --input-len 128 --output-len 256 --kernels '{"Linear": "cublaslt"}'
+  latency --model /tmp/qwen3-8b --batch-size 1 --input-len 128 --output-len 128 --use-kernels
+  latency --model /tmp/qwen3-8b --batch-size 1 --input-len 128 --output-len 128 --kernels '{"Linear": "cublaslt"}'
+  latency --model /tmp/qwen3-0.6b --batch-size 1 --input-len 2048 --output-len 1 --use-kernels
+  latency --model /tmp/qwen3-8b --batch-size 1 --input-len 2048 --output-len 1 --use-kernels
+  for batch in 16 64; do
+    latency --model /tmp/qwen3-0.6b --batch-size $batch --input-len 128 --output-len 256 --repeat 1 --use-kernels
+    latency --model /tmp/qwen3-8b --batch-size $batch --input-len 128 --output-len 128 --repeat 1 --use-kernels
+  done
+fi
+
+if want peers; then
+  gpu_model qwen3-0.6b
+  gpu_model qwen3-8b
+  peer() { timeout 300 python3 bench/generate_peer.py --device cuda --dtype bfloat16 "$@" 2>/dev/null; }
+  step "Transformers on the same shapes, bf16: eager generate, and static cache + torch.compile"
+  peer --model /tmp/qwen3-0.6b --prompt-tokens 128 --new-tokens 256 --compile
+  peer --model /tmp/qwen3-8b --prompt-tokens 128 --new-tokens 128 --compile
+  peer --model /tmp/qwen3-0.6b --prompt-tokens 2048 --new-tokens 2
+  peer --model /tmp/qwen3-8b --prompt-tokens 2048 --new-tokens 2
+  for batch in 16 64; do
+    peer --model /tmp/qwen3-0.6b --prompt-tokens 128 --new-tokens 256 --batch-size $batch --compile --repeat 1
+    peer --model /tmp/qwen3-8b --prompt-tokens 128 --new-tokens 128 --batch-size $batch --compile --repeat 1
+  done
 fi
 
 if want dtypes; then

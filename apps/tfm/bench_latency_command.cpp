@@ -54,12 +54,8 @@ Timing run_batch(CausalLM& model, KVCache& cache, const std::vector<std::vector<
     const auto start = Clock::now();
     BatchBuilder builder(cache);
     for (size_t i = 0; i < seqs.size(); ++i) builder.add(seqs[i], next[i], Logits::last);
-    const Tensor logits = model.forward(builder.finish(), cache);
-    const int64_t V = logits.size(1);
-    for (size_t i = 0; i < seqs.size(); ++i) {
-      const float* row = logits.data<float>() + static_cast<int64_t>(i) * V;
-      next[i] = {std::max_element(row, row + V) - row};
-    }
+    const std::vector<int64_t> tokens = model.greedy(builder.finish(), cache);
+    for (size_t i = 0; i < seqs.size(); ++i) next[i] = {tokens[i]};
     (step == 0 ? t.prefill_seconds : t.decode_seconds) += seconds_since(start);
   }
   for (SequenceCache& s : seqs) release(s, cache);

@@ -300,6 +300,30 @@ std::vector<Case> gather_rows_cases(std::mt19937& rng) {
   return cases;
 }
 
+// Rows with near ties (the dtype's rounding makes some exact), many equal values (the first must win), a NaN,
+// and one as wide as Qwen3's vocabulary.
+std::vector<Case> argmax_rows_cases(std::mt19937& rng) {
+  std::vector<Case> cases;
+  auto add = [&](std::string what, Tensor x) {
+    const int64_t R = x.size(0);
+    cases.push_back(make_case<op::ArgmaxRows>(
+        std::move(what), {std::move(x)},
+        [R](std::vector<Tensor>& in, Device device, DType, auto kernel, std::vector<Tensor>& out) {
+          out = {to_device(ints(std::vector<int32_t>(static_cast<size_t>(R), -1), {R}), device)};
+          return kernel(op::ArgmaxRows{in[0], out[0]});
+        }));
+  };
+  for (int64_t V : {1, 7, 1000, 151936}) add("argmax of " + shape_text({3, V}), random_floats({3, V}, rng, 30.f));
+  Tensor ties = Tensor::cpu({4, 300}, DType::float32);
+  std::uniform_int_distribution<int> small(-2, 2);
+  for (int64_t i = 0; i < ties.numel(); ++i) ties.data<float>()[i] = static_cast<float>(small(rng));
+  add("argmax of repeated values", ties);
+  Tensor nan = random_floats({2, 500}, rng);
+  nan.data<float>()[123] = std::numeric_limits<float>::quiet_NaN();
+  add("argmax of a row with a NaN", nan);
+  return cases;
+}
+
 std::vector<Case> kv_cache_write_cases(std::mt19937& rng) {
   std::vector<Case> cases;
   for (int64_t T : {1, 7}) {
@@ -308,6 +332,7 @@ std::vector<Case> kv_cache_write_cases(std::mt19937& rng) {
     std::iota(slots.begin(), slots.end(), 0);
     std::shuffle(slots.begin(), slots.end(), rng);
     slots.resize(static_cast<size_t>(T));
+    if (T > 1) slots[1] = -1;  // a padding row writes nothing
     cases.push_back(make_case<op::KvCacheWrite>(
         "kv_cache_write rows " + std::to_string(T),
         {random_floats({T, kv_heads, D}, rng), random_floats({T, kv_heads, D}, rng), ints(slots, {T}),
@@ -316,6 +341,48 @@ std::vector<Case> kv_cache_write_cases(std::mt19937& rng) {
           out = {in[3], in[4]};
           return kernel(op::KvCacheWrite{in[0], in[1], in[2], in[3], in[4]});
         }));
+  }
+  return cases;
+}
+
+// Heads of 16 to 128 dimensions, full and partial rotary, with and without Qwen3's q/k norms, a padding row.
+std::vector<Case> qkv_rope_cache_cases(std::mt19937& rng) {
+  struct Shape4 {
+    int64_t heads, kv_heads, D, rot;
+    bool norms;
+  };
+  std::vector<Case> cases;
+  for (const Shape4 c : {Shape4{4, 2, 16, 16, true}, Shape4{4, 4, 16, 8, false}, Shape4{8, 2, 128, 128, true},
+                         Shape4{3, 1, 64, 32, true}}) {
+    for (int64_t T : {1, 5}) {
+      const int64_t blocks = 4, block_size = 4, width = (c.heads + 2 * c.kv_heads) * c.D;
+      std::vector<int32_t> slots(blocks * block_size);
+      std::iota(slots.begin(), slots.end(), 0);
+      std::shuffle(slots.begin(), slots.end(), rng);
+      slots.resize(static_cast<size_t>(T));
+      if (T > 1) slots[2] = -1;
+      std::vector<Tensor> in{random_floats({T, width}, rng, 2.f), random_floats({T, c.rot}, rng),
+                             random_floats({T, c.rot}, rng), ints(slots, {T})};
+      if (c.norms) {
+        in.push_back(random_floats({c.D}, rng));
+        in.push_back(random_floats({c.D}, rng));
+      }
+      cases.push_back(make_case<op::QkvRopeCache>(
+          "qkv_rope_cache heads " + std::to_string(c.heads) + "/" + std::to_string(c.kv_heads) + " dim " +
+              std::to_string(c.D) + " rot " + std::to_string(c.rot) + (c.norms ? " with norms" : "") + " rows " +
+              std::to_string(T),
+          std::move(in),
+          [c, T, blocks, block_size](std::vector<Tensor>& in, Device device, DType dtype, auto kernel,
+                                     std::vector<Tensor>& out) {
+            out = {poisoned({T, c.heads, c.D}, dtype, device),
+                   poisoned({blocks, block_size, c.kv_heads, c.D}, dtype, device),
+                   poisoned({blocks, block_size, c.kv_heads, c.D}, dtype, device)};
+            const Tensor none;
+            const Tensor& q_norm = c.norms ? in[4] : none;
+            const Tensor& k_norm = c.norms ? in[5] : none;
+            return kernel(op::QkvRopeCache{in[0], q_norm, k_norm, 1e-6f, in[1], in[2], in[3], out[0], out[1], out[2]});
+          }));
+    }
   }
   return cases;
 }
@@ -414,7 +481,9 @@ const std::map<std::string_view, std::vector<Case>>& all_cases() {
     m[op::Cast::name] = cast_cases(rng);
     m[op::SplitColumns::name] = split_columns_cases(rng);
     m[op::GatherRows::name] = gather_rows_cases(rng);
+    m[op::ArgmaxRows::name] = argmax_rows_cases(rng);
     m[op::KvCacheWrite::name] = kv_cache_write_cases(rng);
+    m[op::QkvRopeCache::name] = qkv_rope_cache_cases(rng);
     m[op::PagedAttention::name] = paged_attention_cases(rng);
     return m;
   }();
@@ -459,8 +528,16 @@ std::optional<Device> device_of_kind(DeviceType type) {
   return b && b->device_count() > 0 ? std::optional(Device{type, 0}) : std::nullopt;
 }
 
-// max |got - want| over max |want|, with NaN in `got` where `want` has a number failing.
+// max |got - want| over max |want|, with NaN in `got` where `want` has a number failing. Integer outputs
+// (indices) must be equal.
 void expect_close(const Tensor& got_device, const Tensor& want, double tol, const std::string& what) {
+  if (got_device.dtype() == DType::int32) {
+    const Tensor got = to_device(got_device, Device{});
+    ASSERT_EQ(got.shape(), want.shape()) << what;
+    for (int64_t i = 0; i < want.numel(); ++i)
+      ASSERT_EQ(got.data<int32_t>()[i], want.data<int32_t>()[i]) << what << ": element " << i;
+    return;
+  }
   const Tensor got = as_floats(got_device);
   ASSERT_EQ(got.shape(), want.shape()) << what;
   double diff = 0, scale = 0;
@@ -504,7 +581,8 @@ TEST_P(Conformance, MatchesTheReferenceOnTheSameInputs) {
     ++ran;
     ASSERT_EQ(got.size(), want.size());
     for (size_t i = 0; i < got.size(); ++i) {
-      expect_close(got[i], as_floats(want[i]), tolerance(k.dtype), c.what + " output " + std::to_string(i));
+      const Tensor expected = want[i].dtype() == DType::int32 ? want[i] : as_floats(want[i]);
+      expect_close(got[i], expected, tolerance(k.dtype), c.what + " output " + std::to_string(i));
     }
   }
   EXPECT_GT(ran, 0) << "the kernel accepted none of the cases";

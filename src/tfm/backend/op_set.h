@@ -136,6 +136,18 @@ struct GatherRows {
   auto tensors() const { return tensor_list(x, rows, out); }
 };
 
+// ids[r] = the index of the largest value of row r, the first of equal ones (torch.argmax); a NaN counts as
+// the largest.                                  x (R, V), ids (R)
+// Optional: a device without it leaves greedy choice to the host, which reads the whole rows.
+struct ArgmaxRows {
+  static constexpr std::string_view name = "argmax_rows", layer = "";
+  static constexpr bool optional = true;
+  const Tensor& x;
+  Tensor& ids;
+  DType dtype() const { return x.dtype(); }
+  auto tensors() const { return tensor_list(x, ids); }
+};
+
 // Where each sequence's query rows and cache blocks are, for one forward step; on the device.
 struct AttentionMetadata {
   Tensor query_start;   // (S + 1): rows of sequence s are [query_start[s], query_start[s + 1])
@@ -157,6 +169,29 @@ struct KvCacheWrite {
   Tensor& cache_v;
   DType dtype() const { return k.dtype(); }
   auto tensors() const { return tensor_list(k, v, slots, cache_k, cache_v); }
+};
+
+// Attention's inputs from the fused projection in one pass: qkv (T, (heads + 2 kv_heads) D) holds q, k and v
+// side by side; q and k go through their per-head RMSNorms (Qwen3's q_norm and k_norm, when defined) and rope,
+// rounded as rms_norm and rope_ round; q is written to `q`, k and v into the caches at `slots` (negative: not
+// written).     q_norm, k_norm (D) or undefined, cos and sin (T, rot), slots (T), q (T, heads, D), caches as
+//               kv_cache_write's
+// Optional: where it is missing the layer runs split_columns, rms_norm, rope_ and kv_cache_write.
+struct QkvRopeCache {
+  static constexpr std::string_view name = "qkv_rope_cache", layer = "Attention";
+  static constexpr bool optional = true;
+  const Tensor& qkv;
+  const Tensor& q_norm;
+  const Tensor& k_norm;
+  float eps;
+  const Tensor& cos;
+  const Tensor& sin;
+  const Tensor& slots;
+  Tensor& q;
+  Tensor& cache_k;
+  Tensor& cache_v;
+  DType dtype() const { return qkv.dtype(); }
+  auto tensors() const { return tensor_list(qkv, q_norm, k_norm, cos, sin, slots, q, cache_k, cache_v); }
 };
 
 // Causal grouped-query attention over the paged cache; window 0 is full attention, else a row sees its own
@@ -186,9 +221,16 @@ struct PagedAttention {
   }
 };
 
+// Whether a device may lack Op's kernels (a fused or convenience op that callers use only where it runs).
+template <typename Op>
+constexpr bool is_optional() {
+  if constexpr (requires { Op::optional; }) return Op::optional;
+  return false;
+}
+
 // Every op of the set, for code that visits them all: f.template operator()<Op>() for each.
 using All = std::tuple<Embedding, Linear, RmsNorm, AddRmsNorm, Rope, SiluMul, Add, Cast, SplitColumns, GatherRows,
-                       KvCacheWrite, PagedAttention>;
+                       ArgmaxRows, KvCacheWrite, QkvRopeCache, PagedAttention>;
 template <typename F>
 void for_each_op(F&& f) {
   [&]<typename... Op>(std::tuple<Op...>*) { (f.template operator()<Op>(), ...); }(static_cast<All*>(nullptr));

@@ -1,5 +1,6 @@
 #include "tfm/generate/generate.h"
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <memory>
@@ -81,13 +82,28 @@ GenerateOutput generate(CausalLM& model, const std::vector<std::vector<int64_t>>
     }
     if (active.empty()) break;
     const auto start = std::chrono::steady_clock::now();
-    Tensor logits = model.forward(builder.finish(), cache);
-    const int64_t V = logits.size(1);
+    const ForwardBatch batch = builder.finish();
+    // Greedy rows without processors need only their argmax, which the device picks; others read the logits.
+    const bool plain_greedy = std::all_of(active.begin(), active.end(),
+                                          [&](size_t i) { return !seqs[i].sampler && seqs[i].processors.empty(); });
+    std::vector<int64_t> greedy;
+    Tensor logits;
+    if (plain_greedy) {
+      greedy = model.greedy(batch, cache);
+    } else {
+      logits = model.forward(batch, cache);
+    }
     for (size_t row = 0; row < active.size(); ++row) {
       Sequence& s = seqs[active[row]];
-      std::span<float> scores(logits.data<float>() + static_cast<int64_t>(row) * V, static_cast<size_t>(V));
-      s.processors(s.ids, scores);
-      const int64_t token = s.sampler ? s.sampler->sample(scores) : argmax(scores);
+      int64_t token = 0;
+      if (plain_greedy) {
+        token = greedy[row];
+      } else {
+        const int64_t V = logits.size(1);
+        std::span<float> scores(logits.data<float>() + static_cast<int64_t>(row) * V, static_cast<size_t>(V));
+        s.processors(s.ids, scores);
+        token = s.sampler ? s.sampler->sample(scores) : argmax(scores);
+      }
       s.ids.push_back(token);
       s.pending = {token};
       ++out.generated_tokens;

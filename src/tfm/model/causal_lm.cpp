@@ -351,6 +351,15 @@ Tensor CausalLM::forward(const ForwardBatch& batch, KVCache& cache, SavedActivat
   return out;
 }
 
+std::vector<int64_t> CausalLM::greedy(const ForwardBatch& batch, KVCache& cache) {
+  Tensor logits = impl_->step(batch, cache, nullptr);
+  if (!ops::argmax_rows_runs_on(logits.device().type, logits.dtype())) logits = to_device(logits, Device{});
+  Tensor ids = tfm::empty({logits.size(0)}, DType::int32, logits.device());
+  ops::argmax_rows(logits, ids);
+  const Tensor host = to_device(ids, Device{});
+  return std::vector<int64_t>(host.data<int32_t>(), host.data<int32_t>() + host.numel());
+}
+
 void CausalLM::set_device_graphs(bool enabled) {
   impl_->device_graphs = enabled;
   impl_->graphs.clear();

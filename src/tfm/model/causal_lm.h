@@ -48,6 +48,10 @@ class CausalLM {
   // the layers keep in it what a backward pass needs.
   Tensor forward(const ForwardBatch& batch, KVCache& cache, SavedActivations* saved = nullptr);
 
+  // Runs one step and returns the greedy choice (the first largest logit, as torch.argmax) of each row of
+  // batch.logits_rows, chosen on the device where it has the kernel, so that only the ids come back.
+  std::vector<int64_t> greedy(const ForwardBatch& batch, KVCache& cache);
+
   // Decode steps (one new token per sequence) run as device graphs where the device has them (cuda): each
   // batch size, rounded up to a power of two, is captured once per KV cache and replayed, so the host issues
   // one launch a step instead of one per kernel. On by default; off runs every step kernel by kernel.

@@ -74,17 +74,24 @@ Tensor Attention::forward(const Tensor& x, LayerCache& cache, const StepContext&
   const auto [heads, kv_heads, head_dim, window] = geometry_;
   const int64_t T = x.size(0);
   const Tensor qkv = qkv_proj_.forward(x, ctx);  // rows of [q | k | v]
-  Tensor q = ctx.empty({T, heads, head_dim}), k = ctx.empty({T, kv_heads, head_dim});
-  Tensor v = ctx.empty({T, kv_heads, head_dim});
-  Tensor* const parts[] = {&q, &k, &v};
-  ops::split_columns(qkv, parts);
-  if (q_norm_) q_norm_->forward_(q, ctx);
-  if (k_norm_) k_norm_->forward_(k, ctx);
-  const std::string_view rotary = ctx.kernels.of("RotaryEmbedding");
-  ops::rope_(q, ctx.cos, ctx.sin, rotary);
-  ops::rope_(k, ctx.cos, ctx.sin, rotary);
+  Tensor q = ctx.empty({T, heads, head_dim});
   const std::string_view attention = ctx.kernels.of("Attention");
-  ops::kv_cache_write(k, v, ctx.meta.slots, cache.key, cache.value, attention);
+  if (!ctx.saved && ops::qkv_rope_cache_runs_on(ctx.device.type, ctx.dtype)) {
+    // One pass where the device has it; a training step keeps the norms' inputs, which only the steps below give.
+    ops::qkv_rope_cache(qkv, q_norm_ ? q_norm_->weight() : Tensor(), k_norm_ ? k_norm_->weight() : Tensor(),
+                        q_norm_ ? q_norm_->eps() : 0.f, ctx.cos, ctx.sin, ctx.meta.slots, q, cache.key, cache.value,
+                        attention);
+  } else {
+    Tensor k = ctx.empty({T, kv_heads, head_dim}), v = ctx.empty({T, kv_heads, head_dim});
+    Tensor* const parts[] = {&q, &k, &v};
+    ops::split_columns(qkv, parts);
+    if (q_norm_) q_norm_->forward_(q, ctx);
+    if (k_norm_) k_norm_->forward_(k, ctx);
+    const std::string_view rotary = ctx.kernels.of("RotaryEmbedding");
+    ops::rope_(q, ctx.cos, ctx.sin, rotary);
+    ops::rope_(k, ctx.cos, ctx.sin, rotary);
+    ops::kv_cache_write(k, v, ctx.meta.slots, cache.key, cache.value, attention);
+  }
   ctx.keep(name_, "query", q);
   Tensor out = ctx.empty({T, heads, head_dim});
   ops::paged_attention(q, cache.key, cache.value, ctx.meta, scale_, window, out, attention);

@@ -114,6 +114,7 @@ class RMSNorm {
   // The residual stream's update and this norm in one call: residual += x, then normalized residual.
   Tensor forward_residual(Tensor& residual, const Tensor& x, const StepContext& ctx) const;
   const Tensor& weight() const { return weight_; }
+  float eps() const { return eps_; }
 
  private:
   std::string name_;

@@ -44,9 +44,23 @@ std::vector<std::string_view> ops_without_kernels(DeviceType device, DType dtype
   std::vector<std::string_view> missing;
   const KernelRegistry& r = kernel_registry();
   op::for_each_op([&]<typename Op>() {
-    if (!r.find<Op>(device, dtype)) missing.push_back(Op::name);
+    if (!op::is_optional<Op>() && !r.find<Op>(device, dtype)) missing.push_back(Op::name);
   });
   return missing;
+}
+
+bool argmax_rows_runs_on(DeviceType device, DType dtype) {
+  return kernel_registry().find<op::ArgmaxRows>(device, dtype) != nullptr;
+}
+
+void argmax_rows(const Tensor& x, Tensor& ids) {
+  const op::ArgmaxRows a{x, ids};
+  const DType d = compute_dtype(a);
+  expect(x, d, a.name, "x");
+  expect(ids, DType::int32, a.name, "ids");
+  check(x.dim() == 2 && x.size(1) > 0 && ids.dim() == 1 && ids.size(0) == x.size(0), "argmax_rows: shapes ",
+        x.str(), " -> ", ids.str(), " do not match");
+  dispatch(a);
 }
 
 void embedding(const Tensor& table, const Tensor& ids, Tensor& out, std::string_view variant) {
@@ -183,6 +197,36 @@ void kv_cache_write(const Tensor& k, const Tensor& v, const Tensor& slots, Tenso
             cache_k.dim() == 4 && cache_k.size(2) == k.size(1) && cache_k.size(3) == k.size(2) &&
             cache_v.shape() == cache_k.shape(),
         "kv_cache_write: shapes ", k.str(), ", ", slots.str(), " -> ", cache_k.str(), " do not match");
+  dispatch(a, variant);
+}
+
+bool qkv_rope_cache_runs_on(DeviceType device, DType dtype) {
+  return kernel_registry().find<op::QkvRopeCache>(device, dtype) != nullptr;
+}
+
+void qkv_rope_cache(const Tensor& qkv, const Tensor& q_norm, const Tensor& k_norm, float eps, const Tensor& cos,
+                    const Tensor& sin, const Tensor& slots, Tensor& q, Tensor& cache_k, Tensor& cache_v,
+                    std::string_view variant) {
+  const op::QkvRopeCache a{qkv, q_norm, k_norm, eps, cos, sin, slots, q, cache_k, cache_v};
+  const DType d = compute_dtype(a);
+  for (const auto& [t, what] : {std::pair{&qkv, "qkv"}, {&cos, "cos"}, {&sin, "sin"}, {&q, "q"},
+                                {&cache_k, "cache_k"}, {&cache_v, "cache_v"}})
+    expect(*t, d, a.name, what);
+  expect(slots, DType::int32, a.name, "slots");
+  check(q.dim() == 3 && cache_k.dim() == 4 && cache_k.shape() == cache_v.shape() && cache_k.size(3) == q.size(2),
+        "qkv_rope_cache: q ", q.str(), " and the cache ", cache_k.str(), " do not match");
+  const int64_t T = q.size(0), heads = q.size(1), D = q.size(2), kv_heads = cache_k.size(2);
+  check(qkv.dim() == 2 && qkv.size(0) == T && qkv.size(1) == (heads + 2 * kv_heads) * D && slots.dim() == 1 &&
+            slots.size(0) == T,
+        "qkv_rope_cache: qkv ", qkv.str(), " and slots ", slots.str(), " do not match q ", q.str(), " and ",
+        kv_heads, " kv heads");
+  check(cos.dim() == 2 && cos.shape() == sin.shape() && cos.size(0) == T && cos.size(1) <= D && cos.size(1) % 2 == 0,
+        "qkv_rope_cache: cos ", cos.str(), " does not match q ", q.str());
+  for (const Tensor* norm : {&q_norm, &k_norm}) {
+    if (!norm->defined()) continue;
+    expect(*norm, d, a.name, "norm weight");
+    check(norm->dim() == 1 && norm->size(0) == D, "qkv_rope_cache: norm weight ", norm->str(), " is not (", D, ")");
+  }
   dispatch(a, variant);
 }
 

@@ -29,10 +29,16 @@ void add_(Tensor& x, const Tensor& y);
 void cast(const Tensor& x, Tensor& out);
 void split_columns(const Tensor& x, std::span<Tensor* const> outs);
 void gather_rows(const Tensor& x, const Tensor& rows, Tensor& out);
+void argmax_rows(const Tensor& x, Tensor& ids);
+bool argmax_rows_runs_on(DeviceType device, DType dtype);
 
 // A layer's KV cache is a key and a value tensor of (blocks, block_size, kv_heads, head_dim).
 void kv_cache_write(const Tensor& k, const Tensor& v, const Tensor& slots, Tensor& cache_k, Tensor& cache_v,
                     std::string_view variant = {});
+void qkv_rope_cache(const Tensor& qkv, const Tensor& q_norm, const Tensor& k_norm, float eps, const Tensor& cos,
+                    const Tensor& sin, const Tensor& slots, Tensor& q, Tensor& cache_k, Tensor& cache_v,
+                    std::string_view variant = {});
+bool qkv_rope_cache_runs_on(DeviceType device, DType dtype);
 void paged_attention(const Tensor& q, const Tensor& cache_k, const Tensor& cache_v, const AttentionMetadata& meta,
                      float scale, int64_t window, Tensor& out, std::string_view variant = {});
 

@@ -32,6 +32,21 @@ void gather_rows(const op::GatherRows& a) {
   gather(a.x.data<T>(), a.rows.data<int32_t>(), a.rows.size(0), a.x.size(1), a.out.data<T>());
 }
 
+// torch.argmax's order: a NaN first, then the larger value, then the smaller index.
+template <typename T>
+void argmax_rows(const op::ArgmaxRows& a) {
+  const int64_t V = a.x.size(1);
+  for (int64_t r = 0; r < a.x.size(0); ++r) {
+    const T* row = a.x.data<T>() + r * V;
+    int64_t best = 0;
+    for (int64_t i = 1; i < V && !std::isnan(to_float(row[best])); ++i) {
+      const float v = to_float(row[i]);
+      if (std::isnan(v) || v > to_float(row[best])) best = i;
+    }
+    a.ids.data<int32_t>()[r] = static_cast<int32_t>(best);
+  }
+}
+
 template <typename T>
 void split_columns(const op::SplitColumns& a) {
   const ColumnSplit s = column_split(a);
@@ -114,23 +129,49 @@ void add_rms_norm_fused(const op::AddRmsNorm& a) {
   }
 }
 
+// One head rotated in place by one row of cos and sin (rot of them).
+template <typename T>
+void rope_head(T* v, const T* c, const T* s, int64_t rot) {
+  const int64_t half = rot / 2;
+  for (int64_t i = 0; i < half; ++i) {
+    const float x1 = to_float(v[i]), x2 = to_float(v[i + half]);
+    v[i] = from_float<T>(round_to<T>(x1 * to_float(c[i])) + round_to<T>(-x2 * to_float(s[i])));
+    v[i + half] = from_float<T>(round_to<T>(x2 * to_float(c[i + half])) + round_to<T>(x1 * to_float(s[i + half])));
+  }
+}
+
 template <typename T>
 void rope(const op::Rope& a) {
   const int64_t rows = a.x.size(0), heads = a.x.size(1), head_dim = a.x.size(2), rot = a.cos.size(1);
-  const int64_t half = rot / 2;
 #pragma omp parallel for if (rows * heads * head_dim > 16384)
   for (int64_t t = 0; t < rows; ++t) {
-    const T* c = a.cos.data<T>() + t * rot;
-    const T* s = a.sin.data<T>() + t * rot;
-    for (int64_t h = 0; h < heads; ++h) {
-      T* v = a.x.data<T>() + (t * heads + h) * head_dim;
-      for (int64_t i = 0; i < half; ++i) {
-        const float x1 = to_float(v[i]), x2 = to_float(v[i + half]);
-        v[i] = from_float<T>(round_to<T>(x1 * to_float(c[i])) + round_to<T>(-x2 * to_float(s[i])));
-        v[i + half] =
-            from_float<T>(round_to<T>(x2 * to_float(c[i + half])) + round_to<T>(x1 * to_float(s[i + half])));
+    for (int64_t h = 0; h < heads; ++h)
+      rope_head(a.x.data<T>() + (t * heads + h) * head_dim, a.cos.data<T>() + t * rot, a.sin.data<T>() + t * rot, rot);
+  }
+}
+
+template <typename T>
+void qkv_rope_cache(const op::QkvRopeCache& a) {
+  const int64_t rows = a.q.size(0), heads = a.q.size(1), D = a.q.size(2), kv = a.cache_k.size(2);
+  const int64_t rot = a.cos.size(1), width = (heads + 2 * kv) * D;
+#pragma omp parallel for if (rows * width > 16384)
+  for (int64_t t = 0; t < rows; ++t) {
+    const T* row = a.qkv.data<T>() + t * width;
+    const int64_t slot = a.slots.data<int32_t>()[t];
+    std::vector<T> unwritten(static_cast<size_t>(D));  // a k head of a row whose slot is negative
+    for (int64_t j = 0; j < heads + kv; ++j) {
+      const bool is_q = j < heads;
+      T* out = is_q ? a.q.data<T>() + (t * heads + j) * D
+                    : slot < 0 ? unwritten.data() : a.cache_k.data<T>() + (slot * kv + j - heads) * D;
+      const Tensor& norm = is_q ? a.q_norm : a.k_norm;
+      if (norm.defined()) {
+        rms_norm_row(row + j * D, norm.data<T>(), D, a.eps, out);
+      } else {
+        std::copy_n(row + j * D, D, out);
       }
+      rope_head(out, a.cos.data<T>() + t * rot, a.sin.data<T>() + t * rot, rot);
     }
+    if (slot >= 0) std::copy_n(row + (heads + kv) * D, kv * D, a.cache_v.data<T>() + slot * kv * D);
   }
 }
 
@@ -244,6 +285,7 @@ void register_pointwise_kernels(KernelRegistry& r) {
     visit_float(d, [&]<typename T>() {
       r.add<op::Embedding>(cpu, d, "default", {.run = embedding<T>, .is_default = true});
       r.add<op::GatherRows>(cpu, d, "default", {.run = gather_rows<T>, .is_default = true});
+      r.add<op::ArgmaxRows>(cpu, d, "default", {.run = argmax_rows<T>, .is_default = true});
       r.add<op::SplitColumns>(cpu, d, "default", {.run = split_columns<T>, .is_default = true});
       r.add<op::KvCacheWrite>(cpu, d, "default", {.run = kv_cache_write<T>, .is_default = true});
       r.add<op::Add>(cpu, d, "default", {.run = add<T>, .is_default = true});
@@ -251,6 +293,7 @@ void register_pointwise_kernels(KernelRegistry& r) {
       r.add<op::RmsNorm>(cpu, d, "default", {.run = rms_norm<T>, .is_default = true});
       r.add<op::AddRmsNorm>(cpu, d, "fused", {.run = add_rms_norm_fused<T>});
       r.add<op::Rope>(cpu, d, "default", {.run = rope<T>, .is_default = true});
+      r.add<op::QkvRopeCache>(cpu, d, "default", {.run = qkv_rope_cache<T>, .is_default = true});
       r.add<op::SiluMul>(cpu, d, "default", {.run = silu_mul<T>, .is_default = true});
       r.add<op::PagedAttention>(cpu, d, "flash", {.run = paged_attention<T, false>, .is_default = true});
       r.add<op::PagedAttention>(cpu, d, "eager", {.run = paged_attention<T, true>});

@@ -74,6 +74,12 @@ void cast(const op::Cast& a) {
 }
 
 template <typename T>
+void argmax_rows(const op::ArgmaxRows& a) {
+  use_device_of(a.x);
+  launch::argmax_rows(a.x.data<T>(), a.x.size(0), a.x.size(1), a.ids.data<int32_t>());
+}
+
+template <typename T>
 void rms_norm(const op::RmsNorm& a) {
   use_device_of(a.out);
   const int64_t dim = a.weight.size(0);
@@ -94,6 +100,15 @@ void rope(const op::Rope& a) {
   use_device_of(a.x);
   launch::rope(a.x.data<T>(), a.cos.data<T>(), a.sin.data<T>(), a.x.size(0), a.x.size(1), a.x.size(2),
                a.cos.size(1));
+}
+
+template <typename T>
+void qkv_rope_cache(const op::QkvRopeCache& a) {
+  use_device_of(a.q);
+  auto raw = [](const Tensor& t) -> const void* { return t.defined() ? t.raw() : nullptr; };
+  launch::qkv_rope_cache<T>({a.qkv.raw(), raw(a.q_norm), raw(a.k_norm), a.eps, a.cos.raw(), a.sin.raw(),
+                             a.slots.data<int32_t>(), a.q.raw(), a.cache_k.raw(), a.cache_v.raw(), a.q.size(0),
+                             a.q.size(1), a.cache_k.size(2), a.q.size(2), a.cos.size(1)});
 }
 
 template <typename T>
@@ -123,9 +138,11 @@ void register_kernels(KernelRegistry& r) {
     visit_float(d, [&]<typename T>() {
       r.add<op::Add>(device, d, "default", {.run = add<T>, .is_default = true});
       r.add<op::Cast>(device, d, "default", {.run = cast<T>, .is_default = true});
+      r.add<op::ArgmaxRows>(device, d, "default", {.run = argmax_rows<T>, .is_default = true});
       r.add<op::RmsNorm>(device, d, "default", {.run = rms_norm<T>, .is_default = true});
       r.add<op::AddRmsNorm>(device, d, "fused", {.run = add_rms_norm_fused<T>});
       r.add<op::Rope>(device, d, "default", {.run = rope<T>, .is_default = true});
+      r.add<op::QkvRopeCache>(device, d, "default", {.run = qkv_rope_cache<T>, .is_default = true});
       r.add<op::SiluMul>(device, d, "default", {.run = silu_mul<T>, .is_default = true});
       r.add<op::PagedAttention>(device, d, "flash", {.run = paged_attention<T, false>, .is_default = true});
       r.add<op::PagedAttention>(device, d, "eager", {.run = paged_attention<T, true>});

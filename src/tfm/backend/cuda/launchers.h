@@ -46,6 +46,27 @@ bool gemv_takes(const T* x, const T* w, int64_t M, int64_t K);
 template <typename T>
 void gemv(const T* x, const T* w, const T* bias, T* y, int64_t M, int64_t K, int64_t N);
 
+// ids[r] = the first index of row r's largest value (a NaN counting as largest)     x (rows, V)
+template <typename T>
+void argmax_rows(const T* x, int64_t rows, int64_t V, int32_t* ids);
+
+// op::QkvRopeCache over pointers; q_norm and k_norm may be null.
+struct QkvRopeCacheArgs {
+  const void* qkv;
+  const void* q_norm;
+  const void* k_norm;
+  float eps;
+  const void* cos;
+  const void* sin;
+  const int32_t* slots;
+  void* q;
+  void* cache_k;
+  void* cache_v;
+  int64_t rows, heads, kv_heads, head_dim, rot;
+};
+template <typename T>
+void qkv_rope_cache(const QkvRopeCacheArgs& args);
+
 // x, out (rows, dim); out may be x.
 template <typename T>
 void rms_norm(const T* x, const T* weight, int64_t rows, int64_t dim, float eps, T* out);

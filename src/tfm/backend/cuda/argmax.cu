@@ -1,0 +1,65 @@
+// Greedy choice on the device: the index of each row's largest value, so that a decode step hands the host
+// one id per sequence instead of a row of the vocabulary. One block per row; each thread scans a strided share
+// of the row, then the block merges (value, index) pairs, keeping torch.argmax's order: a NaN first, then the
+// larger value, then the smaller index.
+#include "tfm/backend/cuda/device_common.cuh"
+#include "tfm/backend/cuda/launchers.h"
+
+namespace tfm::cuda::launch {
+namespace {
+
+constexpr int kThreads = 1024;
+
+struct Candidate {
+  float value;
+  int64_t index;
+};
+
+__device__ bool better(const Candidate& a, const Candidate& b) {
+  const bool a_nan = isnan(a.value), b_nan = isnan(b.value);
+  if (a_nan != b_nan) return a_nan;
+  if (!a_nan && a.value != b.value) return a.value > b.value;
+  return a.index < b.index;
+}
+
+__device__ Candidate warp_best(Candidate c) {
+  for (int offset = 16; offset > 0; offset >>= 1) {
+    const Candidate other{__shfl_xor_sync(0xffffffffu, c.value, offset),
+                          __shfl_xor_sync(0xffffffffu, c.index, offset)};
+    if (better(other, c)) c = other;
+  }
+  return c;
+}
+
+template <typename T>
+__global__ void argmax_rows_kernel(const T* x, int64_t V, int32_t* ids) {
+  __shared__ Candidate warps[kThreads / 32];
+  const T* row = x + blockIdx.x * V;
+  Candidate best{-INFINITY, INT64_MAX};
+  for (int64_t i = threadIdx.x; i < V; i += blockDim.x) {
+    const Candidate c{to_float(row[i]), i};
+    if (better(c, best)) best = c;
+  }
+  best = warp_best(best);
+  if (threadIdx.x % 32 == 0) warps[threadIdx.x / 32] = best;
+  __syncthreads();
+  if (threadIdx.x >= 32) return;
+  best = threadIdx.x < blockDim.x / 32 ? warps[threadIdx.x] : Candidate{-INFINITY, INT64_MAX};
+  best = warp_best(best);
+  if (threadIdx.x == 0) ids[blockIdx.x] = static_cast<int32_t>(best.index);
+}
+
+}  // namespace
+
+template <typename T>
+void argmax_rows(const T* x, int64_t rows, int64_t V, int32_t* ids) {
+  if (rows == 0) return;
+  argmax_rows_kernel<<<static_cast<unsigned>(rows), kThreads, 0, current_stream()>>>(on_device(x), V, ids);
+  check_launch("argmax_rows");
+}
+
+template void argmax_rows<float>(const float*, int64_t, int64_t, int32_t*);
+template void argmax_rows<bfloat16>(const bfloat16*, int64_t, int64_t, int32_t*);
+template void argmax_rows<float16>(const float16*, int64_t, int64_t, int32_t*);
+
+}  // namespace tfm::cuda::launch

@@ -1,0 +1,64 @@
+// Attention's inputs in one pass over the fused projection's output: one block per (row, head of q, k or v),
+// one thread per dimension. q and k heads are normalized (when the model has q/k norms) and rotated with the
+// roundings of rms_norm and rope_; q heads go to q, k and v heads straight into the paged cache. Decode runs
+// this in place of six launches a layer.
+#include "tfm/backend/cuda/device_common.cuh"
+#include "tfm/backend/cuda/launchers.h"
+
+namespace tfm::cuda::launch {
+namespace {
+
+template <typename T>
+__global__ void qkv_rope_cache_kernel(QkvRopeCacheArgs a) {
+  extern __shared__ float values[];  // head_dim
+  __shared__ float shared[32];
+  const int64_t t = blockIdx.x, j = blockIdx.y, D = a.head_dim, kv = a.kv_heads;
+  const int64_t slot = a.slots[t];
+  const int64_t d = threadIdx.x;
+  const T* x = static_cast<const T*>(a.qkv) + t * (a.heads + 2 * kv) * D + j * D;
+  if (j >= a.heads + kv) {  // a v head
+    if (slot >= 0 && d < D) static_cast<T*>(a.cache_v)[(slot * kv + j - a.heads - kv) * D + d] = x[d];
+    return;
+  }
+  const bool is_q = j < a.heads;
+  const T* norm = static_cast<const T*>(is_q ? a.q_norm : a.k_norm);
+  float v = d < D ? to_float(x[d]) : 0.f;
+  if (norm) {
+    const float inv = 1.f / sqrtf(block_sum(v * v, shared) / static_cast<float>(D) + a.eps);
+    if (d < D) v = round_to<T>(to_float(norm[d]) * round_to<T>(v * inv));
+  }
+  if (d < D) values[d] = v;
+  __syncthreads();
+  if (d >= D) return;
+  const int64_t half = a.rot / 2;
+  const T* c = static_cast<const T*>(a.cos) + t * a.rot;
+  const T* s = static_cast<const T*>(a.sin) + t * a.rot;
+  if (d < half) {
+    v = round_to<T>(to_float(c[d]) * v) + round_to<T>(-values[d + half] * to_float(s[d]));
+  } else if (d < a.rot) {
+    v = round_to<T>(v * to_float(c[d])) + round_to<T>(values[d - half] * to_float(s[d]));
+  }
+  if (is_q) {
+    static_cast<T*>(a.q)[(t * a.heads + j) * D + d] = from_float<T>(v);
+  } else if (slot >= 0) {
+    static_cast<T*>(a.cache_k)[(slot * kv + j - a.heads) * D + d] = from_float<T>(v);
+  }
+}
+
+}  // namespace
+
+template <typename T>
+void qkv_rope_cache(const QkvRopeCacheArgs& a) {
+  if (a.rows == 0) return;
+  if (a.head_dim > 1024) throw_error("CUDA kernel qkv_rope_cache: head_dim ", a.head_dim, " is over 1024");
+  const dim3 grid(static_cast<unsigned>(a.rows), static_cast<unsigned>(a.heads + 2 * a.kv_heads));
+  const size_t shared = static_cast<size_t>(a.head_dim) * sizeof(float);
+  qkv_rope_cache_kernel<device_t<T>><<<grid, threads_for_row(a.head_dim), shared, current_stream()>>>(a);
+  check_launch("qkv_rope_cache");
+}
+
+template void qkv_rope_cache<float>(const QkvRopeCacheArgs&);
+template void qkv_rope_cache<bfloat16>(const QkvRopeCacheArgs&);
+template void qkv_rope_cache<float16>(const QkvRopeCacheArgs&);
+
+}  // namespace tfm::cuda::launch
