@@ -377,31 +377,32 @@ __global__ void __launch_bounds__(kTileWarps * 32) tiles_kernel(PagedAttentionAr
         wmma::store_matrix_sync(scores + warp_row * L::kScoreLd + kt * 16, acc, L::kScoreLd, wmma::mem_row_major);
       }
       __syncwarp();
-      // the running softmax of each row; lanes take two keys each
-      for (int i = 0; i < 16; ++i) {
-        const int r = warp_row + i;
+      // the running softmax of the warp's rows: two lanes a row, 32 keys each
+      {
+        const int r = warp_row + lane / 2, half = lane % 2;
         const int64_t pos = row_pos[r];
         const KeyRange range = pos >= 0 ? key_range(a, s, pos) : KeyRange{0, -1};
-        float p[2];
+        const float* row_scores = scores + r * L::kScoreLd + half * 32;
         float tile_max = -INFINITY;
-        for (int c = 0; c < 2; ++c) {
-          const int64_t j = j0 + lane + 32 * c;
-          p[c] = j >= range.first && j <= range.last ? scores[r * L::kScoreLd + lane + 32 * c] * a.scale : -INFINITY;
-          tile_max = fmaxf(tile_max, p[c]);
+        for (int c = 0; c < 32; ++c) {
+          const int64_t j = j0 + half * 32 + c;
+          if (j >= range.first && j <= range.last) tile_max = fmaxf(tile_max, row_scores[c] * a.scale);
         }
-        tile_max = warp_reduce<Max>(tile_max);
+        tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
         const float old_max = row_max[r], new_max = fmaxf(old_max, tile_max);
         const float rescale = new_max == -INFINITY ? 1.f : expf(old_max - new_max);
         float tile_sum = 0.f;
-        for (int c = 0; c < 2; ++c) {
-          p[c] = new_max == -INFINITY ? 0.f : expf(p[c] - new_max);
-          tile_sum += p[c];
-          weights[r * L::kWeightLd + lane + 32 * c] = from_float<T>(p[c]);
+        T* row_weights = weights + r * L::kWeightLd + half * 32;
+        for (int c = 0; c < 32; ++c) {
+          const int64_t j = j0 + half * 32 + c;
+          const float p = j >= range.first && j <= range.last ? expf(row_scores[c] * a.scale - new_max) : 0.f;
+          tile_sum += p;
+          row_weights[c] = from_float<T>(p);
         }
-        tile_sum = warp_reduce<Sum>(tile_sum);
-        for (int d = lane; d < D; d += 32) out_acc[r * L::kOutLd + d] *= rescale;
+        tile_sum += __shfl_xor_sync(0xffffffffu, tile_sum, 1);
+        for (int d = half; d < D; d += 2) out_acc[r * L::kOutLd + d] *= rescale;
         __syncwarp();
-        if (lane == 0) {
+        if (half == 0) {
           row_sum[r] = row_sum[r] * rescale + tile_sum;
           row_max[r] = new_max;
         }
