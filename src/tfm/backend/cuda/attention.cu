@@ -3,14 +3,18 @@
 //   torch's CPU kernel) takes them. It serves eager attention (whose roundings it reproduces) and head sizes
 //   the other two do not take.
 // - split rows (decode): one block per (query row, head, split of the keys); each group of lanes scores a key
-//   from 16-byte loads of it, keeps a running softmax, and the splits are combined by a second kernel. Enough
-//   splits to fill the device even for one sequence.
+//   from 16-byte loads of it, keeps a running softmax, and the last split of a row to finish combines them.
+//   Enough splits to fill the device even for one sequence.
 // - tiles (prefill, bf16 and fp16): one block per 64 query rows of a sequence and a head; 64-key tiles of K
 //   and V in shared memory, q k^T and p v on the tensor cores (WMMA, float32 accumulation), the softmax in
 //   float32 with a running maximum.
 // The one-pass forms round each weight to T where it multiplies V, against the running maximum of the keys
 // visited so far, as the "flash" variant is specified; only where that maximum moves differs between them.
 #include <mma.h>
+
+#include <map>
+#include <mutex>
+#include <utility>
 
 #include "tfm/backend/cuda/device_common.cuh"
 #include "tfm/backend/cuda/launchers.h"
@@ -150,6 +154,25 @@ __device__ float weight_of(float part_max, float overall_max) {
   return part_max == -INFINITY ? 0.f : expf(part_max - overall_max);
 }
 
+// The partial states of one (row, head)'s splits merged into its output, by the block that finished last. The
+// loads bypass L1, which may hold nothing of what the other blocks wrote but must not be trusted to.
+template <typename T>
+__device__ void combine_splits(const PagedAttentionArgs& a, int64_t out_index, int splits, const float* partial) {
+  const int64_t D = a.head_dim;
+  const float* parts = partial + out_index * splits * (D + 2);
+  float overall = -INFINITY;
+  for (int i = 0; i < splits; ++i) overall = fmaxf(overall, __ldcg(parts + i * (D + 2)));
+  float total = 0.f;
+  for (int i = 0; i < splits; ++i)
+    total += __ldcg(parts + i * (D + 2) + 1) * weight_of(__ldcg(parts + i * (D + 2)), overall);
+  for (int64_t d = threadIdx.x; d < D; d += blockDim.x) {
+    float v = 0.f;
+    for (int i = 0; i < splits; ++i)
+      v += __ldcg(parts + i * (D + 2) + 2 + d) * weight_of(__ldcg(parts + i * (D + 2)), overall);
+    static_cast<T*>(a.out)[out_index * D + d] = from_float<T>(total > 0.f ? v / total : 0.f);
+  }
+}
+
 constexpr int kSplitWarps = 4;
 constexpr int kMaxSplits = 32;
 constexpr int64_t kMinSplitKeys = 64;
@@ -157,9 +180,11 @@ constexpr int64_t kMinSplitKeys = 64;
 // One block per (row, head) and split blockIdx.y of the row's keys. A group of kLanes lanes takes one key at a
 // time: each lane holds kDims of the query's dimensions, the group sums the dot product by shuffles, and each
 // lane keeps a running softmax and its dimensions of the weighted values. The block's groups are merged in
-// shared memory; with one split the block writes the output, else its partial state for combine_kernel.
+// shared memory; with one split the block writes the output, else its partial state, and the last of the
+// row's splits to arrive (counted in `arrivals`, which it sets back to zero) combines them.
 template <typename T, int D>
-__global__ void __launch_bounds__(kSplitWarps * 32) split_rows_kernel(PagedAttentionArgs a, float* partial) {
+__global__ void __launch_bounds__(kSplitWarps * 32)
+    split_rows_kernel(PagedAttentionArgs a, float* partial, unsigned* arrivals) {
   constexpr int kPiece = 16 / sizeof(T);
   constexpr int kPiecesPerKey = D / kPiece;
   constexpr int kLanes = kPiecesPerKey < 32 ? kPiecesPerKey : 32;
@@ -243,23 +268,16 @@ __global__ void __launch_bounds__(kSplitWarps * 32) split_rows_kernel(PagedAtten
       static_cast<T*>(a.out)[out_index * D + d] = from_float<T>(total > 0.f ? v / total : 0.f);
     }
   }
-}
-
-// The splits of one (row, head) merged into its output.
-template <typename T>
-__global__ void combine_kernel(PagedAttentionArgs a, int splits, const float* partial) {
-  const int64_t out_index = blockIdx.x, row = out_index / a.heads, D = a.head_dim;
-  if (sequence_of(a.query_start, a.num_seqs, row) == a.num_seqs) return;
-  const float* parts = partial + out_index * splits * (D + 2);
-  float overall = -INFINITY;
-  for (int i = 0; i < splits; ++i) overall = fmaxf(overall, parts[i * (D + 2)]);
-  float total = 0.f;
-  for (int i = 0; i < splits; ++i) total += parts[i * (D + 2) + 1] * weight_of(parts[i * (D + 2)], overall);
-  for (int64_t d = threadIdx.x; d < D; d += blockDim.x) {
-    float v = 0.f;
-    for (int i = 0; i < splits; ++i) v += parts[i * (D + 2) + 2 + d] * weight_of(parts[i * (D + 2)], overall);
-    static_cast<T*>(a.out)[out_index * D + d] = from_float<T>(total > 0.f ? v / total : 0.f);
-  }
+  if (splits == 1) return;
+  __shared__ bool last;
+  __threadfence();  // this block's partial state is visible before its arrival counts
+  __syncthreads();
+  if (threadIdx.x == 0) last = atomicAdd(arrivals + out_index, 1u) == static_cast<unsigned>(splits - 1);
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  combine_splits<T>(a, out_index, splits, partial);
+  if (threadIdx.x == 0) arrivals[out_index] = 0;
 }
 
 constexpr int kTileRows = 64, kTileKeys = 64, kTileWarps = 4;
@@ -296,6 +314,24 @@ __device__ void load_tile(T* tile, int rows, Source source) {
         src ? *reinterpret_cast<const uint4*>(src + p * kPiece) : make_uint4(0, 0, 0, 0);
   }
 }
+
+#if __CUDA_ARCH__ >= 800
+using Accumulator = nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float>;
+
+// acc += A B on the tensor cores: A is 16 rows of 16 * steps (row-major at `a`), B 16 * steps rows of 16 (at
+// `b`, stored as BLayout; step k's block starts b_step elements after step k - 1's).
+template <typename T, typename BLayout>
+__device__ void multiply_add(Accumulator& acc, const T* a, int lda, const T* b, int ldb, int steps, int b_step) {
+  using namespace nvcuda;
+  for (int k = 0; k < steps; ++k) {
+    wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> a_part;
+    wmma::fragment<wmma::matrix_b, 16, 16, 16, T, BLayout> b_part;
+    wmma::load_matrix_sync(a_part, a + k * 16, lda);
+    wmma::load_matrix_sync(b_part, b + k * b_step, ldb);
+    wmma::mma_sync(acc, a_part, b_part, acc);
+  }
+}
+#endif
 
 template <typename T, int D>
 __global__ void __launch_bounds__(kTileWarps * 32) tiles_kernel(PagedAttentionArgs a) {
@@ -365,15 +401,10 @@ __global__ void __launch_bounds__(kTileWarps * 32) tiles_kernel(PagedAttentionAr
     if (warp_row < rows) {
       // scores of the warp's 16 rows against the tile's keys
       for (int kt = 0; kt < kTileKeys / 16; ++kt) {
-        wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+        Accumulator acc;
         wmma::fill_fragment(acc, 0.f);
-        for (int dk = 0; dk < D / 16; ++dk) {
-          wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> qf;
-          wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::col_major> kf;
-          wmma::load_matrix_sync(qf, q_tile + warp_row * L::kLd + dk * 16, L::kLd);
-          wmma::load_matrix_sync(kf, k_tile + kt * 16 * L::kLd + dk * 16, L::kLd);
-          wmma::mma_sync(acc, qf, kf, acc);
-        }
+        multiply_add<T, wmma::col_major>(acc, q_tile + warp_row * L::kLd, L::kLd, k_tile + kt * 16 * L::kLd, L::kLd,
+                                         D / 16, 16);
         wmma::store_matrix_sync(scores + warp_row * L::kScoreLd + kt * 16, acc, L::kScoreLd, wmma::mem_row_major);
       }
       __syncwarp();
@@ -410,16 +441,11 @@ __global__ void __launch_bounds__(kTileWarps * 32) tiles_kernel(PagedAttentionAr
       __syncwarp();
       // the weighted values added to the warp's rows
       for (int dt = 0; dt < D / 16; ++dt) {
-        wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+        Accumulator acc;
         float* out_block = out_acc + warp_row * L::kOutLd + dt * 16;
         wmma::load_matrix_sync(acc, out_block, L::kOutLd, wmma::mem_row_major);
-        for (int kk = 0; kk < kTileKeys / 16; ++kk) {
-          wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> pf;
-          wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::row_major> vf;
-          wmma::load_matrix_sync(pf, weights + warp_row * L::kWeightLd + kk * 16, L::kWeightLd);
-          wmma::load_matrix_sync(vf, v_tile + kk * 16 * L::kLd + dt * 16, L::kLd);
-          wmma::mma_sync(acc, pf, vf, acc);
-        }
+        multiply_add<T, wmma::row_major>(acc, weights + warp_row * L::kWeightLd, L::kWeightLd, v_tile + dt * 16,
+                                         L::kLd, kTileKeys / 16, 16 * L::kLd);
         wmma::store_matrix_sync(out_block, acc, L::kOutLd, wmma::mem_row_major);
       }
     }
@@ -463,15 +489,35 @@ int64_t split_count(const PagedAttentionArgs& a) {
   return std::clamp<int64_t>(std::min(by_length, by_device), 1, kMaxSplits);
 }
 
+// Zeroed counters, one per (row, head), that the split kernels leave zeroed: kept per device and grown (never
+// while a graph is captured: the ordinary run before a capture has the same shape).
+unsigned* arrival_counters(int64_t count) {
+  static std::mutex mutex;
+  static std::map<int, std::pair<unsigned*, int64_t>> buffers;
+  std::lock_guard<std::mutex> lock(mutex);
+  int device = 0;
+  check_cuda(cudaGetDevice(&device), "cudaGetDevice");
+  auto& [counters, size] = buffers[device];
+  if (size >= count) return counters;
+  cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+  check_cuda(cudaStreamIsCapturing(current_stream(), &capturing), "cudaStreamIsCapturing");
+  if (capturing != cudaStreamCaptureStatusNone)
+    throw_error("CUDA kernel paged_attention: a graph is being captured with more rows than its warm-up had");
+  check_cuda(cudaStreamSynchronize(current_stream()), "cudaStreamSynchronize");
+  if (counters) check_cuda(cudaFree(counters), "cudaFree");
+  size = std::max<int64_t>(count, 4096);
+  check_cuda(cudaMalloc(&counters, static_cast<size_t>(size) * sizeof(unsigned)), "cudaMalloc");
+  check_cuda(cudaMemsetAsync(counters, 0, static_cast<size_t>(size) * sizeof(unsigned), current_stream()),
+             "cudaMemsetAsync");
+  return counters;
+}
+
 template <typename T, int D>
 void launch_split_rows(const PagedAttentionArgs& a, int64_t splits, float* partial) {
   const dim3 grid(static_cast<unsigned>(a.num_rows * a.heads), static_cast<unsigned>(splits));
-  split_rows_kernel<T, D><<<grid, kSplitWarps * 32, 0, current_stream()>>>(a, partial);
+  unsigned* arrivals = splits > 1 ? arrival_counters(a.num_rows * a.heads) : nullptr;
+  split_rows_kernel<T, D><<<grid, kSplitWarps * 32, 0, current_stream()>>>(a, partial, arrivals);
   check_launch("paged_attention (split rows)");
-  if (splits == 1) return;
-  combine_kernel<T><<<static_cast<unsigned>(a.num_rows * a.heads), threads_for_row(D), 0, current_stream()>>>(
-      a, static_cast<int>(splits), partial);
-  check_launch("paged_attention (combine)");
 }
 
 template <typename T, int D>
