@@ -10,6 +10,7 @@
 //   float32 with a running maximum.
 // The one-pass forms round each weight to T where it multiplies V, against the running maximum of the keys
 // visited so far, as the "flash" variant is specified; only where that maximum moves differs between them.
+#include <cuda_pipeline.h>
 #include <mma.h>
 
 #include <map>
@@ -302,17 +303,27 @@ struct TileLayout {
   static constexpr size_t kBytes = kPos + sizeof(int32_t) * kTileRows;
 };
 
-// Rows of `count` T from global memory into a shared tile of kLd-wide rows, 16 bytes at a time; `source(r)` is
-// row r's address, or null for a row of zeros.
-template <typename T, int D, typename Source>
-__device__ void load_tile(T* tile, int rows, Source source) {
+// Starts copying rows of global memory into a shared tile of kLd-wide rows, 16 bytes at a time, without
+// waiting for them (cp.async): every load of the tile is in flight at once. `sources[r]` is row r's address,
+// or null for a row of zeros. The caller commits and waits.
+template <typename T, int D>
+__device__ void start_tile_load(T* tile, int rows, const T* const* sources) {
   constexpr int kPiece = 16 / sizeof(T), kPieces = D / kPiece;
   for (int i = threadIdx.x; i < rows * kPieces; i += blockDim.x) {
     const int r = i / kPieces, p = i % kPieces;
-    const T* src = source(r);
-    *reinterpret_cast<uint4*>(tile + r * TileLayout<T, D>::kLd + p * kPiece) =
-        src ? *reinterpret_cast<const uint4*>(src + p * kPiece) : make_uint4(0, 0, 0, 0);
+    T* dst = tile + r * TileLayout<T, D>::kLd + p * kPiece;
+    if (sources[r]) {
+      __pipeline_memcpy_async(dst, sources[r] + p * kPiece, 16);
+    } else {
+      *reinterpret_cast<uint4*>(dst) = make_uint4(0, 0, 0, 0);
+    }
   }
+}
+
+__device__ void finish_tile_loads() {
+  __pipeline_commit();
+  __pipeline_wait_prior(0);
+  __syncthreads();
 }
 
 #if __CUDA_ARCH__ >= 800
@@ -379,24 +390,27 @@ __global__ void __launch_bounds__(kTileWarps * 32) tiles_kernel(PagedAttentionAr
     }
   }
   for (int i = threadIdx.x; i < kTileRows * L::kOutLd; i += blockDim.x) out_acc[i] = 0.f;
-  load_tile<T, D>(q_tile, kTileRows, [&](int r) {
-    return r < rows ? static_cast<const T*>(a.q) + ((row0 + r) * a.heads + h) * D : nullptr;
-  });
+  __shared__ const T* k_rows[kTileKeys];
+  __shared__ const T* v_rows[kTileKeys];
+  for (int r = threadIdx.x; r < kTileRows; r += blockDim.x)
+    k_rows[r] = r < rows ? static_cast<const T*>(a.q) + ((row0 + r) * a.heads + h) * D : nullptr;
   __syncthreads();
+  start_tile_load<T, D>(q_tile, kTileRows, k_rows);
+  finish_tile_loads();
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int warp_row = warp * 16;
   const int64_t first = key_bounds[0], last = key_bounds[1];
   for (int64_t j0 = first; j0 <= last; j0 += kTileKeys) {
-    auto key_source = [&](const void* cache) {
-      return [&, cache](int r) {
-        const int64_t j = j0 + r;
-        return j <= last ? cache_entry<T>(a, cache, blocks, j, kv_head) : nullptr;
-      };
-    };
-    load_tile<T, D>(k_tile, kTileKeys, key_source(a.cache_k));
-    load_tile<T, D>(v_tile, kTileKeys, key_source(a.cache_v));
+    for (int r = threadIdx.x; r < kTileKeys; r += blockDim.x) {
+      const int64_t j = j0 + r;
+      k_rows[r] = j <= last ? cache_entry<T>(a, a.cache_k, blocks, j, kv_head) : nullptr;
+      v_rows[r] = j <= last ? cache_entry<T>(a, a.cache_v, blocks, j, kv_head) : nullptr;
+    }
     __syncthreads();
+    start_tile_load<T, D>(k_tile, kTileKeys, k_rows);
+    start_tile_load<T, D>(v_tile, kTileKeys, v_rows);
+    finish_tile_loads();
 
     if (warp_row < rows) {
       // scores of the warp's 16 rows against the tile's keys
