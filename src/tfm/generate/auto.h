@@ -31,8 +31,10 @@ struct PretrainedOptions {
   bool progress = true;                      // the "Loading weights" bar on stderr for loads over a second
 };
 
-// Resolves a local folder or Hub id to a local folder, downloading what a model needs.
-std::string resolve_pretrained(const std::string& id_or_dir, const std::string& revision = "main");
+// Resolves a local folder or Hub id to a local folder, downloading what a model needs (without `weights`,
+// what its tokenizer needs).
+std::string resolve_pretrained(const std::string& id_or_dir, const std::string& revision = "main",
+                               bool weights = true);
 
 class AutoModelForCausalLM {
  public:

@@ -1,4 +1,5 @@
-// Errors while encoding reach the caller as tfm::Error, from encode and from every thread of encode_batch.
+// Errors while encoding reach the caller as tfm::Error, from encode and from every thread of encode_batch;
+// decoding takes what Transformers' decode takes.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -29,6 +30,17 @@ TEST(EncodeErrors, ARunawayRegexIsAnErrorNamingIt) {
       EXPECT_EQ(message, "regex '(a+)+$' failed on a text of 41 bytes: match limit exceeded") << stage;
     }
   }
+}
+
+// Transformers' decode leaves out an id that names no token; one that does not fit the tokenizers library's
+// u32 ids is its Python binding's OverflowError.
+TEST(DecodeErrors, IdsOutsideTheVocabularyAreLeftOutAndImpossibleIdsRefused) {
+  const Tokenizer t = Tokenizer::from_json(TokenizerJson::parse(
+      R"({"model": {"type": "WordLevel", "unk_token": "a", "vocab": {"a": 0, "b": 1}}})"));
+  EXPECT_EQ(t.decode({0, 7, 4294967295, 1}), "a b");
+  EXPECT_EQ(error_of([&] { t.decode({0, -1}); }), "token id -1: number too small to fit in target type");
+  EXPECT_EQ(error_of([&] { t.decode({4294967296}); }),
+            "token id 4294967296: number too large to fit in target type");
 }
 
 }  // namespace
