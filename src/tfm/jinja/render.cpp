@@ -275,8 +275,7 @@ Flow ForNode::run(Context& ctx, const Value& seq, int depth, std::string& out) c
   Function recurse = [this, depth](Context& c, Args& args) -> Value {
     if (!recursive) throw_error("The loop must have the 'recursive' marker to be called recursively.");
     if (args.positional.size() != 1) throw_error("loop() takes exactly one argument");
-    const NestingGuard depth_guard(c.depth, c.limits.max_depth,
-                                   "recursive loop() calls (endless recursion?)");
+    const NestingGuard depth_guard(c.depth, c.limits.max_depth, "recursive loop() calls");
     std::string text;
     run(c, args.positional[0], depth + 1, text);
     return text;
@@ -310,7 +309,7 @@ Value MacroNode::make_macro(Context& ctx, const Value& caller) const {
   std::shared_ptr<Scope> closure = ctx.scope;
   ctx.macro_scopes.push_back(closure);
   return Value::callable(name, [this, closure, caller](Context& c, Args& args) -> Value {
-    const NestingGuard depth_guard(c.depth, c.limits.max_depth, "macro calls (endless recursion?)");
+    const NestingGuard depth_guard(c.depth, c.limits.max_depth, "macro calls");
     ScopeGuard guard(c, std::make_shared<Scope>(closure));
     std::vector<Value> varargs;
     for (size_t i = 0; i < args.positional.size(); ++i) {
