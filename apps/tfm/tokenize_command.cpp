@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "commands.h"
+#include "stdin_requests.h"
 #include "tfm/core/error.h"
 #include "tfm/io/json.h"
 #include "tfm/tokenizer/tokenizer.h"
@@ -20,14 +21,7 @@ int tokenize(Args& args) {
   const std::string dir = required_model(args);
   const bool add_special = !args.flag("no-special-tokens");
   args.finish();
-  const json::Value input = json::parse(read_stdin());
-  check(input.is_array(), "stdin must hold a JSON array of strings");
-  std::vector<std::string> texts;
-  for (size_t i = 0; i < input.size(); ++i) {
-    check(input[i].is_string(), "stdin element ", i, " must be a string, found ",
-          json::Value::type_name(input[i].type()));
-    texts.push_back(input[i].as_string());
-  }
+  const std::vector<std::string> texts = parse_texts_request(read_stdin());
   const auto tokenizer = tokenizer::AutoTokenizer::from_pretrained(dir);
   json::Array out;
   for (const auto& ids : tokenizer.encode_batch(texts, add_special)) {
@@ -43,19 +37,10 @@ int detokenize(Args& args) {
   const std::string dir = required_model(args);
   const bool skip_special = args.flag("skip-special-tokens");
   args.finish();
-  const json::Value input = json::parse(read_stdin());
-  check(input.is_array(), "stdin must hold a JSON array of id lists");
+  const std::vector<std::vector<int64_t>> id_lists = parse_id_lists_request(read_stdin());
   const auto tokenizer = tokenizer::AutoTokenizer::from_pretrained(dir);
   json::Array out;
-  for (size_t i = 0; i < input.size(); ++i) {
-    check(input[i].is_array(), "stdin element ", i, " must be a list of ids");
-    std::vector<int64_t> ids;
-    for (const json::Value& id : input[i].as_array()) {
-      check(id.is_int(), "stdin element ", i, " holds a non-integer id ", json::dump(id));
-      ids.push_back(id.as_int());
-    }
-    out.emplace_back(tokenizer.decode(ids, skip_special));
-  }
+  for (const auto& ids : id_lists) out.emplace_back(tokenizer.decode(ids, skip_special));
   std::cout << json::dump(json::Value(std::move(out))) << "\n";
   return 0;
 }
