@@ -4,6 +4,7 @@
 
 #include "commands.h"
 #include "model_args.h"
+#include "stdin_requests.h"
 #include "tfm/core/error.h"
 #include "tfm/core/logging.h"
 #include "tfm/io/json.h"
@@ -16,14 +17,7 @@ int tokenize(Args& args) {
   const ModelArgs m = read_model_args(args, ModelUse::tokenizer);
   const bool add_special = !args.flag("no-special-tokens");
   args.finish();
-  const json::Value input = json::parse(read_stdin());
-  check(input.is_array(), "stdin must hold a JSON array of strings");
-  std::vector<std::string> texts;
-  for (size_t i = 0; i < input.size(); ++i) {
-    check(input[i].is_string(), "stdin element ", i, " must be a string, found ",
-          json::Value::type_name(input[i].type()));
-    texts.push_back(input[i].as_string());
-  }
+  const std::vector<std::string> texts = parse_texts_request(read_stdin());
   const auto tokenizer = tokenizer::AutoTokenizer::from_pretrained(m.dir, m.id);
   json::Array out;
   for (const auto& ids : tokenizer.encode_batch(texts, add_special)) {
@@ -39,20 +33,13 @@ int detokenize(Args& args) {
   const ModelArgs m = read_model_args(args, ModelUse::tokenizer);
   const bool skip_special = args.flag("skip-special-tokens");
   args.finish();
-  const json::Value input = json::parse(read_stdin());
-  check(input.is_array(), "stdin must hold a JSON array of id lists");
+  const std::vector<std::vector<int64_t>> id_lists = parse_id_lists_request(read_stdin());
   const auto tokenizer = tokenizer::AutoTokenizer::from_pretrained(m.dir, m.id);
   json::Array out;
-  for (size_t i = 0; i < input.size(); ++i) {
-    check(input[i].is_array(), "stdin element ", i, " must be a list of ids");
-    std::vector<int64_t> ids;
+  for (size_t i = 0; i < id_lists.size(); ++i) {
     std::string unknown;
-    for (const json::Value& id : input[i].as_array()) {
-      check(id.is_int(), "stdin element ", i, " holds a non-integer id ", json::dump(id));
-      ids.push_back(id.as_int());
-      if (id.as_int() >= 0 && !tokenizer.id_to_token(id.as_int())) {
-        unknown += (unknown.empty() ? "" : ", ") + std::to_string(id.as_int());
-      }
+    for (int64_t id : id_lists[i]) {
+      if (id >= 0 && !tokenizer.id_to_token(id)) unknown += (unknown.empty() ? "" : ", ") + std::to_string(id);
     }
     // Transformers' decode leaves such ids out without a word; the text alone would not say why it is short.
     if (!unknown.empty()) {
@@ -60,7 +47,7 @@ int detokenize(Args& args) {
                                                 " are not in the vocabulary of " + m.id +
                                                 " and decode to nothing, as in Transformers");
     }
-    out.emplace_back(tokenizer.decode(ids, skip_special));
+    out.emplace_back(tokenizer.decode(id_lists[i], skip_special));
   }
   std::cout << json::dump(json::Value(std::move(out))) << "\n";
   return 0;

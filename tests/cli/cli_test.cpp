@@ -1,33 +1,19 @@
 // The `tfm` program as outside checks use it: exact command forms, JSON output, errors and exit codes.
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
-
-#include <cstdio>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "support/demo_model.h"
+#include "support/shell.h"
 #include "tfm/io/json.h"
 
 namespace {
 
-struct Result {
-  int status;       // the exit code
-  std::string out;  // stdout and stderr together
-};
-
-Result shell(const std::string& command) {
-  FILE* pipe = popen(command.c_str(), "r");
-  Result r{-1, ""};
-  if (!pipe) return r;
-  char buffer[4096];
-  size_t n;
-  while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) r.out.append(buffer, n);
-  const int status = pclose(pipe);
-  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+using Result = tfm::test_support::ShellResult;
+using tfm::test_support::demo_reference_text;
+using tfm::test_support::shell;
 
 // Runs tfm; stderr joins stdout unless `keep_stderr` is false (then it is dropped). The redirection comes
 // before `args`, which may end in a here-document.
@@ -73,21 +59,7 @@ TEST(Cli, GenerateJsonHoldsOnlyTheGeneratedIds) {
   EXPECT_EQ(ints(tfm::json::parse(r.out).at("ids")), ints(ref.at("generated")));
 }
 
-const std::string kDemo = std::string(TFM_SOURCE_DIR) + "/models/demo";
-
-// Transformers' greedy text for "The old man said" from the demo model: in float32 as recorded when it was
-// trained, and in bfloat16 (its config's dtype, what dtype="auto" runs) on the CPU, recorded by
-// tests/fixtures/make_dtype_references.py.
-std::string demo_reference_text(const std::string& dtype) {
-  const bool f32 = dtype == "float32";
-  const tfm::json::Value reference =
-      tfm::json::parse_file(kDemo + (f32 ? "/reference.json" : "/reference_bfloat16.json"));
-  const tfm::json::Value& records = f32 ? reference.at("references") : reference.at("references").at("cpu");
-  for (const auto& r : records.as_array()) {
-    if (r.at("prompt").as_string() == "The old man said") return r.at("text").as_string();
-  }
-  return "";
-}
+const std::string& kDemo = tfm::test_support::kDemoModel;
 
 TEST(Cli, GenerateUsesTheDemoModelByDefaultAndStreamsTransformersText) {
   const Result r = tfm_run("generate --prompt \"The old man said\" --max-new-tokens 40 --device cpu", false);
@@ -116,14 +88,9 @@ TEST(Cli, ChatAnswersEachTurnAndResets) {
 }
 
 TEST(Cli, QuickstartExampleMirrorsTheGuide) {
-  FILE* pipe = popen((std::string(TFM_QUICKSTART) + " " + kDemo + " 2>/dev/null").c_str(), "r");
-  ASSERT_NE(pipe, nullptr);
-  std::string out;
-  char buffer[4096];
-  size_t n;
-  while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) out.append(buffer, n);
-  ASSERT_EQ(pclose(pipe), 0);
-  EXPECT_EQ(out, demo_reference_text("bfloat16") + "\n");
+  const Result r = shell(std::string(TFM_QUICKSTART) + " " + kDemo + " 2>/dev/null");
+  ASSERT_EQ(r.status, 0);
+  EXPECT_EQ(r.out, demo_reference_text("bfloat16") + "\n");
 }
 
 TEST(Cli, AttentionImplementationsGiveTheSameTokens) {

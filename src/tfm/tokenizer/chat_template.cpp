@@ -206,8 +206,7 @@ json::Object chat_template_special_tokens(const json::Value& config) {
       if (auto s = token_string(*v)) out.emplace_back(name, *s);
   // Model-specific tokens: other "*_token" keys holding a token, and a dict of extra_special_tokens.
   for (const auto& [key, v] : config.as_object()) {
-    const bool named = std::find_if(std::begin(kNamed), std::end(kNamed),
-                                    [&](const char* n) { return key == n; }) != std::end(kNamed);
+    const bool named = std::find(std::begin(kNamed), std::end(kNamed), key) != std::end(kNamed);
     if (named || key.size() <= 6 || !key.ends_with("_token")) continue;
     if (auto s = token_string(v)) out.emplace_back(key, *s);
   }
