@@ -47,7 +47,8 @@ ChatTemplateInputs parse_chat_template_request(std::string_view text) {
     } else if (key == "tools" || key == "documents") {
       if (!value.is_null()) (key == "tools" ? inputs.tools : inputs.documents) = value;
     } else if (key == "continue_final_message") {
-      check(value.is_bool() || value.is_string(), "continue_final_message must be true, false or a field name");
+      check(value.is_bool() || value.is_string(),
+            "continue_final_message must be true, false or a field name");
       if (value.is_string())
         inputs.continue_final_message = value.as_string();
       else if (value.as_bool())

@@ -1,5 +1,6 @@
-// The JSON that the tokenize, detokenize and chat-template commands read on standard input, parsed and checked
-// for shape on its own, before any model folder is read: a fuzz target (tests/fuzz) reaches it directly.
+// The JSON that the tokenize, detokenize and chat-template commands read on standard input, parsed and
+// checked for shape on its own, before any model folder is read: a fuzz target (tests/fuzz) reaches it
+// directly.
 #pragma once
 
 #include <cstdint>

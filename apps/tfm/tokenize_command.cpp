@@ -39,7 +39,8 @@ int detokenize(Args& args) {
   for (size_t i = 0; i < id_lists.size(); ++i) {
     std::string unknown;
     for (int64_t id : id_lists[i]) {
-      if (id >= 0 && !tokenizer.id_to_token(id)) unknown += (unknown.empty() ? "" : ", ") + std::to_string(id);
+      if (id < 0 || tokenizer.id_to_token(id)) continue;
+      unknown += (unknown.empty() ? "" : ", ") + std::to_string(id);
     }
     // Transformers' decode leaves such ids out without a word; the text alone would not say why it is short.
     if (!unknown.empty()) {

@@ -31,7 +31,9 @@ using test_support::kDemoModel;
 
 constexpr int64_t kHuge = int64_t{1} << 40;
 
-std::string single_quoted(const fs::path& p) { return "'" + p.string() + "'"; }
+std::string single_quoted(const fs::path& p) {
+  return "'" + p.string() + "'";
+}
 
 void write_file(const fs::path& file, const std::string& text) {
   fs::remove(file);
@@ -47,7 +49,9 @@ class BoundedMemory : public testing::Test {
     fs::remove_all(work_);
     fs::create_directories(work_);
   }
-  void TearDown() override { fs::remove_all(work_); }
+  void TearDown() override {
+    fs::remove_all(work_);
+  }
 
   // A model folder: the demo model's files, linked, ready to be replaced one by one.
   fs::path model() {
@@ -75,11 +79,12 @@ class BoundedMemory : public testing::Test {
 
   // Runs `tfm <args>` with `input` on standard input (and `env` set) under the limits: it must print an error
   // and exit with 1.
-  void expect_clean_error(const std::string& args, const std::string& input = "", const std::string& env = "") {
+  void expect_clean_error(const std::string& args, const std::string& input = "",
+                          const std::string& env = "") {
     const fs::path stdin_file = work_ / "stdin";
     write_file(stdin_file, input);
-    const auto r = test_support::shell("ulimit -v 4194304 && " + env + " timeout 10 " + TFM_BINARY + " " + args +
-                                       " < " + single_quoted(stdin_file) + " 2>&1 >/dev/null");
+    const auto r = test_support::shell("ulimit -v 4194304 && " + env + " timeout 10 " + TFM_BINARY + " " +
+                                       args + " < " + single_quoted(stdin_file) + " 2>&1 >/dev/null");
     EXPECT_EQ(r.status, 1) << (r.status == 124 ? "timed out after 10 s\n" : "") << "tfm " << args << "\n"
                            << r.out;
     const size_t last_line = r.out.rfind('\n', r.out.size() >= 2 ? r.out.size() - 2 : 0);
@@ -94,8 +99,8 @@ class BoundedMemory : public testing::Test {
   void expect_generating(const std::string& args, const std::string& input = "") {
     const fs::path stdin_file = work_ / "stdin";
     write_file(stdin_file, input);
-    const auto r = test_support::shell("ulimit -v 4194304 && timeout 3 " + std::string(TFM_BINARY) + " " + args +
-                                       " < " + single_quoted(stdin_file) + " 2>&1");
+    const auto r = test_support::shell("ulimit -v 4194304 && timeout 3 " + std::string(TFM_BINARY) + " " +
+                                       args + " < " + single_quoted(stdin_file) + " 2>&1");
     EXPECT_TRUE(r.status == 124 || r.status == 0) << "tfm " << args << "\n" << r.out;
     EXPECT_EQ(r.out.find("error:"), std::string::npos) << "tfm " << args << "\n" << r.out;
     EXPECT_GT(r.out.size(), input.size() + 20) << "tfm " << args << "\n" << r.out;
@@ -165,12 +170,14 @@ TEST_F(BoundedMemory, DetokenizeNestedAMillionDeep) {
 }
 
 const std::string kDoublingTemplate =
-    "{% set ns = namespace(s='x') %}{% for i in range(64) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ ns.s }}";
+    "{% set ns = namespace(s='x') %}{% for i in range(64) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ ns.s "
+    "}}";
 
 TEST_F(BoundedMemory, ChatTemplateBuildingAHugeString) {
   const fs::path m = model();
   write_file(m / "chat_template.jinja", kDoublingTemplate);
-  expect_clean_error("chat-template --model " + single_quoted(m), R"({"messages": [{"role": "user", "content": "Hi"}]})");
+  expect_clean_error("chat-template --model " + single_quoted(m),
+                     R"({"messages": [{"role": "user", "content": "Hi"}]})");
 }
 
 TEST_F(BoundedMemory, ChatWithATemplateBuildingAHugeString) {
@@ -179,8 +186,8 @@ TEST_F(BoundedMemory, ChatWithATemplateBuildingAHugeString) {
   expect_clean_error("chat --model " + single_quoted(m) + " --device cpu", "Hello\n/exit\n");
 }
 
-// As in Transformers, any max_new_tokens is a limit, not a size: the KV cache grows with what is generated, so
-// a trillion (whose cache once overflowed the int32 block count) or a billion (whose cache of 4 TB was
+// As in Transformers, any max_new_tokens is a limit, not a size: the KV cache grows with what is generated,
+// so a trillion (whose cache once overflowed the int32 block count) or a billion (whose cache of 4 TB was
 // allocated up front) generates as 40 tokens do, until stopped.
 TEST_F(BoundedMemory, GenerateWithMaxNewTokensOfATrillion) {
   for (const char* n : {"1000000000000", "1000000000"}) {

@@ -8,7 +8,8 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
-    tfm::ModelConfig::from_json(tfm::json::parse(std::string_view(reinterpret_cast<const char*>(data), size)));
+    tfm::ModelConfig::from_json(
+        tfm::json::parse(std::string_view(reinterpret_cast<const char*>(data), size)));
   } catch (const tfm::Error&) {
   }
   return 0;

@@ -1,5 +1,6 @@
-// Runs a fuzz target over files, as a libFuzzer binary does with file arguments, where libFuzzer is not linked
-// (the g++ builds): ctest re-runs every input of tests/fuzz/regressions/ with each compiler and sanitizer.
+// Runs a fuzz target over files, as a libFuzzer binary does with file arguments, where libFuzzer is not
+// linked (the g++ builds): ctest re-runs every input of tests/fuzz/regressions/ with each compiler and
+// sanitizer.
 #include <cstdint>
 #include <fstream>
 #include <iostream>

@@ -12,7 +12,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     const Tokenizer tokenizer = Tokenizer::from_json(
         tfm::tokenizer::TokenizerJson::parse(std::string(reinterpret_cast<const char*>(data), size)));
-    for (const char* text : {"Hello world! 123", " h\xc3\xa9llo  w\xc3\xb6rld\n\t<s></s>\xe4\xbd\xa0\xe5\xa5\xbd", ""}) {
+    for (const char* text :
+         {"Hello world! 123", " h\xc3\xa9llo  w\xc3\xb6rld\n\t<s></s>\xe4\xbd\xa0\xe5\xa5\xbd", ""}) {
       for (const bool special : {true, false}) {
         std::vector<int64_t> ids = tokenizer.encode(text, special);
         tokenizer.decode(ids, special);

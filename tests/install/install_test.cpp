@@ -1,7 +1,7 @@
 // The installed package as another project uses it: this build installed into a fresh prefix, then
-// examples/quickstart.cpp built against it from outside the source tree, through find_package(tfm) and through
-// pkg-config, and run on the installed demo model: it prints what the in-tree example prints (test_cli's
-// Cli.QuickstartExampleMirrorsTheGuide).
+// examples/quickstart.cpp built against it from outside the source tree, through find_package(tfm) and
+// through pkg-config, and run on the installed demo model: it prints what the in-tree example prints
+// (test_cli's Cli.QuickstartExampleMirrorsTheGuide).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -18,22 +18,25 @@ namespace {
 namespace fs = std::filesystem;
 using test_support::shell;
 
-std::string single_quoted(const fs::path& p) { return "'" + p.string() + "'"; }
+std::string single_quoted(const fs::path& p) {
+  return "'" + p.string() + "'";
+}
 
 class Install : public testing::Test {
  protected:
   void SetUp() override {
     fs::remove_all(work_);
     fs::create_directories(work_);
-    const auto r = shell(std::string(TFM_CMAKE) + " --install " + single_quoted(TFM_BUILD_DIR) + " --prefix " +
-                         single_quoted(prefix_) + " 2>&1");
+    const auto r = shell(std::string(TFM_CMAKE) + " --install " + single_quoted(TFM_BUILD_DIR) +
+                         " --prefix " + single_quoted(prefix_) + " 2>&1");
     ASSERT_EQ(r.status, 0) << r.out;
   }
   void TearDown() override { fs::remove_all(work_); }
 
   // Runs the consumer's quickstart on the installed demo model; its standard output.
   std::string run_quickstart(const fs::path& program) {
-    const auto r = shell(single_quoted(program) + " " + single_quoted(prefix_ / "share/tfm/models/demo") + " 2>&1");
+    const auto r =
+        shell(single_quoted(program) + " " + single_quoted(prefix_ / "share/tfm/models/demo") + " 2>&1");
     EXPECT_EQ(r.status, 0) << r.out;
     return r.out;
   }
@@ -50,16 +53,20 @@ TEST_F(Install, CMakePackageBuildsTheQuickstart) {
   std::ofstream(project / "CMakeLists.txt") << "cmake_minimum_required(VERSION 3.25)\n"
                                                "project(consumer CXX)\n"
                                                "find_package(tfm 0.1 REQUIRED)\n"
-                                               "add_executable(quickstart " << quickstart_ << ")\n"
+                                               "add_executable(quickstart "
+                                            << quickstart_
+                                            << ")\n"
                                                "target_link_libraries(quickstart PRIVATE tfm::tfm)\n";
   const std::string cmake = TFM_CMAKE;
-  const auto configure = shell(cmake + " -S " + single_quoted(project) + " -B " + single_quoted(project / "build") +
-                               " -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=" + TFM_CXX +
-                               " -DCMAKE_PREFIX_PATH=" + single_quoted(prefix_) + " 2>&1");
+  const auto configure =
+      shell(cmake + " -S " + single_quoted(project) + " -B " + single_quoted(project / "build") +
+            " -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=" + TFM_CXX +
+            " -DCMAKE_PREFIX_PATH=" + single_quoted(prefix_) + " 2>&1");
   ASSERT_EQ(configure.status, 0) << configure.out;
   const auto build = shell(cmake + " --build " + single_quoted(project / "build") + " 2>&1");
   ASSERT_EQ(build.status, 0) << build.out;
-  EXPECT_EQ(run_quickstart(project / "build/quickstart"), test_support::demo_reference_text("bfloat16") + "\n");
+  EXPECT_EQ(run_quickstart(project / "build/quickstart"),
+            test_support::demo_reference_text("bfloat16") + "\n");
 }
 
 TEST_F(Install, PkgConfigBuildsTheQuickstart) {
