@@ -13,6 +13,7 @@
 
 #include "tfm/core/error.h"
 #include "tfm/core/floats.h"
+#include "tfm/core/parallel.h"
 #include "tfm/io/checkpoint.h"
 #include "tfm/io/json.h"
 #include "tfm/model/config.h"
@@ -35,11 +36,12 @@ tfm::Tensor random_bf16(const tfm::Shape& shape, uint64_t seed, float center, fl
   const int64_t n = t.numel();
   const float half_width =
       std * 1.7320508f;  // a uniform variable on [-a, a] has standard deviation a / sqrt(3)
-#pragma omp parallel for
-  for (int64_t i = 0; i < n; ++i) {
-    const double u = static_cast<double>(mix(seed ^ static_cast<uint64_t>(i)) >> 11) * 0x1.0p-53;
-    p[i] = tfm::float_to_bf16(center + half_width * static_cast<float>(2 * u - 1));
-  }
+  tfm::parallel_for(n, {}, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const double u = static_cast<double>(mix(seed ^ static_cast<uint64_t>(i)) >> 11) * 0x1.0p-53;
+      p[i] = tfm::float_to_bf16(center + half_width * static_cast<float>(2 * u - 1));
+    }
+  });
   return t;
 }
 

@@ -8,11 +8,20 @@
 
 namespace tfm::cli {
 
+const char* const kCommonHelp =
+    "  --quiet                     print only results and errors: no warnings, progress bars or timing\n"
+    "                              (TRANSFORMERS_VERBOSITY, one of debug, info, warning, error, critical,\n"
+    "                              chooses which messages show; default: warning)\n";
+
 Args::Args(std::vector<std::string> words) {
   for (size_t i = 0; i < words.size(); ++i) {
     const std::string& w = words[i];
     if (w == "--help" || w == "-h") {
       help_ = true;
+      continue;
+    }
+    if (w == "--quiet") {
+      quiet_ = true;
       continue;
     }
     check(w.size() > 2 && w.starts_with("--"), "unexpected argument '", w, "'");

@@ -23,6 +23,8 @@ class Args {
   std::optional<double> get_double(std::string_view name);
   bool flag(std::string_view name);
   bool help() const { return help_; }
+  // --quiet, which every command takes: only results and errors (no warnings, progress bars or timing).
+  bool quiet() const { return quiet_; }
   void finish();
 
  private:
@@ -33,6 +35,7 @@ class Args {
   };
   std::vector<Word> words_;
   bool help_ = false;
+  bool quiet_ = false;
   Word* find(std::string_view name);
 };
 
@@ -42,6 +45,9 @@ struct Command {
   std::string usage;         // the whole --help text
   int (*run)(Args& args);    // returns the exit code; throws tfm::Error for user errors
 };
+
+// The usage lines of the options every command takes, for --help texts.
+extern const char* const kCommonHelp;
 
 // Reads all of standard input (the tokenize, detokenize and chat-template commands take JSON there).
 std::string read_stdin();

@@ -50,12 +50,12 @@ int run(Args& args) {
 
 const Command kForwardCommand{
     "forward", "run one forward pass and print the logits",
-    "usage: tfm forward --model DIR --ids 1,2,3 [--device D] [--dtype D] [--json]\n\n"
+    "usage: tfm forward [--model ID|DIR] --ids 1,2,3 [--device D] [--dtype D] [--json]\n\n"
     "Runs the ids through the model once. --json prints {\"argmax\": the argmax id at every position,\n"
     "\"last_logits\": all logits of the last position}.\n\noptions:\n"
     "  --ids I,J,K                 the input token ids\n"
     "  --json                      print one JSON object\n" +
-        std::string(kModelOptionsHelp),
+        std::string(kModelHelp) + kRunHelp,
     run};
 
 }  // namespace tfm::cli

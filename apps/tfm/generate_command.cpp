@@ -3,8 +3,10 @@
 #include <iomanip>
 #include <iostream>
 #include <optional>
+#include <utility>
 
 #include "commands.h"
+#include "generation_args.h"
 #include "model_args.h"
 #include "tfm/core/error.h"
 #include "tfm/generate/streamer.h"
@@ -13,21 +15,6 @@
 
 namespace tfm::cli {
 namespace {
-
-// The sampling and length options, as generate(**kwargs) names them.
-json::Object read_generation_kwargs(Args& args) {
-  json::Value kwargs = json::Object{};
-  if (auto n = args.get_int("max-new-tokens")) kwargs.set("max_new_tokens", *n);
-  if (args.flag("do-sample")) kwargs.set("do_sample", true);
-  if (args.flag("greedy")) kwargs.set("do_sample", false);
-  if (auto t = args.get_double("temperature")) kwargs.set("temperature", *t);
-  if (auto k = args.get_int("top-k")) kwargs.set("top_k", *k);
-  if (auto p = args.get_double("top-p")) kwargs.set("top_p", *p);
-  if (auto p = args.get_double("min-p")) kwargs.set("min_p", *p);
-  if (auto r = args.get_double("repetition-penalty")) kwargs.set("repetition_penalty", *r);
-  if (auto s = args.get_int("seed")) kwargs.set("seed", *s);
-  return std::move(kwargs.as_object());
-}
 
 void print_timing(std::ostream& err, double load_seconds, const GenerateOutput& out) {
   const int64_t decoded = out.generated_tokens - static_cast<int64_t>(out.tokens.size());
@@ -50,6 +37,7 @@ int run(Args& args) {
 
   const auto load_start = std::chrono::steady_clock::now();
   AutoModelForCausalLM model = AutoModelForCausalLM::from_pretrained(m.dir, m.options);
+  check_generation_kwargs(model, kwargs);
   // Text needs the tokenizer; --ids works with model folders that have none.
   std::optional<tokenizer::Tokenizer> tok;
   if (prompt || std::filesystem::exists(std::filesystem::path(m.dir) / "tokenizer.json")) {
@@ -79,18 +67,22 @@ int run(Args& args) {
   GenerateCallbacks callbacks;
   if (tok) callbacks.decode = decode;
   std::optional<TextStreamer> streamer;
+  // The prompt is echoed with the first new token: whatever generate() rejects, it does before that, so an
+  // error comes alone.
+  bool echo_prompt = prompt && !chat && !system;
   if (!as_json && tok) {
-    if (prompt && !chat && !system) std::cout << *prompt << std::flush;
     streamer.emplace(
         decode, [](std::string_view text, bool) { std::cout << text << std::flush; }, /*skip_prompt=*/true);
     streamer->put(ids);
-    callbacks.on_token = [&](size_t, int64_t token) { streamer->put(std::vector<int64_t>{token}); };
+    callbacks.on_token = [&](size_t, int64_t token) {
+      if (std::exchange(echo_prompt, false)) std::cout << *prompt;
+      streamer->put(std::vector<int64_t>{token});
+    };
   } else if (!as_json) {
     callbacks.on_token = [](size_t, int64_t token) { std::cout << token << " " << std::flush; };
   }
-  const GenerateOutput out = model.generate({ids}, kwargs, callbacks);
+  const GenerateOutput out = generate_naming_flags(model, {ids}, kwargs, callbacks);
   if (streamer) streamer->end();
-  for (const std::string& w : out.warnings) std::cerr << "warning: " << w << "\n";
 
   if (as_json) {
     json::Array generated;
@@ -106,7 +98,7 @@ int run(Args& args) {
   } else {
     std::cout << "\n";
   }
-  print_timing(std::cerr, load_seconds, out);
+  if (!args.quiet()) print_timing(std::cerr, load_seconds, out);
   return 0;
 }
 
@@ -124,11 +116,8 @@ const Command kGenerateCommand{
     "  --chat                      apply the model's chat template to the prompt (a user message)\n"
     "  --system TEXT               a system message before the prompt (implies --chat)\n"
     "  --ids I,J,K                 the prompt as token ids\n"
-    "  --max-new-tokens N          how many tokens to generate at most\n"
-    "  --do-sample, --greedy       sample, or pick the most likely token\n"
-    "  --temperature T  --top-k K  --top-p P  --min-p P  --repetition-penalty R  --seed S\n"
     "  --json                      print one JSON object\n" +
-        std::string(kModelOptionsHelp),
+        std::string(kGenerationHelp) + kModelHelp + kRunHelp,
     run};
 
 }  // namespace tfm::cli

@@ -1,10 +1,13 @@
 // `tfm`: the command-line program. Each subcommand lives in its own file; this one only dispatches.
+#include <cstdlib>
 #include <iostream>
+#include <new>
 #include <string>
 #include <vector>
 
 #include "commands.h"
 #include "tfm/core/error.h"
+#include "tfm/core/logging.h"
 
 namespace {
 
@@ -18,7 +21,9 @@ void print_usage(std::ostream& out) {
   out << "usage: tfm <command> [options]\n\ncommands:\n";
   for (const auto* c : kCommands)
     out << "  " << c->name << std::string(c->name.size() < 18 ? 18 - c->name.size() : 1, ' ') << c->summary << "\n";
-  out << "\n`tfm <command> --help` describes a command.\n";
+  out << "  version           print tfm's version (also: tfm --version)\n"
+      << "\n`tfm <command> --help` describes a command. Every command takes:\n"
+      << tfm::cli::kCommonHelp;
 }
 
 }  // namespace
@@ -35,16 +40,27 @@ int main(int argc, char** argv) {
     print_usage(std::cout);
     return 0;
   }
+  if (name == "--version" || name == "version") {
+    std::cout << "tfm " << TFM_VERSION << "\n";
+    return 0;
+  }
   for (const auto* c : kCommands) {
     const bool two = c->name == two_words;
     if (c->name != name && !two) continue;
     try {
       tfm::cli::Args args(std::vector<std::string>(argv + (two ? 3 : 2), argv + argc));
       if (args.help()) {
-        std::cout << c->usage;
+        std::cout << c->usage << tfm::cli::kCommonHelp;
         return 0;
       }
+      if (args.quiet()) {
+        tfm::logging::set_verbosity(tfm::logging::Level::error);
+        ::setenv("HF_HUB_DISABLE_PROGRESS_BARS", "1", 1);  // downloads and weight loading both honour it
+      }
       return c->run(args);
+    } catch (const std::bad_alloc&) {
+      std::cerr << "error: out of memory\n";
+      return 1;
     } catch (const std::exception& e) {
       std::cerr << "error: " << e.what() << "\n";
       return 1;

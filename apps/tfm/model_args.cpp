@@ -6,10 +6,12 @@
 
 namespace tfm::cli {
 
-const char* const kModelOptionsHelp =
+const char* const kModelHelp =
     "  --model ID|DIR              a model folder as the Hub ships it, or a Hub id such as Qwen/Qwen3-0.6B\n"
     "                              (default: the demo model shipped with tfm)\n"
-    "  --revision R                branch, tag or commit of a Hub id (default: main)\n"
+    "  --revision R                branch, tag or commit of a Hub id (default: main)\n";
+
+const char* const kRunHelp =
     "  --device D                  cpu, cuda, cuda:N, xpu, xpu:N or auto (default: auto)\n"
     "  --dtype D                   auto, float32, bfloat16 or float16 (default: auto)\n"
     "  --attn-implementation A     eager, sdpa or flash_attention_2 (default: sdpa); flash_attention_3 on "
@@ -32,17 +34,19 @@ std::string default_model_dir() {
               " (looked in models/demo and ../share/tfm/models/demo)");
 }
 
-ModelArgs read_model_args(Args& args) {
+ModelArgs read_model_args(Args& args, ModelUse use) {
   ModelArgs m;
   const auto model = args.get("model");
   m.options.revision = args.get_or("revision", "main");
-  m.options.device_map = args.get_or("device", "auto");
-  m.options.dtype = args.get_or("dtype", "auto");
-  m.options.attn_implementation = args.get_or("attn-implementation", "sdpa");
-  m.options.use_kernels = args.flag("use-kernels");
-  if (const auto kernels = args.get("kernels")) m.options.kernel_config = KernelConfig::parse(*kernels);
+  if (use == ModelUse::run) {
+    m.options.device_map = args.get_or("device", "auto");
+    m.options.dtype = args.get_or("dtype", "auto");
+    m.options.attn_implementation = args.get_or("attn-implementation", "sdpa");
+    m.options.use_kernels = args.flag("use-kernels");
+    if (const auto kernels = args.get("kernels")) m.options.kernel_config = KernelConfig::parse(*kernels);
+  }
   m.id = model ? *model : default_model_dir();
-  m.dir = resolve_pretrained(m.id, m.options.revision);
+  m.dir = resolve_pretrained(m.id, m.options.revision, /*weights=*/use == ModelUse::run);
   return m;
 }
 

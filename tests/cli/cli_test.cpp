@@ -1,32 +1,24 @@
 // The `tfm` program as outside checks use it: exact command forms, JSON output, errors and exit codes.
 #include <gtest/gtest.h>
 
-#include <cstdio>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "support/demo_model.h"
+#include "support/shell.h"
 #include "tfm/io/json.h"
 
 namespace {
 
-struct Result {
-  int status;
-  std::string out;  // stdout and stderr together
-};
+using Result = tfm::test_support::ShellResult;
+using tfm::test_support::demo_reference_text;
+using tfm::test_support::shell;
 
-Result shell(const std::string& command) {
-  FILE* pipe = popen(command.c_str(), "r");
-  Result r{-1, ""};
-  if (!pipe) return r;
-  char buffer[4096];
-  size_t n;
-  while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) r.out.append(buffer, n);
-  r.status = pclose(pipe);
-  return r;
-}
-
-// Runs tfm; stderr joins stdout unless `keep_stderr` is false (then it is dropped).
+// Runs tfm; stderr joins stdout unless `keep_stderr` is false (then it is dropped). The redirection comes
+// before `args`, which may end in a here-document.
 Result tfm_run(const std::string& args, bool keep_stderr = true) {
-  return shell(std::string(TFM_BINARY) + " " + args + (keep_stderr ? " 2>&1" : " 2>/dev/null"));
+  return shell(std::string(TFM_BINARY) + (keep_stderr ? " 2>&1 " : " 2>/dev/null ") + args);
 }
 
 const std::string kModel = std::string(TFM_SOURCE_DIR) + "/tests/fixtures/models/llama_gqa";
@@ -67,21 +59,7 @@ TEST(Cli, GenerateJsonHoldsOnlyTheGeneratedIds) {
   EXPECT_EQ(ints(tfm::json::parse(r.out).at("ids")), ints(ref.at("generated")));
 }
 
-const std::string kDemo = std::string(TFM_SOURCE_DIR) + "/models/demo";
-
-// Transformers' greedy text for "The old man said" from the demo model: in float32 as recorded when it was
-// trained, and in bfloat16 (its config's dtype, what dtype="auto" runs) on the CPU, recorded by
-// tests/fixtures/make_dtype_references.py.
-std::string demo_reference_text(const std::string& dtype) {
-  const bool f32 = dtype == "float32";
-  const tfm::json::Value reference =
-      tfm::json::parse_file(kDemo + (f32 ? "/reference.json" : "/reference_bfloat16.json"));
-  const tfm::json::Value& records = f32 ? reference.at("references") : reference.at("references").at("cpu");
-  for (const auto& r : records.as_array()) {
-    if (r.at("prompt").as_string() == "The old man said") return r.at("text").as_string();
-  }
-  return "";
-}
+const std::string& kDemo = tfm::test_support::kDemoModel;
 
 TEST(Cli, GenerateUsesTheDemoModelByDefaultAndStreamsTransformersText) {
   const Result r = tfm_run("generate --prompt \"The old man said\" --max-new-tokens 40 --device cpu", false);
@@ -110,14 +88,9 @@ TEST(Cli, ChatAnswersEachTurnAndResets) {
 }
 
 TEST(Cli, QuickstartExampleMirrorsTheGuide) {
-  FILE* pipe = popen((std::string(TFM_QUICKSTART) + " " + kDemo + " 2>/dev/null").c_str(), "r");
-  ASSERT_NE(pipe, nullptr);
-  std::string out;
-  char buffer[4096];
-  size_t n;
-  while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) out.append(buffer, n);
-  ASSERT_EQ(pclose(pipe), 0);
-  EXPECT_EQ(out, demo_reference_text("bfloat16") + "\n");
+  const Result r = shell(std::string(TFM_QUICKSTART) + " " + kDemo + " 2>/dev/null");
+  ASSERT_EQ(r.status, 0);
+  EXPECT_EQ(r.out, demo_reference_text("bfloat16") + "\n");
 }
 
 TEST(Cli, AttentionImplementationsGiveTheSameTokens) {
@@ -164,9 +137,104 @@ TEST(Cli, EveryCommandHasHelp) {
     const Result r = tfm_run(command + " --help");
     EXPECT_EQ(r.status, 0) << command;
     EXPECT_NE(r.out.find("usage: tfm " + command), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("--quiet"), std::string::npos) << r.out;
     ++listed;
   }
   EXPECT_EQ(listed, 7u);
+}
+
+TEST(Cli, PrintsItsVersion) {
+  for (const std::string args : {"--version", "version"}) {
+    const Result r = tfm_run(args);
+    EXPECT_EQ(r.status, 0);
+    EXPECT_EQ(r.out, "tfm " TFM_VERSION "\n");
+  }
+}
+
+// tokenize, detokenize and chat-template take the model as generate does: the demo model by default, or a
+// folder, or a Hub id (offline here, so the Hub cache is asked and lacks it).
+TEST(Cli, EveryCommandTakesTheSameModelArgument) {
+  const Result tokenize = tfm_run("tokenize <<'EOF'\n[\"The old man said\"]\nEOF", false);
+  ASSERT_EQ(tokenize.status, 0) << tokenize.out;
+  const Result same = tfm_run("tokenize --model " + kDemo + " <<'EOF'\n[\"The old man said\"]\nEOF", false);
+  EXPECT_EQ(tokenize.out, same.out);
+  const Result back = tfm_run("detokenize <<'EOF'\n" + tokenize.out + "EOF", false);
+  EXPECT_EQ(back.out, "[\"The old man said\"]\n");
+  const Result chat = tfm_run(R"(chat-template <<'EOF'
+{"messages": [{"role": "user", "content": "Hi"}], "add_generation_prompt": true}
+EOF)",
+                              false);
+  EXPECT_EQ(chat.status, 0) << chat.out;
+  EXPECT_NE(chat.out.find("Hi"), std::string::npos) << chat.out;
+  for (const std::string command : {"tokenize", "detokenize", "chat-template"}) {
+    const Result hub = shell("HF_HUB_OFFLINE=1 HF_HUB_CACHE=/nonexistent " + std::string(TFM_BINARY) + " " +
+                             command + " --model tfm-test/absent </dev/null 2>&1");
+    EXPECT_NE(hub.out.find("cannot find 'tfm-test/absent' (revision 'main') in the Hub cache"),
+              std::string::npos)
+        << command << ": " << hub.out;
+  }
+}
+
+// Transformers' decode leaves ids outside the vocabulary out; tfm does too, and says so (unless --quiet).
+TEST(Cli, DetokenizeWarnsAboutIdsOutsideTheVocabulary) {
+  const std::string input = " <<'EOF'\n[[5, 99999, 6]]\nEOF";
+  const Result quiet = tfm_run("detokenize --quiet" + input);
+  ASSERT_EQ(quiet.status, 0) << quiet.out;
+  EXPECT_EQ(quiet.out, "[\"#$\"]\n");
+  const Result r = tfm_run("detokenize" + input);
+  EXPECT_EQ(r.out, "warning: stdin element 0: ids 99999 are not in the vocabulary of " + kDemo +
+                       " and decode to nothing, as in Transformers\n[\"#$\"]\n");
+  const Result negative = tfm_run("detokenize <<'EOF'\n[[5, -1]]\nEOF");
+  EXPECT_EQ(negative.status, 1);
+  EXPECT_EQ(negative.out, "error: token id -1: number too small to fit in target type\n");
+}
+
+// A bad generation option is an error before anything is printed, naming the flag the user typed.
+TEST(Cli, GenerationOptionErrorsComeFirstAndNameTheFlag) {
+  for (const auto& [args, message] : std::vector<std::pair<std::string, std::string>>{
+           {"--max-new-tokens 0", "error: --max-new-tokens must be greater than 0, but is 0.\n"},
+           {"--do-sample --top-p 2", "error: --top-p has to be a float > 0 and < 1, but is 2.0\n"},
+           {"--repetition-penalty 0",
+            "error: --repetition-penalty has to be a strictly positive float, but is 0.0\n"},
+           {"--device ''", "error: Device string must not be empty\n"}}) {
+    for (const std::string command : {"generate --prompt \"The old man said\" ", "chat "}) {
+      const Result r = tfm_run(command + args + " </dev/null");
+      EXPECT_EQ(r.status, 1) << command << args;
+      EXPECT_EQ(r.out, message) << command << args;
+    }
+  }
+}
+
+TEST(Cli, ChatConfirmsResetAndRejectsUnknownCommands) {
+  const Result r = tfm_run("chat --quiet --max-new-tokens 2 <<'EOF'\n/reset\n/help me\n/exit\nEOF");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(r.out,
+            "> (conversation reset)\n> (unknown command /help: /reset starts over, /exit ends; start a "
+            "message with a space to send it as it is)\n> ");
+}
+
+// Warnings and status lines honour TRANSFORMERS_VERBOSITY and --quiet; results do not.
+TEST(Cli, QuietAndVerbosityLeaveOnlyResults) {
+  const std::string generate = "generate --ids 1,2,3 --max-new-tokens 2 --top-k 3 --json";
+  const Result loud = tfm_run(generate);
+  ASSERT_EQ(loud.status, 0) << loud.out;
+  EXPECT_NE(
+      loud.out.find("warning: The following generation flags are not valid and may be ignored: ['top_k']."),
+      std::string::npos)
+      << loud.out;
+  EXPECT_NE(loud.out.find(" tokens/s\n"), std::string::npos) << loud.out;
+  const Result quiet = tfm_run(generate + " --quiet");
+  ASSERT_EQ(quiet.status, 0) << quiet.out;
+  EXPECT_EQ(quiet.out.find("warning"), std::string::npos) << quiet.out;
+  EXPECT_EQ(quiet.out.find("tokens/s"), std::string::npos) << quiet.out;
+  EXPECT_NO_THROW(tfm::json::parse(quiet.out));
+  const Result error_level =
+      shell("TRANSFORMERS_VERBOSITY=error " + std::string(TFM_BINARY) + " " + generate + " 2>&1");
+  EXPECT_EQ(error_level.out.find("warning"), std::string::npos) << error_level.out;
+  const Result info =
+      shell("TRANSFORMERS_VERBOSITY=info " + std::string(TFM_BINARY) + " " + generate + " 2>&1");
+  EXPECT_NE(info.out.find("info: - `top_k`: `do_sample` is not set to `True`."), std::string::npos)
+      << info.out;
 }
 
 }  // namespace
@@ -191,15 +259,18 @@ TEST(Cli, KernelsListsEveryRegisteredKernelAsJson) {
 }
 
 TEST(Cli, KernelsFlagSelectsVariantsAndRejectsUnknownOnes) {
-  const Result ok = tfm_run("generate --prompt \"The old man said\" --max-new-tokens 40 --device cpu --kernels "
-                            "'{\"RMSNorm\": \"fused\", \"Linear\": {\"cpu\": \"reference\"}}'",
-                            false);
+  const Result ok = tfm_run(
+      "generate --prompt \"The old man said\" --max-new-tokens 40 --device cpu --kernels "
+      "'{\"RMSNorm\": \"fused\", \"Linear\": {\"cpu\": \"reference\"}}'",
+      false);
   ASSERT_EQ(ok.status, 0) << ok.out;
   EXPECT_EQ(ok.out, demo_reference_text("bfloat16") + "\n");
-  const Result bad = tfm_run("generate --prompt hi --device cpu --kernels '{\"RMSNorm\": {\"cpu\": \"fast\"}}'");
+  const Result bad =
+      tfm_run("generate --prompt hi --device cpu --kernels '{\"RMSNorm\": {\"cpu\": \"fast\"}}'");
   EXPECT_NE(bad.status, 0);
-  EXPECT_NE(bad.out.find("error: KernelConfig: RMSNorm has no variant 'fast' on cpu; variants: default, fused"),
-            std::string::npos)
+  EXPECT_NE(
+      bad.out.find("error: KernelConfig: RMSNorm has no variant 'fast' on cpu; variants: default, fused"),
+      std::string::npos)
       << bad.out;
   const Result layer = tfm_run("forward --ids 1,2 --device cpu --kernels '{\"LayerNorm\": \"fused\"}'");
   EXPECT_NE(layer.status, 0);

@@ -61,6 +61,23 @@ TEST_P(TokenizeCommand, BadInputFails) {
   EXPECT_EQ(code, 1);
 }
 
+// A tokenizer.json whose Split pattern backtracks without bound: the failure on a worker thread of the batch
+// is an error message and exit code 1, not an abort.
+TEST(TokenizeCommandErrors, ARunawayRegexFailsCleanly) {
+  const auto dir = std::filesystem::temp_directory_path() / ("tfm_runaway_regex_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "tokenizer.json")
+      << R"({"pre_tokenizer": {"type": "Split", "pattern": {"Regex": "(a+)+$"},
+      "behavior": "Isolated", "invert": false},
+      "model": {"type": "WordLevel", "unk_token": "a", "vocab": {"a": 0, "b": 1}}})";
+  const std::string text = "\"" + std::string(40, 'a') + "b\"";
+  int code = 0;
+  const std::string out = run_tfm("tokenize --model " + dir.string(), "[" + text + ", " + text + "]", code);
+  EXPECT_EQ(code, 1);
+  EXPECT_EQ(out, "");
+  std::filesystem::remove_all(dir);
+}
+
 INSTANTIATE_TEST_SUITE_P(Shipped, TokenizeCommand, ::testing::Values("qwen3", "llama2"));
 
 }  // namespace

@@ -2,14 +2,23 @@
 // different lengths as well as alone; EOS stops a sequence; sampling is reproducible with a seed.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <limits>
 #include <string>
 
+#include "support/error_of.h"
+#include "support/log_capture.h"
+#include "support/model_copy.h"
 #include "tfm/core/error.h"
+#include "tfm/core/tensor.h"
 #include "tfm/generate/generate.h"
 #include "tfm/io/json.h"
 
 namespace tfm {
 namespace {
+
+using test_support::error_of;
+using test_support::LogCapture;
 
 const std::string kFixtures = std::string(TFM_SOURCE_DIR) + "/tests/fixtures/models/";
 
@@ -92,6 +101,58 @@ TEST(Generate, StreamsEveryTokenInOrder) {
   const GenerateOutput out =
       generate(model, c.prompts, GenerationConfig{}, kwargs({{"max_new_tokens", 5}}), callbacks);
   EXPECT_EQ(streamed, out.tokens);
+}
+
+// The cache grows with the sequences: a limit far beyond what is generated costs nothing up front (1e12
+// tokens once overflowed into a negative block count), and a generation past the first blocks and past
+// max_position_embeddings goes on, as in Transformers, with its reminder.
+TEST(Generate, TheCacheGrowsWithTheSequences) {
+  const Case c = load("llama_gqa");
+  CausalLM model = CausalLM::from_pretrained(kFixtures + "llama_gqa", {.dtype = "float32", .device = "cpu"});
+  const int64_t eos = c.generated[1][5];
+  size_t most_bytes = 0;
+  GenerateCallbacks callbacks;
+  callbacks.on_token = [&](size_t, int64_t) { most_bytes = std::max(most_bytes, host_tensor_bytes()); };
+  for (const int64_t limit : {int64_t{1000000000000}, std::numeric_limits<int64_t>::max()}) {
+    const GenerateOutput out =
+        generate(model, {c.prompts[1]}, GenerationConfig{},
+                 kwargs({{"max_new_tokens", limit}, {"eos_token_id", eos}}), callbacks);
+    EXPECT_EQ(out.tokens[0].size(), 6u);
+    EXPECT_EQ(out.stop_reasons[0], StopReason::eos);
+  }
+  EXPECT_LT(most_bytes, size_t{16} << 20);
+
+  LogCapture log;
+  const GenerateOutput out =
+      generate(model, c.prompts, GenerationConfig{}, kwargs({{"max_new_tokens", 600}}));
+  for (size_t i = 0; i < c.prompts.size(); ++i) {
+    ASSERT_EQ(out.tokens[i].size(), 600u);
+    EXPECT_EQ(std::vector<int64_t>(out.tokens[i].begin(), out.tokens[i].begin() + 24), c.generated[i]) << i;
+  }
+  EXPECT_EQ(log.at(logging::Level::warning),
+            std::vector<std::string>{
+                "This is a friendly reminder - the current text generation call has exceeded the "
+                "model's predefined maximum length (256). Depending on the model, you may "
+                "observe exceptions, performance degradation, or nothing at all."});
+}
+
+// Transformers' greedy search picks a token from NaN scores all the same; tfm says why the text is nonsense.
+TEST(Generate, NonFiniteLogitsAreAnError) {
+  test_support::ModelCopy copy(kFixtures + "llama_gqa");
+  copy.set_first_element("model.norm.weight", std::numeric_limits<float>::quiet_NaN());
+  // In the file's dtype on the cpu, the norm's weight is a view of the file, not read at load.
+  CausalLM model = CausalLM::from_pretrained(copy.dir(), {.dtype = "bfloat16", .device = "cpu"});
+  EXPECT_EQ(
+      error_of([&] {
+        generate(model, {{1, 2, 3}}, GenerationConfig{}, kwargs({{"max_new_tokens", 4}}));
+      }),
+      "the logits of prompt 0 at generation step 1 hold NaN or infinite values: the model's weights hold "
+      "such "
+      "values or its computation overflows in bfloat16 (remove_invalid_values=True replaces them, as in "
+      "Transformers)");
+  const GenerateOutput out = generate(model, {{1, 2, 3}}, GenerationConfig{},
+                                      kwargs({{"max_new_tokens", 4}, {"remove_invalid_values", true}}));
+  EXPECT_EQ(out.tokens[0].size(), 4u);
 }
 
 TEST(Generate, BadPromptsAreErrors) {

@@ -4,8 +4,10 @@
 
 #include <cstdio>
 #include <fstream>
+#include <limits>
 
 #include "support/error_of.h"
+#include "support/log_capture.h"
 #include "test_util.h"
 #include "tfm/core/error.h"
 
@@ -13,6 +15,7 @@ namespace tfm {
 namespace {
 
 using tfm::test_support::error_of;
+using tfm::test_support::LogCapture;
 
 // A field as Transformers holds it, normalised as tfm keeps it (eos_token_id and stop_strings become lists).
 json::Value normalised(const std::string& key, const json::Value& v) {
@@ -109,29 +112,53 @@ TEST(PrepareGenerationConfig, ModelConfigThenDefaultsThenKwargs) {
   const GenerationConfig qwen3 = GenerationConfig::from_json(json::parse(
       R"({"bos_token_id": 151643, "do_sample": true, "eos_token_id": [151645, 151643], "pad_token_id": 151643,
           "temperature": 0.6, "top_k": 20, "top_p": 0.95})"));
-  const PreparedGenerationConfig p =
-      prepare_generation_config(qwen3, json::parse(R"({"max_new_tokens": 7})").as_object());
-  EXPECT_EQ(p.config.do_sample, true);
-  EXPECT_EQ(p.config.temperature, 0.6);
-  EXPECT_EQ(p.config.top_k, 20);
-  EXPECT_EQ(p.config.typical_p, 1.0);           // global default
-  EXPECT_EQ(p.config.repetition_penalty, 1.0);  // global default
-  EXPECT_EQ(p.config.max_length, 20);
-  EXPECT_EQ(p.config.max_new_tokens, 7);
-  EXPECT_FALSE(p.config.min_p);  // no default
-  EXPECT_TRUE(p.has_default_max_length);
-  EXPECT_TRUE(p.warnings.empty());
-
-  // Greedy asked by the call: the model's sampling flags are inherited, so they are not reported.
-  const PreparedGenerationConfig greedy =
-      prepare_generation_config(qwen3, json::parse(R"({"do_sample": false})").as_object());
-  EXPECT_EQ(greedy.config.do_sample, false);
-  EXPECT_TRUE(greedy.warnings.empty());
-  // ... but flags set by the call itself are.
-  const PreparedGenerationConfig both =
-      prepare_generation_config(qwen3, json::parse(R"({"do_sample": false, "top_k": 3})").as_object());
-  ASSERT_EQ(both.warnings.size(), 2u);
-  EXPECT_EQ(both.warnings[0], "The following generation flags are not valid and may be ignored: ['top_k'].");
+  {
+    LogCapture log;
+    const PreparedGenerationConfig p =
+        prepare_generation_config(qwen3, json::parse(R"({"max_new_tokens": 7})").as_object());
+    EXPECT_EQ(p.config.do_sample, true);
+    EXPECT_EQ(p.config.temperature, 0.6);
+    EXPECT_EQ(p.config.top_k, 20);
+    EXPECT_EQ(p.config.typical_p, 1.0);           // global default
+    EXPECT_EQ(p.config.repetition_penalty, 1.0);  // global default
+    EXPECT_EQ(p.config.max_length, 20);
+    EXPECT_EQ(p.config.max_new_tokens, 7);
+    EXPECT_FALSE(p.config.min_p);  // no default
+    EXPECT_TRUE(p.has_default_max_length);
+    EXPECT_TRUE(log.at(logging::Level::warning).empty());
+  }
+  {
+    // Greedy asked by the call: the model's sampling flags are inherited, so they are not reported.
+    LogCapture log;
+    const PreparedGenerationConfig greedy =
+        prepare_generation_config(qwen3, json::parse(R"({"do_sample": false})").as_object());
+    EXPECT_EQ(greedy.config.do_sample, false);
+    EXPECT_TRUE(log.at(logging::Level::warning).empty());
+  }
+  // ... but flags set by the call itself are: a summary at warning level, the details at info level.
+  const std::string summary = "The following generation flags are not valid and may be ignored: ['top_k'].";
+  {
+    LogCapture log(logging::Level::warning);
+    prepare_generation_config(qwen3, json::parse(R"({"do_sample": false, "top_k": 3})").as_object());
+    EXPECT_EQ(log.at(logging::Level::warning),
+              std::vector<std::string>{summary + " Set `TRANSFORMERS_VERBOSITY=info` for more details."});
+  }
+  {
+    LogCapture log(logging::Level::info);
+    prepare_generation_config(qwen3, json::parse(R"({"do_sample": false, "top_k": 3})").as_object());
+    EXPECT_EQ(log.at(logging::Level::warning), std::vector<std::string>{summary});
+    ASSERT_EQ(log.at(logging::Level::info).size(), 1u);
+    EXPECT_EQ(log.at(logging::Level::info)[0].rfind(
+                  "- `top_k`: `do_sample` is not set to `True`. However, `top_k` is "
+                  "set to `3`",
+                  0),
+              0u);
+  }
+  {
+    LogCapture log(logging::Level::error);  // what the verbosity leaves out is not logged
+    prepare_generation_config(qwen3, json::parse(R"({"do_sample": false, "top_k": 4})").as_object());
+    EXPECT_TRUE(log.at(logging::Level::warning).empty());
+  }
 
   EXPECT_EQ(
       error_of([&] { prepare_generation_config(qwen3, json::parse(R"({"temprature": 0.5})").as_object()); }),
@@ -143,19 +170,32 @@ TEST(ResolveLengthLimits, FollowsPrepareGeneratedLength) {
   const GenerationConfig none;
   // Nothing set: 20 new tokens, capped by max_position_embeddings.
   PreparedGenerationConfig p = prepare_generation_config(none);
-  EXPECT_EQ(resolve_length_limits(p, 5).max_length, 25);
+  {
+    LogCapture log;
+    EXPECT_EQ(resolve_length_limits(p, 7).max_length, 27);
+    EXPECT_EQ(log.at(logging::Level::warning),
+              std::vector<std::string>{
+                  "Using the model-agnostic default `max_length` (=27) to control the generation "
+                  "length. We recommend setting `max_new_tokens` to control the maximum length "
+                  "of the generation."});
+  }
   EXPECT_EQ(resolve_length_limits(p, 5, 22).max_length, 22);
   EXPECT_EQ(resolve_length_limits(p, 5).min_length, 0);
-  EXPECT_EQ(resolve_length_limits(p, 5).warnings.size(),
-            1u);  // "Using the model-agnostic default `max_length`"
 
-  // max_new_tokens wins over max_length.
-  p = prepare_generation_config(none, json::parse(R"({"max_new_tokens": 4, "max_length": 100})").as_object());
-  LengthLimits l = resolve_length_limits(p, 6);
-  EXPECT_EQ(l.max_length, 10);
-  ASSERT_EQ(l.warnings.size(), 1u);
-  EXPECT_EQ(
-      l.warnings[0].rfind("Both `max_new_tokens` (=4) and `max_length`(=100) seem to have been set.", 0), 0u);
+  // max_new_tokens wins over max_length, with a warning when the call prepares the config.
+  {
+    LogCapture log;
+    p = prepare_generation_config(none,
+                                  json::parse(R"({"max_new_tokens": 4, "max_length": 100})").as_object());
+    ASSERT_EQ(log.at(logging::Level::warning).size(), 1u);
+    EXPECT_EQ(log.at(logging::Level::warning)[0].rfind(
+                  "Both `max_new_tokens` (=4) and `max_length`(=100) seem to have been set.", 0),
+              0u);
+  }
+  EXPECT_EQ(resolve_length_limits(p, 6).max_length, 10);
+  // A max_new_tokens as large as int64 holds is a limit that is never reached, not an overflow.
+  p = prepare_generation_config(none, json::parse(R"({"max_new_tokens": 9223372036854775807})").as_object());
+  EXPECT_EQ(resolve_length_limits(p, 6).max_length, std::numeric_limits<int64_t>::max());
 
   // An explicit max_length counts the prompt.
   p = prepare_generation_config(GenerationConfig::from_json(json::parse(R"({"max_length": 11})")));
@@ -169,11 +209,14 @@ TEST(ResolveLengthLimits, FollowsPrepareGeneratedLength) {
   // min_new_tokens becomes a min_length past the prompt.
   p = prepare_generation_config(none,
                                 json::parse(R"({"max_new_tokens": 3, "min_new_tokens": 5})").as_object());
-  l = resolve_length_limits(p, 4);
+  LogCapture log;
+  const LengthLimits l = resolve_length_limits(p, 4);
   EXPECT_EQ(l.min_length, 9);
   EXPECT_EQ(l.max_length, 7);
-  ASSERT_EQ(l.warnings.size(), 2u);
-  EXPECT_EQ(l.warnings[0].rfind("Unfeasible length constraints: `min_length` (9) is larger than", 0), 0u);
+  ASSERT_EQ(log.at(logging::Level::warning).size(), 2u);
+  EXPECT_EQ(log.at(logging::Level::warning)[0].rfind(
+                "Unfeasible length constraints: `min_length` (9) is larger than", 0),
+            0u);
 }
 
 }  // namespace

@@ -131,7 +131,7 @@ TEST(Typical, KeepsTheTokensClosestToTheEntropy) {
 }
 
 LengthLimits limits(int64_t min_length, int64_t max_length = 100) {
-  return LengthLimits{max_length, min_length, {}};
+  return LengthLimits{max_length, min_length};
 }
 
 TEST(ForcedAndSuppressedTokens, FollowTheLength) {
@@ -235,10 +235,21 @@ TEST(BuildLogitsProcessors, RejectsInvalidValuesAndUnimplementedFeatures) {
       "search and sampling, num_beams=1)");
   EXPECT_EQ(error_of([] { build_logits_processors(prepared(R"({"guidance_scale": 1.5})"), 1, limits(0)); }),
             "generation config: `guidance_scale` is set, but tfm does not implement that generation feature");
-  // Cutoffs outside (0, 1) build no warper, so they raise nothing (as in Transformers).
-  EXPECT_EQ(names(build_logits_processors(prepared(R"({"do_sample": true, "top_k": 0, "eta_cutoff": 1.5})"),
-                                          1, limits(0))),
-            std::vector<std::string>{});
+  // Transformers builds no warper for a top-p or typical-p of 1 or more, or a cutoff outside (0, 1), and so
+  // says nothing about top_p=2; tfm builds it, and its check says what is wrong.
+  EXPECT_EQ(error_of([] {
+              build_logits_processors(prepared(R"({"do_sample": true, "top_p": 2.0})"), 1, limits(0));
+            }),
+            "`top_p` has to be a float > 0 and < 1, but is 2.0");
+  EXPECT_EQ(error_of([] {
+              build_logits_processors(prepared(R"({"do_sample": true, "eta_cutoff": 1.5})"), 1, limits(0));
+            }),
+            "`eta_cutoff` has to be a float > 0 and < 1, but is 1.5");
+  EXPECT_EQ(
+      names(build_logits_processors(
+          prepared(R"({"do_sample": true, "top_k": 0, "top_p": 1.0, "typical_p": 1.0, "eta_cutoff": 0.0})"),
+          1, limits(0))),
+      std::vector<std::string>{});
 }
 
 // ---- against Transformers' recorded outputs

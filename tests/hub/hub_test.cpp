@@ -168,6 +168,27 @@ TEST(ModelFiles, TakesConfigsTokenizerTemplatesAndSafetensorsOnly) {
   const std::vector<std::string> sharded = {"model.safetensors", "model.safetensors.index.json",
                                             "config.json"};
   EXPECT_EQ(model_files(sharded), (std::vector<std::string>{"config.json", "model.safetensors.index.json"}));
+  // What a tokenizer needs: no weights.
+  EXPECT_EQ(
+      model_files(repo, /*weights=*/false),
+      (std::vector<std::string>{"config.json", "tokenizer.json", "added_tokens.json", "chat_template.json"}));
+}
+
+// A tokenizer needs no weights: tokenizing with a Hub id does not download gigabytes first.
+TEST_F(HubTest, WithoutWeightsDownloadsEverythingButThem) {
+  HubOptions o = options();
+  o.weights = false;
+  const std::string dir = resolve_model_dir("org/sharded", o);
+  std::set<std::string> expected = kShardedModelFiles;
+  for (const char* weights : {"model.safetensors.index.json", "model-00001-of-00002.safetensors",
+                              "model-00002-of-00002.safetensors"}) {
+    expected.erase(weights);
+  }
+  EXPECT_EQ(names_in(dir), expected);
+  EXPECT_EQ(count_requests("GET", ".safetensors"), 0u);
+  EXPECT_EQ(resolve_model_dir("org/sharded", options()),
+            dir);  // the whole model later, into the same snapshot
+  EXPECT_EQ(names_in(dir), kShardedModelFiles);
 }
 
 TEST_F(HubTest, LocalFolderIsReturnedAsItIs) {

@@ -2,9 +2,11 @@
 // tests/fixtures/make_chat_template_goldens.py.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <vector>
 
 #include "support/test_assets.h"
 #include "tfm/core/error.h"
@@ -97,6 +99,42 @@ TEST(JinjaGolden, ModelFamilyTemplatesMatchTransformers) {
     } else {
       EXPECT_NE(error, "") << "expected an error like: " << c.at("error").as_string();
     }
+  }
+}
+
+// lipsum and random draw at random, so their outputs are checked for the shape jinja2's have.
+TEST(JinjaGolden, RandomFiltersHaveJinja2sShape) {
+  const auto render = [](const std::string& source) {
+    return compile_chat_template(source).render({}, transformers_jinja_environment());
+  };
+  for (int i = 0; i < 20; ++i) {
+    const std::string html = render("{{ lipsum() }}");
+    ASSERT_EQ(html.substr(0, 3), "<p>");
+    std::vector<std::string> paragraphs;
+    for (size_t b = 0, e = 0; e != std::string::npos; b = e + 1) {
+      e = html.find('\n', b);
+      paragraphs.push_back(html.substr(b, e - b));
+    }
+    ASSERT_EQ(paragraphs.size(), 5u) << html;
+    for (const auto& p : paragraphs) {
+      EXPECT_EQ(p.substr(p.size() - 5), ".</p>");
+      EXPECT_TRUE(p[3] >= 'A' && p[3] <= 'Z') << p;
+      const size_t words = std::count(p.begin(), p.end(), ' ') + 1;
+      EXPECT_GE(words, 20u);
+      EXPECT_LT(words, 100u);
+    }
+    const std::string plain = render("{{ lipsum(2, false, 3, 5) }}");
+    const size_t gap = plain.find("\n\n");
+    ASSERT_NE(gap, std::string::npos);
+    for (const std::string& p : std::vector<std::string>{plain.substr(0, gap), plain.substr(gap + 2)}) {
+      const size_t words = std::count(p.begin(), p.end(), ' ') + 1;
+      EXPECT_TRUE(words == 3 || words == 4) << p;
+      EXPECT_EQ(p.back(), '.');
+    }
+    const std::string picked = render("{{ [1, 2, 3]|random }}{{ 'xyz'|random }}{{ []|random is defined }}");
+    EXPECT_NE(std::string("123").find(picked[0]), std::string::npos);
+    EXPECT_NE(std::string("xyz").find(picked[1]), std::string::npos);
+    EXPECT_EQ(picked.substr(2), "False");
   }
 }
 

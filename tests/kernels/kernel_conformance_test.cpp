@@ -300,8 +300,8 @@ std::vector<Case> gather_rows_cases(std::mt19937& rng) {
   return cases;
 }
 
-// Rows with near ties (the dtype's rounding makes some exact), many equal values (the first must win), a NaN,
-// and one as wide as Qwen3's vocabulary.
+// Rows with near ties (the dtype's rounding makes some exact), many equal values (the first must win), a NaN
+// and an infinity (-1), and one as wide as Qwen3's vocabulary.
 std::vector<Case> argmax_rows_cases(std::mt19937& rng) {
   std::vector<Case> cases;
   auto add = [&](std::string what, Tensor x) {
@@ -318,9 +318,10 @@ std::vector<Case> argmax_rows_cases(std::mt19937& rng) {
   std::uniform_int_distribution<int> small(-2, 2);
   for (int64_t i = 0; i < ties.numel(); ++i) ties.data<float>()[i] = static_cast<float>(small(rng));
   add("argmax of repeated values", ties);
-  Tensor nan = random_floats({2, 500}, rng);
-  nan.data<float>()[123] = std::numeric_limits<float>::quiet_NaN();
-  add("argmax of a row with a NaN", nan);
+  Tensor invalid = random_floats({3, 500}, rng);
+  invalid.data<float>()[123] = std::numeric_limits<float>::quiet_NaN();
+  invalid.data<float>()[1000 + 7] = -std::numeric_limits<float>::infinity();
+  add("argmax of rows with a NaN and an infinity", invalid);
   return cases;
 }
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "parity_fixtures.h"
+#include "support/error_of.h"
 #include "tfm/backend/backend.h"
 #include "tfm/core/error.h"
 #include "tfm/core/floats.h"
@@ -45,11 +46,23 @@ TEST(Model, DtypesThatCannotRunAreErrorsNamingThem) {
     }
     return std::string("(no error)");
   };
-  EXPECT_EQ(error_of("int8"), "Can't instantiate LlamaForCausalLM model under dtype=int8 since it is not a floating "
-                              "point dtype");
+  EXPECT_EQ(
+      error_of("int8"),
+      "LlamaForCausalLM cannot be instantiated under `dtype=torch.int8` as it's not a floating-point dtype");
   EXPECT_EQ(error_of("float64"), "cpu cannot run models in float64 (tfm computes in float32, bfloat16 and float16)");
   EXPECT_EQ(error_of("float8_e5m2"),
-            "Can't instantiate LlamaForCausalLM model under dtype=float8_e5m2 since it is not a floating point dtype");
+            "cpu cannot run models in float8_e5m2 (tfm computes in float32, bfloat16 and float16)");
+}
+
+// A block count past int32 once wrapped around into a small or negative one.
+TEST(Model, AKVCacheTfmCannotAddressIsAnErrorNamingIt) {
+  CausalLM model = CausalLM::from_pretrained(kFixtures + "llama_gqa", {.dtype = "float32"});
+  for (const int64_t blocks : {int64_t{1} << 40, int64_t{1} << 27}) {
+    const std::string error = test_support::error_of([&] { model.make_cache(blocks); });
+    EXPECT_EQ(error.rfind("a KV cache of " + std::to_string(blocks) + " blocks of 16 tokens (", 0), 0u)
+        << error;
+    EXPECT_TRUE(error.ends_with(" on cpu) holds more tokens than tfm addresses (2147483647)")) << error;
+  }
 }
 
 TEST(Model, KeepsWhatABackwardNeedsOnlyWhenAsked) {

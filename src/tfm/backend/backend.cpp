@@ -1,11 +1,11 @@
 #include "tfm/backend/backend.h"
 
 #include <cstring>
-#include <exception>
 #include <vector>
 
 #include "tfm/backend/cpu/cpu_backend.h"
 #include "tfm/core/error.h"
+#include "tfm/core/parallel.h"
 #ifdef TFM_HAVE_CUDA
 #include "tfm/backend/cuda/cuda_backend.h"
 #endif
@@ -16,20 +16,12 @@
 namespace tfm {
 
 void read_in_parallel(const HostReader& read, void* dst, size_t offset, size_t bytes) {
-  constexpr size_t kPiece = size_t{512} << 10;
-  const auto pieces = static_cast<int64_t>((bytes + kPiece - 1) / kPiece);
-  std::exception_ptr failure;
-#pragma omp parallel for schedule(dynamic) if (pieces > 1)
-  for (int64_t i = 0; i < pieces; ++i) {
-    const size_t begin = static_cast<size_t>(i) * kPiece;
-    try {
-      read(static_cast<char*>(dst) + begin, offset + begin, std::min(kPiece, bytes - begin));
-    } catch (...) {  // an exception must not leave an OpenMP region
-#pragma omp critical(tfm_read_in_parallel)
-      if (!failure) failure = std::current_exception();
-    }
-  }
-  if (failure) std::rethrow_exception(failure);
+  constexpr int64_t kPiece = int64_t{512} << 10;
+  const auto n = static_cast<int64_t>(bytes);
+  parallel_for(n, {.enabled = n > kPiece, .chunk = kPiece}, [&](int64_t begin, int64_t end) {
+    read(static_cast<char*>(dst) + begin, offset + static_cast<size_t>(begin),
+         static_cast<size_t>(end - begin));
+  });
 }
 
 void Backend::copy_from_reader(int index, DeviceSpan dst, size_t bytes, const HostReader& read) {
@@ -101,7 +93,8 @@ Backend& compiled_backend(DeviceType t) {
 }  // namespace
 
 Device resolve_device(std::string_view spec) {
-  if (spec.empty() || spec == "auto") {
+  check(!spec.empty(), "Device string must not be empty");  // torch.device("")'s words
+  if (spec == "auto") {
     for (DeviceType t : {DeviceType::cuda, DeviceType::xpu}) {
       if (count_of(t) > 0) return Device{t, 0};
     }
@@ -118,7 +111,7 @@ Tensor empty(const Shape& shape, DType dtype, Device device) {
   if (device.type == DeviceType::cpu) return Tensor::cpu(shape, dtype);
   Backend* b = &compiled_backend(device.type);
   const int index = device.index_or_zero();
-  const size_t bytes = static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype);
+  const size_t bytes = shape_bytes(shape, dtype);
   void* p = b->allocate(index, bytes);
   auto storage = std::make_shared<Storage>(p, bytes, Device{device.type, index},
                                            [b, index](void* q) { b->deallocate(index, q); });
@@ -131,15 +124,22 @@ DeviceSpan span(const Tensor& t) {
 }
 }  // namespace
 
-Tensor clone(const Tensor& t) {
-  check(t.is_contiguous(), "clone needs a contiguous tensor, got ", t.str());
-  Tensor out = empty(t.shape(), t.dtype(), t.device());
-  if (t.nbytes() == 0) return out;
-  if (t.device().type == DeviceType::cpu) {
-    std::memcpy(out.raw(), t.raw(), t.nbytes());
+void copy(const Tensor& dst, const Tensor& src) {
+  check(dst.is_contiguous() && src.is_contiguous() && dst.nbytes() == src.nbytes() &&
+            dst.device() == src.device(),
+        "copy needs contiguous tensors of one size on one device, got ", dst.str(), " and ", src.str());
+  if (src.nbytes() == 0) return;
+  if (src.device().type == DeviceType::cpu) {
+    std::memcpy(dst.raw(), src.raw(), src.nbytes());
   } else {
-    compiled_backend(t.device().type).copy_on_device(t.device().index, span(out), span(t), t.nbytes());
+    compiled_backend(src.device().type)
+        .copy_on_device(src.device().index, span(dst), span(src), src.nbytes());
   }
+}
+
+Tensor clone(const Tensor& t) {
+  Tensor out = empty(t.shape(), t.dtype(), t.device());
+  copy(out, t);
   return out;
 }
 

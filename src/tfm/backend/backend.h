@@ -90,7 +90,7 @@ Backend* find_backend(DeviceType type);
 // Every device tfm can use, cpu first.
 std::vector<DeviceInfo> list_devices();
 
-// Resolves a user's device string: "" or "auto" picks the first available of cuda, xpu, cpu (as Transformers'
+// Resolves a user's device string: "auto" picks the first available of cuda, xpu, cpu (as Transformers'
 // pipeline does); "cuda" means "cuda:0". A device that is absent is an error listing those present.
 Device resolve_device(std::string_view spec);
 
@@ -100,6 +100,8 @@ Tensor empty(const Shape& shape, DType dtype, Device device);
 Tensor to_device(const Tensor& t, Device device);
 // A contiguous copy of `t` on its own device.
 Tensor clone(const Tensor& t);
+// Copies `src` into `dst`: contiguous tensors (or views) of the same size on one device.
+void copy(const Tensor& dst, const Tensor& src);
 // Copies dst.nbytes() bytes from host memory, or from `read`, into `dst`, a contiguous tensor (or view) on any
 // device.
 void copy_from_host(const Tensor& dst, const void* src);

@@ -136,8 +136,8 @@ struct GatherRows {
   auto tensors() const { return tensor_list(x, rows, out); }
 };
 
-// ids[r] = the index of the largest value of row r, the first of equal ones (torch.argmax); a NaN counts as
-// the largest.                                  x (R, V), ids (R)
+// ids[r] = the index of the largest value of row r, the first of equal ones (torch.argmax), or -1 when the row
+// holds a NaN or an infinity (which greedy search reports rather than picks from).     x (R, V), ids (R)
 // Optional: a device without it leaves greedy choice to the host, which reads the whole rows.
 struct ArgmaxRows {
   static constexpr std::string_view name = "argmax_rows", layer = "";

@@ -2,6 +2,7 @@
 // is thrown as tfm::Error with a message that names what was wrong and where.
 #pragma once
 
+#include <cstdint>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -26,6 +27,16 @@ template <typename... Parts>
 template <typename... Parts>
 void check(bool condition, Parts&&... parts) {
   if (!condition) throw_error(std::forward<Parts>(parts)...);
+}
+
+// a * b of sizes that files and users give: a product past int64 is a tfm::Error naming `what`, where it
+// would otherwise wrap around into a small or negative size.
+template <typename What>
+int64_t checked_mul(int64_t a, int64_t b, const What& what) {
+  int64_t product = 0;
+  if (__builtin_mul_overflow(a, b, &product))
+    throw_error(what, " (", a, " * ", b, ") does not fit in 64 bits");
+  return product;
 }
 
 }  // namespace tfm

@@ -3,6 +3,8 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <limits>
 #include <new>
 
 #include "tfm/core/error.h"
@@ -17,12 +19,36 @@ std::string shape_str(const Shape& shape) {
 
 int64_t shape_numel(const Shape& shape) {
   int64_t n = 1;
-  for (int64_t d : shape) n *= d;
+  for (int64_t d : shape) {
+    check(d >= 0, "shape ", shape_str(shape), " has a negative size");
+    n = checked_mul(n, d, "the elements of shape " + shape_str(shape));
+  }
   return n;
 }
 
+size_t shape_bytes(const Shape& shape, DType dtype) {
+  return static_cast<size_t>(checked_mul(shape_numel(shape), static_cast<int64_t>(dtype_size(dtype)),
+                                         "the bytes of shape " + shape_str(shape)));
+}
+
+std::optional<size_t> host_available_memory() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  size_t kib = 0;
+  while (in >> key >> kib) {
+    if (key == "MemAvailable:") return kib * 1024;
+    in.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
+  }
+  return std::nullopt;
+}
+
 void* host_allocate(size_t bytes) {
-  void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64 + 64);
+  constexpr size_t kAlign = 64;
+  // Reading /proc/meminfo costs a few microseconds: worth it only for blocks that could matter.
+  constexpr size_t kLarge = size_t{256} << 20;
+  if (bytes > std::numeric_limits<size_t>::max() - 2 * kAlign) throw std::bad_alloc();
+  if (bytes >= kLarge && bytes > host_available_memory().value_or(bytes)) throw std::bad_alloc();
+  void* p = std::aligned_alloc(kAlign, (bytes + kAlign - 1) / kAlign * kAlign + kAlign);
   if (!p) throw std::bad_alloc();
   return p;
 }
@@ -66,8 +92,14 @@ size_t host_tensor_bytes() {
 }
 
 Tensor Tensor::cpu(const Shape& shape, DType dtype) {
-  const size_t bytes = static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype);
-  void* data = host_allocate(bytes);
+  const size_t bytes = shape_bytes(shape, dtype);
+  void* data = nullptr;
+  try {
+    data = host_allocate(bytes);
+  } catch (const std::bad_alloc&) {
+    throw_error("out of memory: a ", dtype_name(dtype), shape_str(shape), " tensor needs ", bytes,
+                " bytes of host memory, and ", host_available_memory().value_or(0), " are available");
+  }
   std::memset(data, 0, bytes);
   g_host_tensor_bytes += bytes;
   auto release = [bytes](void* p) {

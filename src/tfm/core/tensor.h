@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,10 +17,17 @@ namespace tfm {
 using Shape = std::vector<int64_t>;
 
 std::string shape_str(const Shape& shape);  // "[2, 3]"
-// Host memory aligned for any vector unit tfm's CPU kernels use; throws std::bad_alloc.
+// Host memory aligned for any vector unit tfm's CPU kernels use; throws std::bad_alloc, also for a large
+// block the kernel says it cannot provide (which Linux would otherwise grant, and kill the process for when
+// it is touched).
 void* host_allocate(size_t bytes);
+// What the kernel estimates can be allocated without swapping (MemAvailable), if it says.
+std::optional<size_t> host_available_memory();
 void host_free(void* p);
+// Elements of a shape; a negative size or a product past int64 (sizes read from files) is a tfm::Error.
 int64_t shape_numel(const Shape& shape);
+// Bytes of a tensor of this shape and dtype, checked as shape_numel.
+size_t shape_bytes(const Shape& shape, DType dtype);
 // Bytes of the host tensors Tensor::cpu allocated that are alive now (views of mapped files are not counted).
 size_t host_tensor_bytes();
 

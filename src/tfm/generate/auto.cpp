@@ -6,9 +6,10 @@
 
 namespace tfm {
 
-std::string resolve_pretrained(const std::string& id_or_dir, const std::string& revision) {
+std::string resolve_pretrained(const std::string& id_or_dir, const std::string& revision, bool weights) {
   io::HubOptions hub;
   hub.revision = revision;
+  hub.weights = weights;
   return io::resolve_model_dir(id_or_dir, hub);
 }
 
@@ -41,7 +42,8 @@ GenerateOutput AutoModelForCausalLM::generate(const std::vector<std::vector<int6
 
 tokenizer::Tokenizer AutoTokenizer::from_pretrained(const std::string& id_or_dir,
                                                     const std::string& revision) {
-  return tokenizer::AutoTokenizer::from_pretrained(resolve_pretrained(id_or_dir, revision), id_or_dir);
+  return tokenizer::AutoTokenizer::from_pretrained(resolve_pretrained(id_or_dir, revision, /*weights=*/false),
+                                                   id_or_dir);
 }
 
 TextGenerationPipeline::TextGenerationPipeline(AutoModelForCausalLM model, tokenizer::Tokenizer tokenizer)

@@ -32,8 +32,10 @@ struct PretrainedOptions {
   bool device_graphs = true;                 // decode steps as device graphs where the device has them
 };
 
-// Resolves a local folder or Hub id to a local folder, downloading what a model needs.
-std::string resolve_pretrained(const std::string& id_or_dir, const std::string& revision = "main");
+// Resolves a local folder or Hub id to a local folder, downloading what a model needs (without `weights`,
+// what its tokenizer needs).
+std::string resolve_pretrained(const std::string& id_or_dir, const std::string& revision = "main",
+                               bool weights = true);
 
 class AutoModelForCausalLM {
  public:

@@ -25,7 +25,6 @@ struct GenerateOutput {
   std::vector<std::vector<int64_t>>
       tokens;  // the generated ids of each prompt (EOS included when it stopped there)
   std::vector<StopReason> stop_reasons;
-  std::vector<std::string> warnings;  // what Transformers would warn about the configuration
   int64_t prompt_tokens = 0;
   int64_t generated_tokens = 0;
   double prefill_seconds = 0;  // the first step, which runs the prompts

@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <functional>
+#include <limits>
 #include <set>
 #include <sstream>
 #include <type_traits>
 
 #include "tfm/core/error.h"
+#include "tfm/core/logging.h"
 
 namespace tfm {
 namespace {
@@ -495,19 +497,23 @@ PreparedGenerationConfig prepare_generation_config(const GenerationConfig& model
   out.has_default_max_length = !kwarg_set("max_length") && !model_config.max_length;
   out.has_default_min_length = !kwarg_set("min_length") && !model_config.min_length;
 
-  // Transformers logs each distinct warning once; every update step below validates and may add one.
-  auto report = [&](const Issues& issues) {
+  // Transformers validates at every update step below and logs what it finds: a summary at warning level,
+  // the details at info level, each distinct message once.
+  auto report = [](const Issues& issues) {
     if (issues.empty()) return;
-    std::string flags;
-    for (size_t i = 0; i < issues.size(); ++i) flags += (i ? ", '" : "'") + issues[i].first + "'";
-    std::vector<std::string> lines = {"The following generation flags are not valid and may be ignored: [" +
-                                      flags + "]."};
-    for (const auto& [flag, description] : issues) lines.push_back("- `" + flag + "`: " + description);
-    for (std::string& line : lines) {
-      if (std::find(out.warnings.begin(), out.warnings.end(), line) == out.warnings.end()) {
-        out.warnings.push_back(std::move(line));
-      }
+    std::string flags, details;
+    for (const auto& [flag, description] : issues) {
+      flags += (flags.empty() ? "'" : ", '") + flag + "'";
+      details += "- `" + flag + "`: " + description + "\n";
     }
+    std::string summary = "The following generation flags are not valid and may be ignored: [" + flags + "].";
+    if (!logging::enabled(logging::Level::info))
+      summary += " Set `TRANSFORMERS_VERBOSITY=info` for more details.";
+    logging::log_once(logging::Level::warning, summary);
+    logging::log_once(logging::Level::info,
+                      details +
+                          "If you're using a pretrained model, note that some of these attributes may be set "
+                          "through the model's `generation_config.json` file.");
   };
   auto update_step = [&](const json::Object& values, bool defaults_only, bool allow_custom_entries) {
     std::set<std::string> updated;
@@ -535,8 +541,33 @@ PreparedGenerationConfig prepare_generation_config(const GenerationConfig& model
     throw_error("The following `model_kwargs` are not used by the model: ", names.str(),
                 " (note: typos in the generate arguments will also show up in this list)");
   }
+
+  // _prepare_generated_length's warnings, which do not depend on the prompt. Transformers repeats them on
+  // every call; once is enough to say it (a chat would repeat them on every turn).
+  const GenerationConfig& c = out.config;
+  auto both_set = [](const char* tokens, int64_t new_tokens, const char* length, int64_t value) {
+    logging::log_once(logging::Level::warning,
+                      "Both `" + std::string(tokens) + "` (=" + std::to_string(new_tokens) + ") and `" +
+                          length + "`(=" + std::to_string(value) + ") seem to have been set. `" + tokens +
+                          "` will take precedence. Please refer to the documentation for more information. "
+                          "(https://huggingface.co/docs/transformers/main/en/main_classes/text_generation)");
+  };
+  if (c.max_new_tokens && !out.has_default_max_length && c.max_length) {
+    both_set("max_new_tokens", *c.max_new_tokens, "max_length", *c.max_length);
+  }
+  if (c.min_new_tokens && !out.has_default_min_length) {
+    both_set("min_new_tokens", *c.min_new_tokens, "min_length", c.min_length.value_or(0));
+  }
   return out;
 }
+
+namespace {
+// Lengths from a user's numbers: max_new_tokens may be as large as int64 holds.
+int64_t saturating_add(int64_t a, int64_t b) {
+  int64_t sum = 0;
+  return __builtin_add_overflow(a, b, &sum) ? std::numeric_limits<int64_t>::max() : sum;
+}
+}  // namespace
 
 LengthLimits resolve_length_limits(const PreparedGenerationConfig& prepared, int64_t prompt_length,
                                    std::optional<int64_t> max_position_embeddings) {
@@ -548,37 +579,22 @@ LengthLimits resolve_length_limits(const PreparedGenerationConfig& prepared, int
   int64_t min_length = c.min_length.value_or(0);
 
   if (c.max_new_tokens) {
-    if (!prepared.has_default_max_length && c.max_length) {
-      out.warnings.push_back(
-          "Both `max_new_tokens` (=" + std::to_string(*c.max_new_tokens) +
-          ") and `max_length`(=" + std::to_string(max_length) +
-          ") seem to have been set. `max_new_tokens` will take precedence. Please refer to the "
-          "documentation for more information. "
-          "(https://huggingface.co/docs/transformers/main/en/main_classes/text_generation)");
-    }
-    max_length = *c.max_new_tokens + prompt_length;
+    max_length = saturating_add(*c.max_new_tokens, prompt_length);
   } else if (prepared.has_default_max_length) {  // by default, 20 new tokens
     max_length += prompt_length;
     if (max_position_embeddings) max_length = std::min(max_length, *max_position_embeddings);
   }
   if (c.min_new_tokens) {
-    if (!prepared.has_default_min_length) {
-      out.warnings.push_back(
-          "Both `min_new_tokens` (=" + std::to_string(*c.min_new_tokens) +
-          ") and `min_length`(=" + std::to_string(min_length) +
-          ") seem to have been set. `min_new_tokens` will take precedence. Please refer to the "
-          "documentation for more information. "
-          "(https://huggingface.co/docs/transformers/main/en/main_classes/text_generation)");
-    }
-    min_length = *c.min_new_tokens + prompt_length;
+    min_length = saturating_add(*c.min_new_tokens, prompt_length);
   }
 
-  // _validate_generated_length
+  // _validate_generated_length. Its warnings are Python UserWarnings, which Python shows once per message.
   if (prepared.has_default_max_length && !c.max_new_tokens) {
-    out.warnings.push_back(
+    logging::log_once(
+        logging::Level::warning,
         "Using the model-agnostic default `max_length` (=" + std::to_string(max_length) +
-        ") to control the generation length. We recommend setting `max_new_tokens` to control "
-        "the maximum length of the generation.");
+            ") to control the generation length. We recommend setting `max_new_tokens` to control "
+            "the maximum length of the generation.");
   }
   check(prompt_length < max_length, "Input length of input_ids is ", prompt_length,
         ", but `max_length` is set to ", max_length,
@@ -592,15 +608,17 @@ LengthLimits resolve_length_limits(const PreparedGenerationConfig& prepared, int
     suffix += " Note that `max_length` is set to " + std::to_string(max_length) + ", its default value.";
   }
   if (min_length > max_length) {
-    out.warnings.push_back("Unfeasible length constraints: `min_length` (" + std::to_string(min_length) +
-                           ") is larger than the maximum possible length (" + std::to_string(max_length) +
-                           ")." + suffix);
+    logging::log_once(logging::Level::warning, "Unfeasible length constraints: `min_length` (" +
+                                                   std::to_string(min_length) +
+                                                   ") is larger than the maximum possible length (" +
+                                                   std::to_string(max_length) + ")." + suffix);
   }
-  if (c.min_new_tokens && *c.min_new_tokens + prompt_length > max_length) {
-    out.warnings.push_back("Unfeasible length constraints: `min_new_tokens` (" +
-                           std::to_string(*c.min_new_tokens) + "), when added to the prompt length (" +
-                           std::to_string(prompt_length) + "), is larger than the maximum possible length (" +
-                           std::to_string(max_length) + ")." + suffix);
+  if (c.min_new_tokens && saturating_add(*c.min_new_tokens, prompt_length) > max_length) {
+    logging::log_once(logging::Level::warning,
+                      "Unfeasible length constraints: `min_new_tokens` (" +
+                          std::to_string(*c.min_new_tokens) + "), when added to the prompt length (" +
+                          std::to_string(prompt_length) + "), is larger than the maximum possible length (" +
+                          std::to_string(max_length) + ")." + suffix);
   }
   out.max_length = max_length;
   out.min_length = min_length;

@@ -82,12 +82,12 @@ struct GenerationConfig {
 
 // generate()'s merge: `model_config` (the model's generation_config.json) fills what the call does not set,
 // the global defaults fill the rest, then `kwargs` (the call's arguments) override. A kwarg that is no
-// generation parameter throws tfm::Error as Transformers' _validate_model_kwargs does.
+// generation parameter throws tfm::Error as Transformers' _validate_model_kwargs does; the minor issues
+// validate() finds are logged as Transformers logs them.
 struct PreparedGenerationConfig {
   GenerationConfig config;
   bool has_default_max_length = false;  // neither the model nor the call set max_length
   bool has_default_min_length = false;  // neither the model nor the call set min_length
-  std::vector<std::string> warnings;    // what Transformers would log or warn
 };
 PreparedGenerationConfig prepare_generation_config(const GenerationConfig& model_config,
                                                    const json::Object& kwargs = {});
@@ -99,9 +99,9 @@ PreparedGenerationConfig prepare_generation_config(const GenerationConfig& model
 struct LengthLimits {
   int64_t max_length = 0;  // stop when prompt + generated reaches this
   int64_t min_length = 0;  // EOS is suppressed while prompt + generated is below this
-  std::vector<std::string> warnings;
 };
-// Throws tfm::Error when the prompt already reaches max_length (Transformers' ValueError).
+// Throws tfm::Error when the prompt already reaches max_length (Transformers' ValueError); logs Transformers'
+// warnings about the lengths.
 LengthLimits resolve_length_limits(const PreparedGenerationConfig& prepared, int64_t prompt_length,
                                    std::optional<int64_t> max_position_embeddings = std::nullopt);
 

@@ -318,8 +318,9 @@ void TopKLogitsWarper::operator()(std::span<const int64_t>, std::span<float> sco
 
 TopPLogitsWarper::TopPLogitsWarper(double top_p, int64_t min_tokens_to_keep)
     : top_p_(top_p), min_tokens_to_keep_(min_tokens_to_keep) {
-  // Transformers' check admits 0 (only values outside [0, 1] raise), though its message says "> 0".
-  check(!(top_p < 0 || top_p > 1.0), "`top_p` has to be a float > 0 and < 1, but is ", py(top_p));
+  // Transformers' check admits 0 and 1 (only values outside [0, 1] raise), though its message says otherwise;
+  // NaN, which its comparisons let through, is refused.
+  check(top_p >= 0 && top_p <= 1.0, "`top_p` has to be a float > 0 and < 1, but is ", py(top_p));
   check_min_tokens_to_keep(min_tokens_to_keep);
 }
 
@@ -597,22 +598,25 @@ LogitsProcessorList build_logits_processors(const GenerationConfig& c, int64_t p
     list.push_back(std::make_unique<SuppressTokensAtBeginLogitsProcessor>(*c.begin_suppress_tokens, begin));
   }
   if (c.do_sample == true) {
+    // Transformers builds the top-p, typical-p, epsilon and eta warpers only for values inside their ranges,
+    // so that top_p=2 samples from everything without a word; here any value other than the neutral one gets
+    // its warper, whose check rejects it in Transformers' words.
     const int64_t min_tokens_to_keep = 1;  // more only for beam search
     if (c.temperature && *c.temperature != 1.0) {
       list.push_back(std::make_unique<TemperatureLogitsWarper>(*c.temperature));
     }
     if (c.top_k && *c.top_k != 0)
       list.push_back(std::make_unique<TopKLogitsWarper>(*c.top_k, min_tokens_to_keep));
-    if (c.top_p && *c.top_p < 1.0)
+    if (c.top_p && *c.top_p != 1.0)
       list.push_back(std::make_unique<TopPLogitsWarper>(*c.top_p, min_tokens_to_keep));
     if (c.min_p) list.push_back(std::make_unique<MinPLogitsWarper>(*c.min_p, min_tokens_to_keep));
-    if (c.typical_p && *c.typical_p < 1.0) {
+    if (c.typical_p && *c.typical_p != 1.0) {
       list.push_back(std::make_unique<TypicalLogitsWarper>(*c.typical_p, min_tokens_to_keep));
     }
-    if (c.epsilon_cutoff && 0.0 < *c.epsilon_cutoff && *c.epsilon_cutoff < 1.0) {
+    if (c.epsilon_cutoff && *c.epsilon_cutoff != 0.0) {
       list.push_back(std::make_unique<EpsilonLogitsWarper>(*c.epsilon_cutoff, min_tokens_to_keep));
     }
-    if (c.eta_cutoff && 0.0 < *c.eta_cutoff && *c.eta_cutoff < 1.0) {
+    if (c.eta_cutoff && *c.eta_cutoff != 0.0) {
       list.push_back(std::make_unique<EtaLogitsWarper>(*c.eta_cutoff, min_tokens_to_keep));
     }
   }

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "tfm/core/error.h"
+#include "tfm/core/logging.h"
 
 namespace tfm {
 
@@ -43,8 +44,10 @@ std::optional<size_t> StopStringCriteria::match(std::span<const int64_t> input_i
   return std::nullopt;
 }
 
-StoppingCriteria::StoppingCriteria(const GenerationConfig& config, int64_t max_length, DecodeFn decode)
+StoppingCriteria::StoppingCriteria(const GenerationConfig& config, int64_t max_length, DecodeFn decode,
+                                   std::optional<int64_t> max_position_embeddings)
     : max_length_(max_length),
+      max_position_embeddings_(max_position_embeddings),
       max_time_(config.max_time),
       start_(std::chrono::steady_clock::now()),
       eos_(config.eos_token_id.value_or(std::vector<int64_t>{})) {
@@ -52,7 +55,17 @@ StoppingCriteria::StoppingCriteria(const GenerationConfig& config, int64_t max_l
 }
 
 StopReason StoppingCriteria::check(std::span<const int64_t> input_ids) const {
-  if (static_cast<int64_t>(input_ids.size()) >= max_length_) return StopReason::max_length;
+  const auto length = static_cast<int64_t>(input_ids.size());
+  if (length >= max_length_) return StopReason::max_length;
+  if (max_position_embeddings_ && length > *max_position_embeddings_) {
+    logging::log_once(
+        logging::Level::warning,
+        "This is a friendly reminder - the current text generation call has exceeded the model's "
+        "predefined maximum length (" +
+            std::to_string(*max_position_embeddings_) +
+            "). Depending on the model, you may observe exceptions, performance degradation, or "
+            "nothing at all.");
+  }
   if (max_time_) {
     const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start_;
     if (elapsed.count() > *max_time_) return StopReason::max_time;

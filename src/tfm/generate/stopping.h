@@ -39,13 +39,16 @@ enum class StopReason { none, max_length, max_time, stop_string, eos };
 class StoppingCriteria {
  public:
   // `max_length` comes from resolve_length_limits. `decode` is needed only when the config has stop strings
-  // (Transformers raises without a tokenizer; so does this). The max_time clock starts here.
-  StoppingCriteria(const GenerationConfig& config, int64_t max_length, DecodeFn decode = nullptr);
+  // (Transformers raises without a tokenizer; so does this). The max_time clock starts here. A sequence that
+  // grows past `max_position_embeddings` goes on, with Transformers' warning (once).
+  StoppingCriteria(const GenerationConfig& config, int64_t max_length, DecodeFn decode = nullptr,
+                   std::optional<int64_t> max_position_embeddings = std::nullopt);
   // Checks a sequence (prompt + generated) after a new token was appended; the first criterion that holds.
   StopReason check(std::span<const int64_t> input_ids) const;
 
  private:
   int64_t max_length_;
+  std::optional<int64_t> max_position_embeddings_;
   std::optional<double> max_time_;
   std::chrono::steady_clock::time_point start_;
   std::optional<StopStringCriteria> stop_strings_;

@@ -194,7 +194,7 @@ void fetch(HubClient& hub, const RepoCache& cache, const std::string& repo_id, c
 }
 
 std::string download_snapshot(const HubSettings& settings, const std::string& repo_id,
-                              const std::string& revision) {
+                              const std::string& revision, bool weights) {
   check(!revision.empty(), "no revision given for '", repo_id, "' (the default is 'main')");
   const RepoCache cache(settings.hub_cache, repo_id);
   std::string problem;
@@ -217,9 +217,10 @@ std::string download_snapshot(const HubSettings& settings, const std::string& re
     throw_error(problem, ", and the Hub cannot be reached: ", e.what());
   }
   cache.write_ref(revision, info.commit);
-  for (const std::string& file : model_files(info.files)) fetch(hub, cache, repo_id, info.commit, file);
+  for (const std::string& file : model_files(info.files, weights))
+    fetch(hub, cache, repo_id, info.commit, file);
   const fs::path snapshot = cache.snapshot_dir(info.commit);
-  if (contains(info.files, kIndexFile)) {
+  if (weights && contains(info.files, kIndexFile)) {
     for (const std::string& shard : index_shards((snapshot / kIndexFile).string())) {
       check(contains(info.files, shard), kIndexFile, " of ", describe(repo_id, revision),
             " names the shard '", shard, "', which the repo does not have");
@@ -256,11 +257,12 @@ void validate_repo_id(const std::string& id) {
   check(problem.empty(), "'", id, "' is not a Hub repo id: ", problem);
 }
 
-std::vector<std::string> model_files(const std::vector<std::string>& repo_files) {
+std::vector<std::string> model_files(const std::vector<std::string>& repo_files, bool weights) {
   std::vector<std::string> files;
   for (const char* name : kModelFiles) {
     if (contains(repo_files, name)) files.emplace_back(name);
   }
+  if (!weights) return files;
   if (contains(repo_files, kIndexFile)) {
     files.emplace_back(kIndexFile);
   } else if (contains(repo_files, kSingleWeightsFile)) {
@@ -288,7 +290,7 @@ std::string resolve_model_dir(const std::string& id_or_path, const HubOptions& o
   check(!fs::exists(id_or_path, ec), "'", id_or_path, "' is a file, not a model folder or a Hub repo id");
   const std::string problem = repo_id_problem(id_or_path);
   check(problem.empty(), "'", id_or_path, "' is neither a local folder nor a Hub repo id: ", problem);
-  return download_snapshot(hub_settings(options), id_or_path, options.revision);
+  return download_snapshot(hub_settings(options), id_or_path, options.revision, options.weights);
 }
 
 }  // namespace tfm::io

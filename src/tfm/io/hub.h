@@ -16,6 +16,7 @@ struct HubOptions {
   std::optional<std::string> cache_dir;  // overrides HF_HUB_CACHE
   bool offline = false;                  // as HF_HUB_OFFLINE=1: use the cache only
   bool progress = true;                  // progress bars on stderr (only ever drawn on a terminal)
+  bool weights = true;                   // false: every file but the weights (what a tokenizer needs)
 };
 
 // What the options and the environment resolve to, as huggingface_hub's constants would:
@@ -46,10 +47,10 @@ HubSettings hub_settings(const HubOptions& options);
 void validate_repo_id(const std::string& id);
 
 // The files tfm takes from a model repo whose listing is `repo_files`, in this order, skipping those the repo
-// lacks: config.json, generation_config.json, the tokenizer files, the chat templates, then the weights:
-// model.safetensors.index.json when the repo has it (its shards come from index_shards), else
+// lacks: config.json, generation_config.json, the tokenizer files, the chat templates, then (with `weights`)
+// the weights: model.safetensors.index.json when the repo has it (its shards come from index_shards), else
 // model.safetensors.
-std::vector<std::string> model_files(const std::vector<std::string>& repo_files);
+std::vector<std::string> model_files(const std::vector<std::string>& repo_files, bool weights = true);
 // The shard files a model.safetensors.index.json names (its weight_map's values, sorted, once each, as
 // Transformers reads them); errors name `index_path`.
 std::vector<std::string> index_shards(const std::string& index_path);

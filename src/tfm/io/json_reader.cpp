@@ -13,6 +13,7 @@
 #include <omp.h>
 
 #include "tfm/core/error.h"
+#include "tfm/core/parallel.h"
 
 namespace tfm::json {
 namespace {
@@ -94,13 +95,14 @@ const char* container_end_in_pieces(const char* p, const char* end) {
   cuts.push_back(end);
   const size_t n = cuts.size() - 1;
   std::vector<int> change(n, 0), lowest(n, INT_MAX);
-#pragma omp parallel for schedule(static)
-  for (size_t i = 0; i < n; ++i) {
-    int piece_change = 0, piece_lowest = INT_MAX;  // locals: neighbouring results share a cache line
-    scan_brackets(cuts[i], cuts[i + 1], piece_change, INT_MIN, piece_lowest);
-    change[i] = piece_change;
-    lowest[i] = piece_lowest;
-  }
+  parallel_for(static_cast<int64_t>(n), {}, [&](int64_t begin, int64_t end) {
+    for (auto i = static_cast<size_t>(begin); i < static_cast<size_t>(end); ++i) {
+      int piece_change = 0, piece_lowest = INT_MAX;  // locals: neighbouring results share a cache line
+      scan_brackets(cuts[i], cuts[i + 1], piece_change, INT_MIN, piece_lowest);
+      change[i] = piece_change;
+      lowest[i] = piece_lowest;
+    }
+  });
   int depth = 0;
   for (size_t i = 0; i < n; ++i) {
     if (lowest[i] != INT_MAX && depth + lowest[i] <= 0) {

@@ -15,8 +15,12 @@ namespace tfm::jinja {
 struct Expr {
   explicit Expr(int line) : line(line) {}
   virtual ~Expr() = default;
-  virtual Value evaluate(Context& ctx) const = 0;
+  Value evaluate(Context& ctx) const;  // counts the level against Limits::max_nesting
+  virtual Value do_evaluate(Context& ctx) const = 0;
   int line;
+  // Levels of expressions in this tree, this one included: the parser bounds it, so that evaluating and
+  // destroying the tree recurse within the stack.
+  int height = 1;
 };
 using ExprPtr = std::unique_ptr<Expr>;
 
@@ -28,50 +32,50 @@ struct CallArgs {
 
 struct Literal : Expr {
   Literal(int line, Value v) : Expr(line), value(std::move(v)) {}
-  Value evaluate(Context&) const override { return value; }
+  Value do_evaluate(Context&) const override { return value; }
   Value value;
 };
 struct Name : Expr {
   Name(int line, std::string n) : Expr(line), name(std::move(n)) {}
-  Value evaluate(Context& ctx) const override;
+  Value do_evaluate(Context& ctx) const override;
   std::string name;
 };
 struct ListExpr : Expr {  // [a, b] or (a, b)
   ListExpr(int line, bool tuple) : Expr(line), tuple(tuple) {}
-  Value evaluate(Context& ctx) const override;
+  Value do_evaluate(Context& ctx) const override;
   std::vector<ExprPtr> items;
   bool tuple;
 };
 struct DictExpr : Expr {
   using Expr::Expr;
-  Value evaluate(Context& ctx) const override;
+  Value do_evaluate(Context& ctx) const override;
   std::vector<std::pair<ExprPtr, ExprPtr>> items;
 };
 struct GetAttr : Expr {  // obj.name
   GetAttr(int line, ExprPtr o, std::string n) : Expr(line), object(std::move(o)), name(std::move(n)) {}
-  Value evaluate(Context& ctx) const override;
+  Value do_evaluate(Context& ctx) const override;
   ExprPtr object;
   std::string name;
 };
 struct GetItem : Expr {  // obj[index]
   GetItem(int line, ExprPtr o, ExprPtr i) : Expr(line), object(std::move(o)), index(std::move(i)) {}
-  Value evaluate(Context& ctx) const override;
+  Value do_evaluate(Context& ctx) const override;
   ExprPtr object, index;
 };
 struct SliceExpr : Expr {  // obj[start:stop:step], each part optional
   using Expr::Expr;
-  Value evaluate(Context& ctx) const override;
+  Value do_evaluate(Context& ctx) const override;
   ExprPtr object, start, stop, step;
 };
 struct CallExpr : Expr {
   CallExpr(int line, ExprPtr c) : Expr(line), callee(std::move(c)) {}
-  Value evaluate(Context& ctx) const override;
+  Value do_evaluate(Context& ctx) const override;
   ExprPtr callee;
   CallArgs args;
 };
 struct FilterExpr : Expr {  // subject | name(args); the subject is absent in a filter block's chain
   FilterExpr(int line, ExprPtr s, std::string n) : Expr(line), subject(std::move(s)), name(std::move(n)) {}
-  Value evaluate(Context& ctx) const override;
+  Value do_evaluate(Context& ctx) const override;
   Value apply(Context& ctx, const Value& subject) const;
   ExprPtr subject;
   std::string name;
@@ -79,7 +83,7 @@ struct FilterExpr : Expr {  // subject | name(args); the subject is absent in a 
 };
 struct TestExpr : Expr {  // subject is [not] name(args)
   TestExpr(int line, ExprPtr s, std::string n) : Expr(line), subject(std::move(s)), name(std::move(n)) {}
-  Value evaluate(Context& ctx) const override;
+  Value do_evaluate(Context& ctx) const override;
   ExprPtr subject;
   std::string name;
   CallArgs args;
@@ -87,26 +91,31 @@ struct TestExpr : Expr {  // subject is [not] name(args)
 };
 struct UnaryExpr : Expr {  // not, -, +
   UnaryExpr(int line, std::string o, ExprPtr e) : Expr(line), op(std::move(o)), operand(std::move(e)) {}
-  Value evaluate(Context& ctx) const override;
+  Value do_evaluate(Context& ctx) const override;
   std::string op;
   ExprPtr operand;
 };
-struct BinaryExpr : Expr {  // arithmetic, ~, and, or
+struct BinaryExpr : Expr {  // arithmetic, and, or
   BinaryExpr(int line, std::string o, ExprPtr l, ExprPtr r)
       : Expr(line), op(std::move(o)), left(std::move(l)), right(std::move(r)) {}
-  Value evaluate(Context& ctx) const override;
+  Value do_evaluate(Context& ctx) const override;
   std::string op;
   ExprPtr left, right;
 };
+struct ConcatExpr : Expr {  // a ~ b ~ c: one node however long, as in Jinja2
+  using Expr::Expr;
+  Value do_evaluate(Context& ctx) const override;
+  std::vector<ExprPtr> items;
+};
 struct CompareExpr : Expr {  // a < b <= c, ==, !=, in, not in
   using Expr::Expr;
-  Value evaluate(Context& ctx) const override;
+  Value do_evaluate(Context& ctx) const override;
   ExprPtr first;
   std::vector<std::pair<std::string, ExprPtr>> rest;
 };
 struct CondExpr : Expr {  // then if condition else otherwise
   using Expr::Expr;
-  Value evaluate(Context& ctx) const override;
+  Value do_evaluate(Context& ctx) const override;
   ExprPtr condition, then, otherwise;  // otherwise may be absent: undefined
 };
 

@@ -1,13 +1,179 @@
 #include "tfm/jinja/builtins.h"
 
-#include <cstdio>
+#include <cmath>
+#include <limits>
 #include <set>
 
 #include "tfm/core/error.h"
-#include "tfm/jinja/context.h"
 #include "tfm/jinja/strings.h"
 
 namespace tfm::jinja {
+namespace {
+
+[[noreturn]] void int_overflow() {
+  throw_error("integer overflow: tfm's integers have 64 bits, Python's are unbounded");
+}
+
+}  // namespace
+
+int64_t int_add(int64_t a, int64_t b) {
+  int64_t r = 0;
+  if (__builtin_add_overflow(a, b, &r)) int_overflow();
+  return r;
+}
+
+int64_t int_sub(int64_t a, int64_t b) {
+  int64_t r = 0;
+  if (__builtin_sub_overflow(a, b, &r)) int_overflow();
+  return r;
+}
+
+int64_t int_mul(int64_t a, int64_t b) {
+  int64_t r = 0;
+  if (__builtin_mul_overflow(a, b, &r)) int_overflow();
+  return r;
+}
+
+int64_t int_floordiv(int64_t a, int64_t b) {
+  if (b == 0) throw_error("integer division or modulo by zero");
+  if (b == -1) return int_sub(0, a);
+  int64_t q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+  return q;
+}
+
+int64_t int_mod(int64_t a, int64_t b) {
+  if (b == 0) throw_error("integer division or modulo by zero");
+  if (b == -1) return 0;
+  int64_t m = a % b;
+  if (m != 0 && ((m < 0) != (b < 0))) m += b;
+  return m;
+}
+
+int64_t int_pow(int64_t base, int64_t exponent) {
+  // Squaring: |base| >= 2 squared past 64 bits means the result is past them too.
+  int64_t r = 1;
+  while (exponent > 0) {
+    if (exponent & 1) r = int_mul(r, base);
+    exponent >>= 1;
+    if (exponent) base = int_mul(base, base);
+  }
+  return r;
+}
+
+int64_t int_from_double(double d) {
+  if (std::isnan(d)) throw_error("cannot convert float NaN to integer");
+  if (std::isinf(d)) throw_error("cannot convert float infinity to integer");
+  if (d >= 0x1p63 || d < -0x1p63) int_overflow();
+  return static_cast<int64_t>(d);
+}
+
+int64_t int_arg(const Value& v, int64_t fallback) {
+  if (v.is_undefined() || v.is_none()) return fallback;
+  if (!v.is_number() || v.is_float())
+    throw_error("'", v.type_name(), "' object cannot be interpreted as an integer");
+  return v.as_int();
+}
+
+namespace {
+
+[[noreturn]] void unsupported(std::string_view op, const Value& a, const Value& b) {
+  throw_error("unsupported operand type(s) for ", op, ": '", a.type_name(), "' and '", b.type_name(), "'");
+}
+
+Value repeat(Context& ctx, const Value& seq, int64_t n) {
+  const bool is_str = seq.is_string();
+  const size_t count = n > 0 ? static_cast<size_t>(n) : 0;
+  const size_t unit = is_str ? seq.as_string().size() : seq.items().size() * sizeof(Value);
+  size_t bytes = 0;
+  if (__builtin_mul_overflow(unit, count, &bytes)) bytes = SIZE_MAX;
+  ctx.build(bytes);
+  if (unit == 0) return is_str ? Value("") : Value(std::vector<Value>{}, seq.is_tuple());
+  if (is_str) {
+    std::string out;
+    out.reserve(bytes);
+    for (size_t i = 0; i < count; ++i) out += seq.as_string();
+    return out;
+  }
+  std::vector<Value> out;
+  out.reserve(count * seq.items().size());
+  for (size_t i = 0; i < count; ++i) out.insert(out.end(), seq.items().begin(), seq.items().end());
+  return Value(std::move(out), seq.is_tuple());
+}
+
+double floor_mod(double a, double b) {
+  double m = std::fmod(a, b);
+  if (m != 0 && ((m < 0) != (b < 0))) m += b;
+  return m;
+}
+
+void require_defined(const Value& v) {
+  if (v.is_undefined()) v.fail_undefined();
+}
+
+}  // namespace
+
+Value binary_op(Context& ctx, std::string_view op, const Value& a, const Value& b) {
+  require_defined(a);
+  require_defined(b);
+  const bool numbers = a.is_number() && b.is_number();
+  const bool ints = numbers && !a.is_float() && !b.is_float();
+  if (op == "+") {
+    if (ints) return int_add(a.as_int(), b.as_int());
+    if (numbers) return a.as_double() + b.as_double();
+    if (a.is_string() && b.is_string()) {
+      ctx.build(a.as_string().size() + b.as_string().size());
+      return a.as_string() + b.as_string();
+    }
+    if (a.is_list() && b.is_list() && a.is_tuple() == b.is_tuple()) {
+      ctx.build((a.items().size() + b.items().size()) * sizeof(Value));
+      std::vector<Value> out = a.items();
+      out.insert(out.end(), b.items().begin(), b.items().end());
+      return Value(std::move(out), a.is_tuple());
+    }
+    if (a.is_string()) throw_error("can only concatenate str (not \"", b.type_name(), "\") to str");
+    if (a.is_list()) throw_error("can only concatenate list (not \"", b.type_name(), "\") to list");
+    unsupported("+", a, b);
+  }
+  if (op == "-") {
+    if (ints) return int_sub(a.as_int(), b.as_int());
+    if (numbers) return a.as_double() - b.as_double();
+    unsupported("-", a, b);
+  }
+  if (op == "*") {
+    if (ints) return int_mul(a.as_int(), b.as_int());
+    if (numbers) return a.as_double() * b.as_double();
+    if ((a.is_string() || a.is_list()) && b.is_number() && !b.is_float()) return repeat(ctx, a, b.as_int());
+    if ((b.is_string() || b.is_list()) && a.is_number() && !a.is_float()) return repeat(ctx, b, a.as_int());
+    unsupported("*", a, b);
+  }
+  if (op == "/") {
+    if (!numbers) unsupported("/", a, b);
+    if (b.as_double() == 0) throw_error("division by zero");
+    return a.as_double() / b.as_double();
+  }
+  if (op == "//") {
+    if (!numbers) unsupported("//", a, b);
+    if (ints) return int_floordiv(a.as_int(), b.as_int());
+    if (b.as_double() == 0) throw_error("float floor division by zero");
+    return std::floor(a.as_double() / b.as_double());
+  }
+  if (op == "%") {
+    if (a.is_string()) return percent_format(ctx, a.as_string(), b);
+    if (!numbers) unsupported("%", a, b);
+    if (ints) return int_mod(a.as_int(), b.as_int());
+    if (b.as_double() == 0) throw_error("float modulo");
+    return floor_mod(a.as_double(), b.as_double());
+  }
+  if (op == "**") {
+    if (!numbers) unsupported("** or pow()", a, b);
+    if (ints && b.as_int() >= 0) return int_pow(a.as_int(), b.as_int());
+    if (a.as_double() == 0 && b.as_double() < 0) throw_error("0.0 cannot be raised to a negative power");
+    return std::pow(a.as_double(), b.as_double());
+  }
+  throw_error("unknown operator ", op);
+}
+
 namespace {
 
 // Jinja2's name for an object's type in "has no attribute" messages.
@@ -32,13 +198,6 @@ std::string string_arg(const Value& v, const char* what) {
   return v.as_string();
 }
 
-int64_t int_arg(const Value& v, int64_t fallback) {
-  if (v.is_undefined() || v.is_none()) return fallback;
-  if (!v.is_number() || v.is_float())
-    throw_error("'", v.type_name(), "' object cannot be interpreted as an integer");
-  return v.as_int();
-}
-
 Value string_list(std::vector<std::string> parts) {
   std::vector<Value> out;
   out.reserve(parts.size());
@@ -46,7 +205,6 @@ Value string_list(std::vector<std::string> parts) {
   return Value(std::move(out));
 }
 
-// Python's bounds for s[start:end] used by find/count/startswith.
 bool affix_match(const std::string& s, const Value& affix, bool prefix) {
   auto one = [&](const Value& a) {
     const std::string& x = string_arg(a, prefix ? "startswith first arg" : "endswith first arg");
@@ -61,31 +219,43 @@ bool affix_match(const std::string& s, const Value& affix, bool prefix) {
   return one(affix);
 }
 
-std::string align(const std::string& s, const Args& a, char how) {
-  const int64_t width = int_arg(a.get(0, "width"), 0);
-  const std::string fill = a.positional.size() > 1 ? a.positional[1].as_string() : " ";
-  const auto len = static_cast<int64_t>(utf8_length(s));
-  if (width <= len) return s;
-  const int64_t n = width - len;
-  auto rep = [&](int64_t k) {
-    std::string out;
-    for (int64_t i = 0; i < k; ++i) out += fill;
-    return out;
-  };
-  if (how == '<') return s + rep(n);
-  if (how == '>') return rep(n) + s;
-  // Python's center puts the extra fill on the left when the width and padding are both odd.
-  const int64_t left = n / 2 + (n & width & 1);
-  return rep(left) + s + rep(n - left);
+// The ASCII classes str.isdigit() and friends test, one code point at a time.
+Value string_class_test(const std::string& s, const std::string& name) {
+  if (s.empty()) return false;
+  bool cased = false;
+  for (size_t i = 0; i < s.size();) {
+    const size_t next = utf8_next(s, i);
+    const std::string_view c = std::string_view(s).substr(i, next - i);
+    i = next;
+    const char ch = c.size() == 1 ? c[0] : 0;
+    const bool digit = ch >= '0' && ch <= '9', up = ch >= 'A' && ch <= 'Z', low = ch >= 'a' && ch <= 'z';
+    if (name == "isupper" || name == "islower") {
+      if (name == "isupper" ? low : up) return false;
+      cased = cased || up || low;
+      continue;
+    }
+    const bool ok = name == "isspace"   ? pystr::is_space(c)
+                    : name == "isalpha" ? up || low
+                    : name == "isalnum" ? up || low || digit
+                                        : digit;
+    if (!ok) return false;
+  }
+  return name == "isupper" || name == "islower" ? cased : true;
 }
 
-Value string_method(const Value& self, const std::string& name, Args& a) {
+Value string_method(Context& ctx, const Value& self, const std::string& name, Args& a) {
   const std::string& s = self.as_string();
   const Value none(nullptr);
   if (name == "startswith" || name == "endswith") {
     check_arity(a, 1, name);
     return affix_match(s, a.get(0, "prefix"), name == "startswith");
   }
+  if (name == "removeprefix" || name == "removesuffix") {
+    const std::string& x = string_arg(a.get(0, "affix"), name.c_str());
+    if (!affix_match(s, x, name == "removeprefix")) return s;
+    return name == "removeprefix" ? s.substr(x.size()) : s.substr(0, s.size() - x.size());
+  }
+  ctx.work(s.size());  // the other methods read the whole string
   if (name == "strip" || name == "lstrip" || name == "rstrip") {
     check_arity(a, 1, name);
     return pystr::strip(s, a.get(0, "chars", none), name != "rstrip", name != "lstrip");
@@ -94,13 +264,14 @@ Value string_method(const Value& self, const std::string& name, Args& a) {
     check_arity(a, 2, name);
     const Value sep = a.get(0, "sep", none);
     const int64_t maxsplit = int_arg(a.get(1, "maxsplit"), -1);
-    return string_list(name == "split" ? pystr::split(s, sep, maxsplit) : pystr::rsplit(s, sep, maxsplit));
+    return string_list(name == "split" ? pystr::split(ctx, s, sep, maxsplit)
+                                       : pystr::rsplit(ctx, s, sep, maxsplit));
   }
   if (name == "splitlines")
-    return string_list(pystr::splitlines(s, a.get(0, "keepends", Value(false)).truthy()));
+    return string_list(pystr::splitlines(ctx, s, a.get(0, "keepends", Value(false)).truthy()));
   if (name == "replace") {
     check_arity(a, 3, name);
-    return pystr::replace(s, string_arg(a.get(0, "old"), "replace() argument 1"),
+    return pystr::replace(ctx, s, string_arg(a.get(0, "old"), "replace() argument 1"),
                           string_arg(a.get(1, "new"), "replace() argument 2"),
                           int_arg(a.get(2, "count"), -1));
   }
@@ -109,13 +280,13 @@ Value string_method(const Value& self, const std::string& name, Args& a) {
   if (name == "title") return pystr::title(s);
   if (name == "swapcase") return pystr::swapcase(s);
   if (name == "capitalize") return pystr::capitalize(s);
-  if (name == "format") return pystr::format(s, a);
+  if (name == "format") return pystr::format(ctx, s, a);
   if (name == "join") {
     std::string out;
-    const auto items = a.get(0, "iterable").iterate();
+    const auto items = ctx.iterate(a.get(0, "iterable"));
     for (size_t i = 0; i < items.size(); ++i) {
-      if (i) out += s;
-      out += string_arg(items[i], "sequence item");
+      if (i) ctx.append(out, s);
+      ctx.append(out, string_arg(items[i], "sequence item"));
     }
     return out;
   }
@@ -124,10 +295,10 @@ Value string_method(const Value& self, const std::string& name, Args& a) {
     if (name == "count") {
       if (x.empty()) return static_cast<int64_t>(utf8_length(s) + 1);
       int64_t n = 0;
-      for (size_t p = s.find(x); p != std::string::npos; p = s.find(x, p + x.size())) ++n;
+      for (size_t p = pystr::find(s, x); p != std::string::npos; p = pystr::find(s, x, p + x.size())) ++n;
       return n;
     }
-    const size_t p = name[0] == 'r' ? s.rfind(x) : s.find(x);
+    const size_t p = name[0] == 'r' ? pystr::rfind(s, x) : pystr::find(s, x);
     if (p == std::string::npos) {
       if (name == "index" || name == "rindex") throw_error("substring not found");
       return int64_t{-1};
@@ -135,44 +306,21 @@ Value string_method(const Value& self, const std::string& name, Args& a) {
     return static_cast<int64_t>(utf8_length(std::string_view(s).substr(0, p)));
   }
   if (name == "isdigit" || name == "isnumeric" || name == "isdecimal" || name == "isalpha" ||
-      name == "isalnum" || name == "isspace" || name == "isupper" || name == "islower") {
-    if (s.empty()) return false;
-    bool cased = false;
-    for (const auto& c : utf8_chars(s)) {
-      const char ch = c.size() == 1 ? c[0] : 0;
-      const bool digit = ch >= '0' && ch <= '9', up = ch >= 'A' && ch <= 'Z', low = ch >= 'a' && ch <= 'z';
-      if (name == "isupper" || name == "islower") {
-        if (name == "isupper" ? low : up) return false;
-        cased = cased || up || low;
-        continue;
-      }
-      const bool ok = name == "isspace"   ? pystr::is_space(c)
-                      : name == "isalpha" ? up || low
-                      : name == "isalnum" ? up || low || digit
-                                          : digit;
-      if (!ok) return false;
-    }
-    return name == "isupper" || name == "islower" ? cased : true;
-  }
-  if (name == "zfill") {
-    const int64_t width = int_arg(a.get(0, "width"), 0);
-    const auto len = static_cast<int64_t>(utf8_length(s));
-    if (width <= len) return s;
-    const size_t sign = !s.empty() && (s[0] == '-' || s[0] == '+') ? 1 : 0;
-    return s.substr(0, sign) + std::string(static_cast<size_t>(width - len), '0') + s.substr(sign);
-  }
-  if (name == "center") return align(s, a, '^');
-  if (name == "ljust") return align(s, a, '<');
-  if (name == "rjust") return align(s, a, '>');
-  if (name == "removeprefix" || name == "removesuffix") {
-    const std::string& x = string_arg(a.get(0, "affix"), name.c_str());
-    if (name == "removeprefix") return s.compare(0, x.size(), x) == 0 ? s.substr(x.size()) : s;
-    return affix_match(s, x, false) ? s.substr(0, s.size() - x.size()) : s;
+      name == "isalnum" || name == "isspace" || name == "isupper" || name == "islower")
+    return string_class_test(s, name);
+  if (name == "zfill") return pystr::align(ctx, s, int_arg(a.get(0, "width"), 0), "0", '=');
+  if (name == "center" || name == "ljust" || name == "rjust") {
+    check_arity(a, 2, name);
+    const Value fill = a.get(1, "fillchar", Value(" "));
+    return pystr::align(ctx, s, int_arg(a.get(0, "width"), 0), string_arg(fill, name.c_str()),
+                        name == "center"  ? '^'
+                        : name == "ljust" ? '<'
+                                          : '>');
   }
   if (name == "partition" || name == "rpartition") {
     const std::string& x = string_arg(a.get(0, "sep"), name.c_str());
     if (x.empty()) throw_error("empty separator");
-    const size_t p = name == "partition" ? s.find(x) : s.rfind(x);
+    const size_t p = name == "partition" ? pystr::find(s, x) : pystr::rfind(s, x);
     if (p == std::string::npos)
       return name == "partition" ? Value({Value(s), Value(""), Value("")}, true)
                                  : Value({Value(""), Value(""), Value(s)}, true);
@@ -181,7 +329,7 @@ Value string_method(const Value& self, const std::string& name, Args& a) {
   throw_error("'str' object has no attribute '", name, "'");
 }
 
-Value list_method(const Value& self, const std::string& name, Args& a) {
+Value list_method(Context& ctx, const Value& self, const std::string& name, Args& a) {
   const auto& items = self.items();
   if (name == "index" || name == "count") {
     const Value x = a.get(0, "value");
@@ -194,12 +342,17 @@ Value list_method(const Value& self, const std::string& name, Args& a) {
     if (name == "index") throw_error(x.repr(), " is not in list");
     return n;
   }
-  if (name == "copy") return Value(items);
+  if (name == "copy") {
+    ctx.build(items.size() * sizeof(Value));
+    return Value(items);
+  }
   throw_error("'", self.type_name(), "' object has no attribute '", name, "'");
 }
 
-Value dict_method(const Value& self, const std::string& name, Args& a) {
+Value dict_method(Context& ctx, const Value& self, const std::string& name, Args& a) {
   const DictData& d = self.dict();
+  if (name == "items" || name == "keys" || name == "values" || name == "copy")
+    ctx.build(d.items.size() * 2 * sizeof(Value));
   if (name == "items" || name == "keys" || name == "values") {
     std::vector<Value> out;
     for (const auto& [k, v] : d.items)
@@ -230,8 +383,30 @@ const std::set<std::string, std::less<>> kDictMethods = {"items", "keys", "value
 const std::set<std::string, std::less<>> kDictMutators = {"pop", "popitem", "setdefault", "update", "clear"};
 
 Value bound(const Value& self, const std::string& name,
-            Value (*method)(const Value&, const std::string&, Args&)) {
-  return Value::callable(name, [self, name, method](Context&, Args& a) { return method(self, name, a); });
+            Value (*method)(Context&, const Value&, const std::string&, Args&)) {
+  return Value::callable(name,
+                         [self, name, method](Context& ctx, Args& a) { return method(ctx, self, name, a); });
+}
+
+// The code points of s[start:stop:step] as Python computes them: the first index, and how many.
+struct SliceRange {
+  int64_t first = 0;
+  int64_t step = 1;
+  size_t count = 0;
+};
+
+SliceRange slice_range(int64_t n, std::optional<int64_t> start, std::optional<int64_t> stop, int64_t step) {
+  auto clamp = [&](std::optional<int64_t> v, int64_t fallback) {
+    if (!v) return fallback;
+    int64_t x = *v;
+    if (x < 0) x = x < -n ? -1 : x + n;  // no overflow for the smallest integer
+    if (step > 0) return std::clamp<int64_t>(x, 0, n);
+    return std::clamp<int64_t>(x, -1, n - 1);
+  };
+  const int64_t b = clamp(start, step > 0 ? 0 : n - 1), e = clamp(stop, step > 0 ? n : -1);
+  const uint64_t stride = step > 0 ? static_cast<uint64_t>(step) : 0 - static_cast<uint64_t>(step);
+  const int64_t span = step > 0 ? e - b : b - e;  // both within [-1, n]
+  return {b, step, span > 0 ? static_cast<size_t>((static_cast<uint64_t>(span) - 1) / stride + 1) : 0};
 }
 
 }  // namespace
@@ -244,6 +419,9 @@ Value get_attribute(const Value& obj, const std::string& name) {
       if (kStrMethods.count(name)) return bound(obj, name, string_method);
       break;
     case Value::Kind::list:
+      if (const auto* fields = obj.fields())
+        for (size_t i = 0; i < fields->size(); ++i)
+          if ((*fields)[i] == name) return obj.items()[i];
       if (kListMethods.count(name) && !(obj.is_tuple() && name == "copy"))
         return bound(obj, name, list_method);
       if (!obj.is_tuple() && kListMutators.count(name))
@@ -269,20 +447,22 @@ Value get_attribute(const Value& obj, const std::string& name) {
   return missing_attribute(obj, name);
 }
 
-Value get_item(const Value& obj, const Value& key) {
+Value get_item(Context& ctx, const Value& obj, const Value& key) {
   if (obj.is_undefined()) obj.fail_undefined();
   if (obj.is_dict() && !obj.is_namespace()) {
     if (const Value* v = obj.dict().find(key)) return *v;
   } else if ((obj.is_list() || obj.is_string()) && key.is_number() && !key.is_float()) {
     const bool is_str = obj.is_string();
-    std::vector<std::string> chars;
-    if (is_str) chars = utf8_chars(obj.as_string());
-    const auto n = static_cast<int64_t>(is_str ? chars.size() : obj.items().size());
+    if (is_str) ctx.work(obj.as_string().size());
+    const auto n = static_cast<int64_t>(is_str ? utf8_length(obj.as_string()) : obj.items().size());
     int64_t i = key.as_int();
-    if (i < 0) i += n;
+    if (i < 0 && i >= -n) i += n;
     if (i >= 0 && i < n) {
       const auto k = static_cast<size_t>(i);
-      return is_str ? Value(chars[k]) : obj.items()[k];
+      if (!is_str) return obj.items()[k];
+      const std::string& s = obj.as_string();
+      const size_t p = utf8_offset(s, k);
+      return Value(std::string_view(s).substr(p, utf8_next(s, p) - p));
     }
     return Value::undefined("'" + object_name(obj) + "' has no element " + key.repr());
   }
@@ -290,42 +470,47 @@ Value get_item(const Value& obj, const Value& key) {
   return Value::undefined("'" + object_name(obj) + "' has no element " + key.repr());
 }
 
-Value slice(const Value& obj, std::optional<int64_t> start, std::optional<int64_t> stop,
+Value slice(Context& ctx, const Value& obj, std::optional<int64_t> start, std::optional<int64_t> stop,
             std::optional<int64_t> step) {
   if (obj.is_undefined()) obj.fail_undefined();
   if (!obj.is_string() && !obj.is_list()) throw_error("'", obj.type_name(), "' object is not subscriptable");
   const int64_t st = step.value_or(1);
   if (st == 0) throw_error("slice step cannot be zero");
-  std::vector<std::string> chars;
-  if (obj.is_string()) chars = utf8_chars(obj.as_string());
-  const auto n = static_cast<int64_t>(obj.is_string() ? chars.size() : obj.items().size());
-  auto clamp = [&](std::optional<int64_t> v, int64_t fallback) {
-    if (!v) return fallback;
-    int64_t x = *v;
-    if (x < 0) x += n;
-    if (st > 0) return std::clamp<int64_t>(x, 0, n);
-    return std::clamp<int64_t>(x, -1, n - 1);
-  };
-  const int64_t b = clamp(start, st > 0 ? 0 : n - 1), e = clamp(stop, st > 0 ? n : -1);
-  std::string s;
-  std::vector<Value> items;
-  for (int64_t i = b; st > 0 ? i < e : i > e; i += st) {
-    if (obj.is_string())
-      s += chars[static_cast<size_t>(i)];
-    else
-      items.push_back(obj.items()[static_cast<size_t>(i)]);
+  if (obj.is_list()) {
+    const auto& items = obj.items();
+    const SliceRange r = slice_range(static_cast<int64_t>(items.size()), start, stop, st);
+    ctx.build(r.count * sizeof(Value));
+    std::vector<Value> out;
+    out.reserve(r.count);
+    for (size_t k = 0; k < r.count; ++k)
+      out.push_back(items[static_cast<size_t>(r.first + static_cast<int64_t>(k) * st)]);
+    return Value(std::move(out), obj.is_tuple());
   }
-  if (obj.is_string()) return s;
-  return Value(std::move(items), obj.is_tuple());
+  // Strings are walked one code point at a time, forwards or backwards, in one pass.
+  const std::string& s = obj.as_string();
+  ctx.build(s.size());
+  const SliceRange r = slice_range(static_cast<int64_t>(utf8_length(s)), start, stop, st);
+  std::string out;
+  if (r.count == 0) return out;
+  size_t p = utf8_offset(s, static_cast<size_t>(r.first));
+  const uint64_t stride = st > 0 ? static_cast<uint64_t>(st) : 0 - static_cast<uint64_t>(st);
+  for (size_t k = 0; k < r.count; ++k) {
+    if (k > 0)
+      for (uint64_t j = 0; j < stride; ++j) p = st > 0 ? utf8_next(s, p) : utf8_prev(s, p);
+    out.append(std::string_view(s).substr(p, utf8_next(s, p) - p));
+  }
+  return out;
 }
 
-std::string percent_format(const std::string& fmt, const Value& args) {
+std::string percent_format(Context& ctx, const std::string& fmt, const Value& args) {
   std::vector<Value> values = args.is_tuple() ? args.items() : std::vector<Value>{args};
   size_t next = 0;
   std::string out;
   for (size_t i = 0; i < fmt.size(); ++i) {
     if (fmt[i] != '%') {
-      out += fmt[i];
+      const size_t end = std::min(fmt.find('%', i), fmt.size());
+      ctx.append(out, std::string_view(fmt).substr(i, end - i));
+      i = end - 1;
       continue;
     }
     size_t j = i + 1;
@@ -343,7 +528,7 @@ std::string percent_format(const std::string& fmt, const Value& args) {
     const char conv = fmt[j];
     i = j;
     if (conv == '%') {
-      out += '%';
+      ctx.append(out, "%");
       continue;
     }
     if (next >= values.size()) throw_error("not enough arguments for format string");
@@ -362,16 +547,16 @@ std::string percent_format(const std::string& fmt, const Value& args) {
     spec += width;
     if (conv == 's' || conv == 'r') {
       if (!precision.empty()) spec += "." + precision;
-      out += pystr::format_value(Value(conv == 's' ? v.str() : v.repr()), spec);
+      ctx.append(out, pystr::format_value(ctx, Value(conv == 's' ? v.str() : v.repr()), spec));
     } else if (conv == 'd' || conv == 'i' || conv == 'u') {
       if (!v.is_number()) throw_error("%", conv, " format: a real number is required, not ", v.type_name());
-      out += pystr::format_value(Value(v.is_float() ? static_cast<int64_t>(v.as_double()) : v.as_int()),
-                                 spec + "d");
+      const Value n = v.is_float() ? Value(int_from_double(v.as_double())) : Value(v.as_int());
+      ctx.append(out, pystr::format_value(ctx, n, spec + "d"));
     } else if (std::string_view("fFeEgGxXo").find(conv) != std::string_view::npos) {
       if (!v.is_number()) throw_error("must be real number, not ", v.type_name());
       if (!precision.empty()) spec += "." + precision;
-      out += pystr::format_value(
-          conv == 'x' || conv == 'X' || conv == 'o' ? Value(v.as_int()) : Value(v.as_double()), spec + conv);
+      const Value n = conv == 'x' || conv == 'X' || conv == 'o' ? Value(v.as_int()) : Value(v.as_double());
+      ctx.append(out, pystr::format_value(ctx, n, spec + conv));
     } else {
       throw_error("unsupported format character '", conv, "'");
     }
@@ -381,7 +566,7 @@ std::string percent_format(const std::string& fmt, const Value& args) {
   return out;
 }
 
-bool contains(const Value& container, const Value& item) {
+bool contains(Context& ctx, const Value& container, const Value& item) {
   switch (container.kind()) {
     case Value::Kind::undefined:
       return false;
@@ -389,7 +574,8 @@ bool contains(const Value& container, const Value& item) {
       if (item.is_undefined()) item.fail_undefined();
       if (!item.is_string())
         throw_error("'in <string>' requires string as left operand, not ", item.type_name());
-      return container.as_string().find(item.as_string()) != std::string::npos;
+      ctx.work(container.as_string().size());
+      return pystr::find(container.as_string(), item.as_string()) != std::string::npos;
     case Value::Kind::list:
       for (const auto& v : container.items())
         if (v == item) return true;

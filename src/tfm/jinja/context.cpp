@@ -21,9 +21,28 @@ void Scope::set(const std::string& name, Value value) {
   vars_.emplace_back(name, std::move(value));
 }
 
+namespace {
+thread_local Context* active_context = nullptr;
+}
+
+Context::Context(const Environment& env, std::shared_ptr<Scope> scope, Limits limits)
+    : env(env), scope(std::move(scope)), limits(limits), previous_active_(active_context) {
+  active_context = this;
+}
+
 Context::~Context() {
+  active_context = previous_active_;
   for (auto& s : macro_scopes) s->clear();
   for (auto& ns : namespaces) ns.mutable_dict().items.clear();
+}
+
+Context* Context::active() {
+  return active_context;
+}
+
+NestingGuard::NestingGuard(size_t& level, size_t max, const char* what) : level_(level) {
+  if (level_ >= max) throw_error(what, " nested more than ", max, " deep");
+  ++level_;
 }
 
 Value Context::lookup(std::string_view name) const {
@@ -42,6 +61,28 @@ void Context::check_size(size_t bytes) const {
   if (bytes > limits.max_output_bytes)
     throw_error("the template built a value of ", bytes, " bytes, over the limit of ",
                 limits.max_output_bytes);
+}
+
+void Context::work(size_t bytes) {
+  work_bytes += bytes;
+  if (work_bytes > limits.max_work_bytes)
+    throw_error("the template copied, scanned or compared more than ", limits.max_work_bytes,
+                " bytes (an endless loop?)");
+}
+
+void Context::append(std::string& out, std::string_view text) {
+  check_size(out.size() + text.size());
+  work(text.size());
+  out += text;
+}
+
+std::vector<Value> Context::iterate(const Value& v) {
+  const size_t n = v.is_string() ? utf8_length(v.as_string())
+                   : v.is_list() ? v.items().size()
+                   : v.is_dict() ? v.dict().items.size()
+                                 : 0;
+  build(n * sizeof(Value));
+  return v.iterate();
 }
 
 Value Context::call_filter(const std::string& name, const Value& subject, Args& args) {

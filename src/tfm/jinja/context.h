@@ -39,27 +39,35 @@ struct Environment {
   static Environment jinja2_defaults();
 };
 
-// Bounds that keep a hostile template from running forever or filling memory.
+// Bounds that keep a hostile template from running forever, filling memory or overflowing the stack.
 struct Limits {
   size_t max_output_bytes = size_t{64}
                             << 20;  // also caps each string or list built (elements as sizeof(Value))
   size_t max_steps = 2'000'000;     // loop iterations, calls and filter applications
-  size_t max_depth = 256;           // nested macro calls
+  size_t max_depth = 256;           // nested macro calls and recursive loop() calls
+  // Expressions, statements and calls evaluated inside one another; each level is a few C++ stack frames.
+  size_t max_nesting = 1500;
+  // Bytes copied, scanned or compared (an element visited counts as 64): each operation is bounded by the
+  // size limit, but a loop may repeat one two million times.
+  size_t max_work_bytes = size_t{4} << 30;
 };
-
 class Context {
  public:
-  Context(const Environment& env, std::shared_ptr<Scope> scope, Limits limits)
-      : env(env), scope(std::move(scope)), limits(limits) {}
+  Context(const Environment& env, std::shared_ptr<Scope> scope, Limits limits);
   ~Context();
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;
+
+  // The render running on this thread, which walks over values charge their work to; null outside one.
+  static Context* active();
 
   const Environment& env;
   std::shared_ptr<Scope> scope;  // innermost
   Limits limits;
   size_t steps = 0;
-  size_t depth = 0;
+  size_t depth = 0;    // against max_depth
+  size_t nesting = 0;  // against max_nesting
+  size_t work_bytes = 0;
 
   // Macros hold their defining scope and scopes hold macros; namespaces may hold themselves. Both are
   // registered here and emptied when the render ends, so these reference cycles never leak.
@@ -69,9 +77,33 @@ class Context {
   Value lookup(std::string_view name) const;
   void step();                          // counts one unit of work against max_steps
   void check_size(size_t bytes) const;  // a value about to be built of this size
+  void work(size_t bytes);              // counts bytes copied, scanned or compared against max_work_bytes
+  void build(size_t bytes) {            // a value about to be built: its size is checked and its copy counted
+    check_size(bytes);
+    work(bytes);
+  }
+  void append(std::string& out, std::string_view text);  // out += text, within the size limit
+  // The elements of a value as a for loop sees them, built within the size limit.
+  std::vector<Value> iterate(const Value& v);
   Value call_filter(const std::string& name, const Value& subject, Args& args);
   bool call_test(const std::string& name, const Value& subject, Args& args);
   Value call(const Value& callee, Args& args);
+
+ private:
+  Context* previous_active_;
+};
+
+// One more level of a nesting that is bounded (the C++ stack grows with it): counts `level` up while it
+// lives, and throws "<what> nested more than <max> deep" beyond `max`.
+class NestingGuard {
+ public:
+  NestingGuard(size_t& level, size_t max, const char* what);
+  ~NestingGuard() { --level_; }
+  NestingGuard(const NestingGuard&) = delete;
+  NestingGuard& operator=(const NestingGuard&) = delete;
+
+ private:
+  size_t& level_;
 };
 
 // Runs a body in a child scope and restores the scope after, even when it throws.

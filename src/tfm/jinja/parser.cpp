@@ -1,5 +1,6 @@
 #include "tfm/jinja/parser.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 #include <set>
@@ -10,6 +11,10 @@ namespace tfm::jinja {
 namespace {
 
 using T = Token::Type;
+
+// Jinja2 (in Python) stops near these; deeper input is a syntax error here rather than a stack overflow.
+constexpr int kMaxRecursion = 200;  // statements and bracketed or unary expressions inside one another
+constexpr int kMaxHeight = 1000;    // levels of one expression tree (chains like a + b + c nest too)
 
 class Parser {
  public:
@@ -25,6 +30,35 @@ class Parser {
   const std::vector<Token>& t_;
   size_t i_ = 0;
   int depth_ = 0;
+
+  // One more level of the parser's own recursion while it lives.
+  class Nested {
+   public:
+    Nested(Parser& p, const char* what) : p_(p) {
+      if (++p_.depth_ > kMaxRecursion) p_.fail(what, " nested too deeply");
+    }
+    ~Nested() { --p_.depth_; }
+    Nested(const Nested&) = delete;
+    Nested& operator=(const Nested&) = delete;
+
+   private:
+    Parser& p_;
+  };
+
+  static int height(const ExprPtr& e) { return e ? e->height : 0; }
+  static int height(const CallArgs& args) {
+    int h = 0;
+    for (const auto& e : args.positional) h = std::max(h, e->height);
+    for (const auto& [k, e] : args.keyword) h = std::max(h, e->height);
+    return h;
+  }
+  // The node over children of this height.
+  template <typename N>
+  std::unique_ptr<N> grown(std::unique_ptr<N> node, int children) const {
+    node->height = children + 1;
+    if (node->height > kMaxHeight) fail("expression nested more than ", kMaxHeight, " levels deep");
+    return node;
+  }
 
   const Token& cur() const { return t_[i_]; }
   const Token& peek(size_t n = 1) const { return t_[std::min(i_ + n, t_.size() - 1)]; }
@@ -120,7 +154,7 @@ class Parser {
 
   NodePtr parse_statement() {
     if (cur().type != T::name) fail("tag name expected");
-    if (++depth_ > 200) fail("statements nested too deeply");
+    const Nested nested(*this, "statements");
     const std::string name = cur().value;
     const int line = cur().line;
     next();
@@ -155,7 +189,6 @@ class Parser {
     } else {
       fail("encountered unknown tag '", name, "'");
     }
-    --depth_;
     return node;
   }
   int loops_ = 0;
@@ -322,15 +355,15 @@ class Parser {
     if (items.empty() && allow_empty) fail("expected an expression, got ", describe(cur()));
     if (!saw_comma) return std::move(items[0]);
     auto list = std::make_unique<ListExpr>(line, true);
+    int h = 0;
+    for (const auto& e : items) h = std::max(h, e->height);
     list->items = std::move(items);
-    return list;
+    return grown(std::move(list), h);
   }
 
   ExprPtr parse_expression() {
-    if (++depth_ > 200) fail("expression nested too deeply");
-    auto e = parse_condexpr();
-    --depth_;
-    return e;
+    const Nested nested(*this, "expression");
+    return parse_condexpr();
   }
 
   ExprPtr parse_condexpr() {
@@ -340,17 +373,26 @@ class Parser {
       auto c = std::make_unique<CondExpr>(line);
       c->then = std::move(expr);
       c->condition = parse_or();
-      if (skip_name("else")) c->otherwise = parse_condexpr();
-      expr = std::move(c);
+      if (skip_name("else")) {
+        const Nested nested(*this, "expression");
+        c->otherwise = parse_condexpr();
+      }
+      const int h = std::max({height(c->then), height(c->condition), height(c->otherwise)});
+      expr = grown(std::move(c), h);
     }
     return expr;
+  }
+
+  ExprPtr binary(int line, const std::string& op, ExprPtr left, ExprPtr right) const {
+    const int h = std::max(left->height, right->height);
+    return grown(std::make_unique<BinaryExpr>(line, op, std::move(left), std::move(right)), h);
   }
 
   ExprPtr parse_or() {
     auto left = parse_and();
     while (is_name("or")) {
       const int line = next().line;
-      left = std::make_unique<BinaryExpr>(line, "or", std::move(left), parse_and());
+      left = binary(line, "or", std::move(left), parse_and());
     }
     return left;
   }
@@ -359,7 +401,7 @@ class Parser {
     auto left = parse_not();
     while (is_name("and")) {
       const int line = next().line;
-      left = std::make_unique<BinaryExpr>(line, "and", std::move(left), parse_not());
+      left = binary(line, "and", std::move(left), parse_not());
     }
     return left;
   }
@@ -367,10 +409,10 @@ class Parser {
   ExprPtr parse_not() {
     if (is_name("not")) {
       const int line = next().line;
-      if (++depth_ > 200) fail("expression nested too deeply");
-      auto e = std::make_unique<UnaryExpr>(line, "not", parse_not());
-      --depth_;
-      return e;
+      const Nested nested(*this, "expression");
+      auto operand = parse_not();
+      const int h = operand->height;
+      return grown(std::make_unique<UnaryExpr>(line, "not", std::move(operand)), h);
     }
     return parse_compare();
   }
@@ -379,6 +421,7 @@ class Parser {
     const int line = cur().line;
     auto first = parse_math1();
     auto cmp = std::make_unique<CompareExpr>(line);
+    int h = first->height;
     while (true) {
       std::string op;
       if (cur().type == T::op && (cur().value == "==" || cur().value == "!=" || cur().value == "<" ||
@@ -395,35 +438,41 @@ class Parser {
         break;
       }
       cmp->rest.emplace_back(op, parse_math1());
+      h = std::max(h, cmp->rest.back().second->height);
     }
     if (cmp->rest.empty()) return first;
     cmp->first = std::move(first);
-    return cmp;
+    return grown(std::move(cmp), h);
   }
 
   ExprPtr parse_math1() {
     auto left = parse_concat();
     while (is_op("+") || is_op("-")) {
       const Token& op = next();
-      left = std::make_unique<BinaryExpr>(op.line, op.value, std::move(left), parse_concat());
+      left = binary(op.line, op.value, std::move(left), parse_concat());
     }
     return left;
   }
 
   ExprPtr parse_concat() {
-    auto left = parse_math2();
-    while (is_op("~")) {
-      const int line = next().line;
-      left = std::make_unique<BinaryExpr>(line, "~", std::move(left), parse_math2());
+    const int line = cur().line;
+    auto first = parse_math2();
+    if (!is_op("~")) return first;
+    auto concat = std::make_unique<ConcatExpr>(line);
+    int h = first->height;
+    concat->items.push_back(std::move(first));
+    while (skip_op("~")) {
+      concat->items.push_back(parse_math2());
+      h = std::max(h, concat->items.back()->height);
     }
-    return left;
+    return grown(std::move(concat), h);
   }
 
   ExprPtr parse_math2() {
     auto left = parse_pow();
     while (is_op("*") || is_op("/") || is_op("//") || is_op("%")) {
       const Token& op = next();
-      left = std::make_unique<BinaryExpr>(op.line, op.value, std::move(left), parse_pow());
+      left = binary(op.line, op.value, std::move(left), parse_pow());
     }
     return left;
   }
@@ -432,7 +481,7 @@ class Parser {
     auto left = parse_unary(true);
     while (is_op("**")) {
       const int line = next().line;
-      left = std::make_unique<BinaryExpr>(line, "**", std::move(left), parse_unary(true));
+      left = binary(line, "**", std::move(left), parse_unary(true));
     }
     return left;
   }
@@ -441,9 +490,10 @@ class Parser {
     ExprPtr node;
     if (is_op("-") || is_op("+")) {
       const Token& op = next();
-      if (++depth_ > 200) fail("expression nested too deeply");
-      node = std::make_unique<UnaryExpr>(op.line, op.value, parse_unary(false));
-      --depth_;
+      const Nested nested(*this, "expression");
+      auto operand = parse_unary(false);
+      const int h = operand->height;
+      node = grown(std::make_unique<UnaryExpr>(op.line, op.value, std::move(operand)), h);
     } else {
       node = parse_primary();
     }
@@ -470,13 +520,8 @@ class Parser {
         while (cur().type == T::string) s += next().value;  // adjacent literals join, as in Python
         return std::make_unique<Literal>(line, Value(std::move(s)));
       }
-      case T::integer: {
-        next();
-        int64_t v = 0;
-        auto [p, ec] = std::from_chars(tok.value.data(), tok.value.data() + tok.value.size(), v);
-        if (ec != std::errc()) fail("integer literal ", tok.value, " is too large");
-        return std::make_unique<Literal>(line, Value(v));
-      }
+      case T::integer:
+        return std::make_unique<Literal>(line, integer_literal(next()));
       case T::floating:
         next();
         return std::make_unique<Literal>(line, Value(std::strtod(tok.value.c_str(), nullptr)));
@@ -491,19 +536,22 @@ class Parser {
         if (tok.value == "[") {
           next();
           auto list = std::make_unique<ListExpr>(line, false);
+          int h = 0;
           while (!is_op("]")) {
             if (!list->items.empty()) {
               expect_op(",");
               if (is_op("]")) break;
             }
             list->items.push_back(parse_expression());
+            h = std::max(h, list->items.back()->height);
           }
           next();
-          return list;
+          return grown(std::move(list), h);
         }
         if (tok.value == "{") {
           next();
           auto dict = std::make_unique<DictExpr>(line);
+          int h = 0;
           while (!is_op("}")) {
             if (!dict->items.empty()) {
               expect_op(",");
@@ -512,15 +560,23 @@ class Parser {
             auto key = parse_expression();
             expect_op(":");
             dict->items.emplace_back(std::move(key), parse_expression());
+            h = std::max({h, dict->items.back().first->height, dict->items.back().second->height});
           }
           next();
-          return dict;
+          return grown(std::move(dict), h);
         }
         break;
       default:
         break;
     }
     fail("unexpected ", describe(tok));
+  }
+
+  Value integer_literal(const Token& tok) const {
+    int64_t v = 0;
+    auto [p, ec] = std::from_chars(tok.value.data(), tok.value.data() + tok.value.size(), v);
+    if (ec != std::errc()) fail("integer literal ", tok.value, " is too large (tfm's integers have 64 bits)");
+    return v;
   }
 
   ExprPtr parse_postfix(ExprPtr node) {
@@ -551,12 +607,13 @@ class Parser {
 
   ExprPtr parse_subscript(ExprPtr node) {
     const Token& tok = next();
+    const int h = node->height;
     if (tok.value == ".") {
-      if (cur().type == T::name) return std::make_unique<GetAttr>(tok.line, std::move(node), next().value);
+      if (cur().type == T::name)
+        return grown(std::make_unique<GetAttr>(tok.line, std::move(node), next().value), h);
       if (cur().type == T::integer) {
-        auto index =
-            std::make_unique<Literal>(tok.line, Value(static_cast<int64_t>(std::stoll(next().value))));
-        return std::make_unique<GetItem>(tok.line, std::move(node), std::move(index));
+        auto index = std::make_unique<Literal>(tok.line, integer_literal(next()));
+        return grown(std::make_unique<GetItem>(tok.line, std::move(node), std::move(index)), h);
       }
       fail("expected name or number");
     }
@@ -572,16 +629,17 @@ class Parser {
       parts[colons] = parse_expression();
     }
     next();
+    const int parts_height = std::max({h, height(parts[0]), height(parts[1]), height(parts[2])});
     if (colons == 0) {
       if (!parts[0]) fail("expected an index");
-      return std::make_unique<GetItem>(tok.line, std::move(node), std::move(parts[0]));
+      return grown(std::make_unique<GetItem>(tok.line, std::move(node), std::move(parts[0])), parts_height);
     }
     auto slice = std::make_unique<SliceExpr>(tok.line);
     slice->object = std::move(node);
     slice->start = std::move(parts[0]);
     slice->stop = std::move(parts[1]);
     slice->step = std::move(parts[2]);
-    return slice;
+    return grown(std::move(slice), parts_height);
   }
 
   void parse_call_args(CallArgs& args) {
@@ -606,7 +664,8 @@ class Parser {
   ExprPtr parse_call(ExprPtr callee) {
     auto call = std::make_unique<CallExpr>(cur().line, std::move(callee));
     parse_call_args(call->args);
-    return call;
+    const int h = std::max(call->callee->height, height(call->args));
+    return grown(std::move(call), h);
   }
 
   std::unique_ptr<FilterExpr> parse_filter_call(ExprPtr subject) {
@@ -615,7 +674,8 @@ class Parser {
     while (skip_op(".")) name += "." + expect_name();
     auto f = std::make_unique<FilterExpr>(line, std::move(subject), std::move(name));
     if (is_op("(")) parse_call_args(f->args);
-    return f;
+    const int h = std::max(height(f->subject), height(f->args));
+    return grown(std::move(f), h);
   }
 
   ExprPtr parse_test(ExprPtr subject) {
@@ -633,7 +693,8 @@ class Parser {
       if (is_name("is")) fail("you cannot chain multiple tests with is");
       test->args.positional.push_back(parse_postfix(parse_primary()));
     }
-    return test;
+    const int h = std::max(test->subject->height, height(test->args));
+    return grown(std::move(test), h);
   }
 };
 

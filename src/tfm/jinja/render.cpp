@@ -1,6 +1,5 @@
 // Evaluation of expressions and rendering of nodes, with Python's semantics for operators.
-#include <cmath>
-#include <limits>
+#include <new>
 #include <optional>
 
 #include "tfm/core/error.h"
@@ -20,119 +19,6 @@ class LocatedError : public Error {
 
 void require_defined(const Value& v) {
   if (v.is_undefined()) v.fail_undefined();
-}
-
-[[noreturn]] void unsupported(const char* op, const Value& a, const Value& b) {
-  throw_error("unsupported operand type(s) for ", op, ": '", a.type_name(), "' and '", b.type_name(), "'");
-}
-
-Value repeat(Context& ctx, const Value& seq, int64_t n) {
-  n = std::max<int64_t>(n, 0);
-  if (seq.is_string()) {
-    ctx.check_size(seq.as_string().size() * static_cast<size_t>(n));
-    std::string out;
-    for (int64_t i = 0; i < n; ++i) out += seq.as_string();
-    return out;
-  }
-  ctx.check_size(seq.items().size() * static_cast<size_t>(n) * sizeof(Value));
-  std::vector<Value> out;
-  for (int64_t i = 0; i < n; ++i) out.insert(out.end(), seq.items().begin(), seq.items().end());
-  return Value(std::move(out), seq.is_tuple());
-}
-
-double floor_mod(double a, double b) {
-  double m = std::fmod(a, b);
-  if (m != 0 && ((m < 0) != (b < 0))) m += b;
-  return m;
-}
-
-Value arithmetic(Context& ctx, const std::string& op, const Value& a, const Value& b) {
-  require_defined(a);
-  require_defined(b);
-  const bool numbers = a.is_number() && b.is_number();
-  const bool ints = numbers && !a.is_float() && !b.is_float();
-  if (op == "+") {
-    if (ints) {
-      int64_t r = 0;
-      if (__builtin_add_overflow(a.as_int(), b.as_int(), &r)) throw_error("integer overflow");
-      return r;
-    }
-    if (numbers) return a.as_double() + b.as_double();
-    if (a.is_string() && b.is_string()) {
-      ctx.check_size(a.as_string().size() + b.as_string().size());
-      return a.as_string() + b.as_string();
-    }
-    if (a.is_list() && b.is_list() && a.is_tuple() == b.is_tuple()) {
-      ctx.check_size((a.items().size() + b.items().size()) * sizeof(Value));
-      std::vector<Value> out = a.items();
-      out.insert(out.end(), b.items().begin(), b.items().end());
-      return Value(std::move(out), a.is_tuple());
-    }
-    if (a.is_string()) throw_error("can only concatenate str (not \"", b.type_name(), "\") to str");
-    if (a.is_list()) throw_error("can only concatenate list (not \"", b.type_name(), "\") to list");
-    unsupported("+", a, b);
-  }
-  if (op == "-") {
-    if (ints) {
-      int64_t r = 0;
-      if (__builtin_sub_overflow(a.as_int(), b.as_int(), &r)) throw_error("integer overflow");
-      return r;
-    }
-    if (numbers) return a.as_double() - b.as_double();
-    unsupported("-", a, b);
-  }
-  if (op == "*") {
-    if (ints) {
-      int64_t r = 0;
-      if (__builtin_mul_overflow(a.as_int(), b.as_int(), &r)) throw_error("integer overflow");
-      return r;
-    }
-    if (numbers) return a.as_double() * b.as_double();
-    if ((a.is_string() || a.is_list()) && b.is_number() && !b.is_float()) return repeat(ctx, a, b.as_int());
-    if ((b.is_string() || b.is_list()) && a.is_number() && !a.is_float()) return repeat(ctx, b, a.as_int());
-    unsupported("*", a, b);
-  }
-  if (op == "/") {
-    if (!numbers) unsupported("/", a, b);
-    if (b.as_double() == 0) throw_error("division by zero");
-    return a.as_double() / b.as_double();
-  }
-  if (op == "//") {
-    if (!numbers) unsupported("//", a, b);
-    if (b.as_double() == 0) throw_error("integer division or modulo by zero");
-    if (ints) {
-      const int64_t x = a.as_int(), y = b.as_int();
-      int64_t q = x / y;
-      if ((x % y != 0) && ((x < 0) != (y < 0))) --q;
-      return q;
-    }
-    return std::floor(a.as_double() / b.as_double());
-  }
-  if (op == "%") {
-    if (a.is_string()) return percent_format(a.as_string(), b);
-    if (!numbers) unsupported("%", a, b);
-    if (b.as_double() == 0) throw_error("integer division or modulo by zero");
-    if (ints) {
-      const int64_t x = a.as_int(), y = b.as_int();
-      int64_t m = x % y;
-      if (m != 0 && ((m < 0) != (y < 0))) m += y;
-      return m;
-    }
-    return floor_mod(a.as_double(), b.as_double());
-  }
-  if (op == "**") {
-    if (!numbers) unsupported("** or pow()", a, b);
-    if (ints && b.as_int() >= 0) {
-      int64_t r = 1, base = a.as_int();
-      for (int64_t e = b.as_int(); e > 0; --e) {
-        if (__builtin_mul_overflow(r, base, &r)) throw_error("integer overflow");
-        if (r == 0 || r == 1) break;
-      }
-      return r;
-    }
-    return std::pow(a.as_double(), b.as_double());
-  }
-  throw_error("unknown operator ", op);
 }
 
 std::optional<int64_t> slice_part(Context& ctx, const ExprPtr& e) {
@@ -182,6 +68,11 @@ Value make_loop(size_t i, const std::vector<Value>& items, int depth, Function r
 
 // ---- expressions ----
 
+Value Expr::evaluate(Context& ctx) const {
+  const NestingGuard guard(ctx.nesting, ctx.limits.max_nesting, "expressions, statements and calls");
+  return do_evaluate(ctx);
+}
+
 Args CallArgs::evaluate(Context& ctx) const {
   Args args;
   for (const auto& e : positional) args.positional.push_back(e->evaluate(ctx));
@@ -189,18 +80,18 @@ Args CallArgs::evaluate(Context& ctx) const {
   return args;
 }
 
-Value Name::evaluate(Context& ctx) const {
+Value Name::do_evaluate(Context& ctx) const {
   return ctx.lookup(name);
 }
 
-Value ListExpr::evaluate(Context& ctx) const {
+Value ListExpr::do_evaluate(Context& ctx) const {
   std::vector<Value> out;
   out.reserve(items.size());
   for (const auto& e : items) out.push_back(e->evaluate(ctx));
   return Value(std::move(out), tuple);
 }
 
-Value DictExpr::evaluate(Context& ctx) const {
+Value DictExpr::do_evaluate(Context& ctx) const {
   Value d = make_dict();
   for (const auto& [k, v] : items) {
     Value key = k->evaluate(ctx);
@@ -211,20 +102,22 @@ Value DictExpr::evaluate(Context& ctx) const {
   return d;
 }
 
-Value GetAttr::evaluate(Context& ctx) const {
+Value GetAttr::do_evaluate(Context& ctx) const {
   return get_attribute(object->evaluate(ctx), name);
 }
 
-Value GetItem::evaluate(Context& ctx) const {
-  return get_item(object->evaluate(ctx), index->evaluate(ctx));
-}
-
-Value SliceExpr::evaluate(Context& ctx) const {
+Value GetItem::do_evaluate(Context& ctx) const {
   const Value obj = object->evaluate(ctx);
-  return slice(obj, slice_part(ctx, start), slice_part(ctx, stop), slice_part(ctx, step));
+  return get_item(ctx, obj, index->evaluate(ctx));
 }
 
-Value CallExpr::evaluate(Context& ctx) const {
+Value SliceExpr::do_evaluate(Context& ctx) const {
+  const Value obj = object->evaluate(ctx);
+  const auto b = slice_part(ctx, start), e = slice_part(ctx, stop), st = slice_part(ctx, step);
+  return slice(ctx, obj, b, e, st);
+}
+
+Value CallExpr::do_evaluate(Context& ctx) const {
   const Value f = callee->evaluate(ctx);
   Args a = args.evaluate(ctx);
   return ctx.call(f, a);
@@ -235,41 +128,40 @@ Value FilterExpr::apply(Context& ctx, const Value& value) const {
   return ctx.call_filter(name, value, a);
 }
 
-Value FilterExpr::evaluate(Context& ctx) const {
+Value FilterExpr::do_evaluate(Context& ctx) const {
   return apply(ctx, subject->evaluate(ctx));
 }
 
-Value TestExpr::evaluate(Context& ctx) const {
+Value TestExpr::do_evaluate(Context& ctx) const {
   const Value v = subject->evaluate(ctx);
   Args a = args.evaluate(ctx);
   return ctx.call_test(name, v, a) != negated;
 }
 
-Value UnaryExpr::evaluate(Context& ctx) const {
+Value UnaryExpr::do_evaluate(Context& ctx) const {
   const Value v = operand->evaluate(ctx);
   if (op == "not") return !v.truthy();
   require_defined(v);
   if (!v.is_number()) throw_error("bad operand type for unary ", op, ": '", v.type_name(), "'");
   if (op == "+") return v.is_float() ? v : Value(v.as_int());
   if (v.is_float()) return -v.as_double();
-  if (v.as_int() == std::numeric_limits<int64_t>::min()) throw_error("integer overflow");
-  return -v.as_int();
+  return int_sub(0, v.as_int());
 }
 
-Value BinaryExpr::evaluate(Context& ctx) const {
+Value BinaryExpr::do_evaluate(Context& ctx) const {
   Value l = left->evaluate(ctx);
   if (op == "and") return l.truthy() ? right->evaluate(ctx) : l;
   if (op == "or") return l.truthy() ? l : right->evaluate(ctx);
-  const Value r = right->evaluate(ctx);
-  if (op == "~") {
-    std::string s = l.str() + r.str();
-    ctx.check_size(s.size());
-    return s;
-  }
-  return arithmetic(ctx, op, l, r);
+  return binary_op(ctx, op, l, right->evaluate(ctx));
 }
 
-Value CompareExpr::evaluate(Context& ctx) const {
+Value ConcatExpr::do_evaluate(Context& ctx) const {
+  std::string out;
+  for (const auto& e : items) ctx.append(out, e->evaluate(ctx).str());
+  return out;
+}
+
+Value CompareExpr::do_evaluate(Context& ctx) const {
   Value a = first->evaluate(ctx);
   for (const auto& [op, e] : rest) {
     Value b = e->evaluate(ctx);
@@ -287,16 +179,16 @@ Value CompareExpr::evaluate(Context& ctx) const {
     else if (op == ">=")
       ok = b.less(a) || a == b;
     else if (op == "in")
-      ok = contains(b, a);
+      ok = contains(ctx, b, a);
     else
-      ok = !contains(b, a);
+      ok = !contains(ctx, b, a);
     if (!ok) return false;
     a = std::move(b);
   }
   return true;
 }
 
-Value CondExpr::evaluate(Context& ctx) const {
+Value CondExpr::do_evaluate(Context& ctx) const {
   if (condition->evaluate(ctx).truthy()) return then->evaluate(ctx);
   if (otherwise) return otherwise->evaluate(ctx);
   return Value::undefined("the inline if-expression evaluated to false and no else section was defined");
@@ -306,6 +198,7 @@ Value CondExpr::evaluate(Context& ctx) const {
 
 Flow Node::render(Context& ctx, std::string& out) const {
   try {
+    const NestingGuard guard(ctx.nesting, ctx.limits.max_nesting, "expressions, statements and calls");
     return do_render(ctx, out);
   } catch (const LocatedError&) {
     throw;
@@ -318,18 +211,17 @@ Flow render_body(const Body& body, Context& ctx, std::string& out) {
   for (const auto& node : body) {
     const Flow f = node->render(ctx, out);
     if (f != Flow::normal) return f;
-    ctx.check_size(out.size());
   }
   return Flow::normal;
 }
 
-Flow TextNode::do_render(Context&, std::string& out) const {
-  out += text;
+Flow TextNode::do_render(Context& ctx, std::string& out) const {
+  ctx.append(out, text);
   return Flow::normal;
 }
 
 Flow OutputNode::do_render(Context& ctx, std::string& out) const {
-  out += expr->evaluate(ctx).str();
+  ctx.append(out, expr->evaluate(ctx).str());
   return Flow::normal;
 }
 
@@ -353,7 +245,7 @@ void assign(Context& ctx, const std::vector<Target>& targets, const Value& value
     return;
   }
   require_defined(value);
-  const std::vector<Value> parts = value.iterate();
+  const std::vector<Value> parts = ctx.iterate(value);
   if (parts.size() > targets.size()) throw_error("too many values to unpack (expected ", targets.size(), ")");
   if (parts.size() < targets.size())
     throw_error("not enough values to unpack (expected ", targets.size(), ", got ", parts.size(), ")");
@@ -365,7 +257,7 @@ Flow ForNode::do_render(Context& ctx, std::string& out) const {
 }
 
 Flow ForNode::run(Context& ctx, const Value& seq, int depth, std::string& out) const {
-  std::vector<Value> items = seq.iterate();
+  std::vector<Value> items = ctx.iterate(seq);
   if (filter) {
     std::vector<Value> kept;
     for (const auto& item : items) {
@@ -383,13 +275,7 @@ Flow ForNode::run(Context& ctx, const Value& seq, int depth, std::string& out) c
   Function recurse = [this, depth](Context& c, Args& args) -> Value {
     if (!recursive) throw_error("The loop must have the 'recursive' marker to be called recursively.");
     if (args.positional.size() != 1) throw_error("loop() takes exactly one argument");
-    if (c.depth >= c.limits.max_depth)
-      throw_error("recursive loop nested more than ", c.limits.max_depth, " deep (endless recursion?)");
-    ++c.depth;
-    struct DepthGuard {
-      Context& c;
-      ~DepthGuard() { --c.depth; }
-    } depth_guard{c};
+    const NestingGuard depth_guard(c.depth, c.limits.max_depth, "recursive loop() calls");
     std::string text;
     run(c, args.positional[0], depth + 1, text);
     return text;
@@ -423,13 +309,7 @@ Value MacroNode::make_macro(Context& ctx, const Value& caller) const {
   std::shared_ptr<Scope> closure = ctx.scope;
   ctx.macro_scopes.push_back(closure);
   return Value::callable(name, [this, closure, caller](Context& c, Args& args) -> Value {
-    if (c.depth >= c.limits.max_depth)
-      throw_error("macro calls nested more than ", c.limits.max_depth, " deep (endless recursion?)");
-    ++c.depth;
-    struct DepthGuard {
-      Context& c;
-      ~DepthGuard() { --c.depth; }
-    } depth_guard{c};
+    const NestingGuard depth_guard(c.depth, c.limits.max_depth, "macro calls");
     ScopeGuard guard(c, std::make_shared<Scope>(closure));
     std::vector<Value> varargs;
     for (size_t i = 0; i < args.positional.size(); ++i) {
@@ -478,7 +358,7 @@ Flow CallBlockNode::do_render(Context& ctx, std::string& out) const {
   const Value f = call->callee->evaluate(ctx);
   Args a = call->args.evaluate(ctx);
   a.keyword.emplace_back("caller", caller.make_macro(ctx, Value()));
-  out += ctx.call(f, a).str();
+  ctx.append(out, ctx.call(f, a).str());
   return Flow::normal;
 }
 
@@ -487,7 +367,7 @@ Flow FilterBlockNode::do_render(Context& ctx, std::string& out) const {
   const Flow flow = render_body(body, ctx, text);
   Value v(std::move(text));
   for (const auto& f : filters) v = f->apply(ctx, v);
-  out += v.str();
+  ctx.append(out, v.str());
   return flow;
 }
 
@@ -501,16 +381,37 @@ Flow WithNode::do_render(Context& ctx, std::string& out) const {
 
 // ---- template ----
 
+namespace {
+
+// The entry points promise tfm::Error alone; anything else thrown below is a defect of the interpreter, and
+// says so rather than escaping as another type.
+template <typename F>
+auto only_errors(F&& f) {
+  try {
+    return f();
+  } catch (const Error&) {
+    throw;
+  } catch (const std::bad_alloc&) {
+    throw Error("the template ran out of memory");
+  } catch (const std::exception& e) {
+    throw_error("internal error of the template interpreter: ", e.what());
+  }
+}
+
+}  // namespace
+
 Template::Template(std::string_view source, const LexerOptions& options)
-    : body_(parse(tokenize(source, options))) {}
+    : body_(only_errors([&] { return parse(tokenize(source, options)); })) {}
 
 std::string Template::render(const Variables& variables, const Environment& env, const Limits& limits) const {
-  auto top = std::make_shared<Scope>();
-  for (const auto& [k, v] : variables) top->set(k, v);
-  Context ctx(env, top, limits);
-  std::string out;
-  render_body(body_, ctx, out);
-  return out;
+  return only_errors([&] {
+    auto top = std::make_shared<Scope>();
+    for (const auto& [k, v] : variables) top->set(k, v);
+    Context ctx(env, top, limits);
+    std::string out;
+    render_body(body_, ctx, out);
+    return out;
+  });
 }
 
 }  // namespace tfm::jinja

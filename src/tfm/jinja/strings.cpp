@@ -1,7 +1,9 @@
 #include "tfm/jinja/strings.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 
 #include <utf8proc.h>
 
@@ -21,47 +23,122 @@ bool is_space(std::string_view ch) {
          ch == "\xe2\x81\x9f" || ch == "\xe3\x80\x80";
 }
 
+namespace {
+
+utf8proc_int32_t code_point(std::string_view ch) {
+  utf8proc_int32_t cp = -1;
+  utf8proc_iterate(reinterpret_cast<const utf8proc_uint8_t*>(ch.data()),
+                   static_cast<utf8proc_ssize_t>(ch.size()), &cp);
+  return cp;
+}
+
+}  // namespace
+
+bool is_word(std::string_view ch) {
+  if (ch.size() == 1) {
+    const char c = ch[0];
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+  }
+  const utf8proc_int32_t cp = code_point(ch);
+  if (cp < 0) return false;
+  switch (utf8proc_category(cp)) {
+    case UTF8PROC_CATEGORY_LU:
+    case UTF8PROC_CATEGORY_LL:
+    case UTF8PROC_CATEGORY_LT:
+    case UTF8PROC_CATEGORY_LM:
+    case UTF8PROC_CATEGORY_LO:
+    case UTF8PROC_CATEGORY_ND:
+    case UTF8PROC_CATEGORY_NL:
+    case UTF8PROC_CATEGORY_NO:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool is_decimal(std::string_view ch) {
+  if (ch.size() == 1) return ch[0] >= '0' && ch[0] <= '9';
+  const utf8proc_int32_t cp = code_point(ch);
+  return cp >= 0 && utf8proc_category(cp) == UTF8PROC_CATEGORY_ND;
+}
+
+size_t find(std::string_view s, std::string_view sub, size_t from) {
+  if (from > s.size()) return std::string_view::npos;
+  const void* p = memmem(s.data() + from, s.size() - from, sub.data(), sub.size());
+  return p ? static_cast<size_t>(static_cast<const char*>(p) - s.data()) : std::string_view::npos;
+}
+
+size_t rfind(std::string_view s, std::string_view sub) {
+  if (sub.size() <= 64) return s.rfind(sub);  // at most 64 comparisons per position
+  // Long needles: a forward search over both reversed.
+  const std::string rs(s.rbegin(), s.rend()), rsub(sub.rbegin(), sub.rend());
+  const size_t p = find(rs, rsub);
+  return p == std::string_view::npos ? p : s.size() - p - sub.size();
+}
+
 std::string strip(std::string_view s, const Value& chars, bool left, bool right) {
-  const auto cs = utf8_chars(s);
-  std::vector<std::string> set;
+  std::vector<std::string_view> set;  // sorted, so that a long `chars` costs a binary search per character
   const bool whitespace = chars.is_none() || chars.is_undefined();
   if (!whitespace) {
     if (!chars.is_string()) throw_error("strip arg must be None or str");
-    set = utf8_chars(chars.as_string());
+    const std::string& cs = chars.as_string();
+    for (size_t i = 0; i < cs.size();) {
+      const size_t next = utf8_next(cs, i);
+      set.push_back(std::string_view(cs).substr(i, next - i));
+      i = next;
+    }
+    std::sort(set.begin(), set.end());
   }
-  auto strip_it = [&](const std::string& c) {
-    if (whitespace) return is_space(c);
-    for (const auto& x : set)
-      if (x == c) return true;
-    return false;
+  auto strip_it = [&](std::string_view c) {
+    return whitespace ? is_space(c) : std::binary_search(set.begin(), set.end(), c);
   };
-  size_t b = 0, e = cs.size();
+  size_t b = 0, e = s.size();
   if (left)
-    while (b < e && strip_it(cs[b])) ++b;
+    while (b < e) {
+      const size_t next = utf8_next(s, b);
+      if (!strip_it(s.substr(b, next - b))) break;
+      b = next;
+    }
   if (right)
-    while (e > b && strip_it(cs[e - 1])) --e;
-  std::string out;
-  for (size_t i = b; i < e; ++i) out += cs[i];
-  return out;
+    while (e > b) {
+      const size_t start = std::max(b, utf8_prev(s, e));
+      if (!strip_it(s.substr(start, e - start))) break;
+      e = start;
+    }
+  return std::string(s.substr(b, e - b));
 }
 
-std::vector<std::string> split(std::string_view s, const Value& sep, int64_t maxsplit) {
+namespace {
+
+// Parts of a split are counted as the values they become, so that a split into millions of parts is refused
+// before it is built.
+void add_part(Context& ctx, std::vector<std::string>& out, std::string_view part) {
+  ctx.check_size((out.size() + 1) * sizeof(Value));
+  out.emplace_back(part);
+}
+
+// The code point at i, and whether it is whitespace.
+bool space_at(std::string_view s, size_t i) {
+  return is_space(s.substr(i, utf8_next(s, i) - i));
+}
+
+}  // namespace
+
+std::vector<std::string> split(Context& ctx, std::string_view s, const Value& sep, int64_t maxsplit) {
+  ctx.work(s.size());
   std::vector<std::string> out;
   if (sep.is_none() || sep.is_undefined()) {
-    const auto cs = utf8_chars(s);
     size_t i = 0;
     while (true) {
-      while (i < cs.size() && is_space(cs[i])) ++i;
-      if (i == cs.size()) break;
+      while (i < s.size() && space_at(s, i)) i = utf8_next(s, i);
+      if (i == s.size()) break;
       if (maxsplit >= 0 && static_cast<int64_t>(out.size()) == maxsplit) {
-        std::string rest;
-        for (size_t k = i; k < cs.size(); ++k) rest += cs[k];
-        out.push_back(std::move(rest));  // Python keeps the remainder as it is
+        add_part(ctx, out, s.substr(i));  // Python keeps the remainder as it is
         break;
       }
-      std::string word;
-      while (i < cs.size() && !is_space(cs[i])) word += cs[i++];
-      out.push_back(std::move(word));
+      const size_t start = i;
+      while (i < s.size() && !space_at(s, i)) i = utf8_next(s, i);
+      add_part(ctx, out, s.substr(start, i - start));
     }
     return out;
   }
@@ -70,96 +147,102 @@ std::vector<std::string> split(std::string_view s, const Value& sep, int64_t max
   if (d.empty()) throw_error("empty separator");
   size_t start = 0;
   while (true) {
-    const size_t p = s.find(d, start);
+    const size_t p = find(s, d, start);
     if (p == std::string_view::npos || (maxsplit >= 0 && static_cast<int64_t>(out.size()) == maxsplit)) break;
-    out.emplace_back(s.substr(start, p - start));
+    add_part(ctx, out, s.substr(start, p - start));
     start = p + d.size();
   }
-  out.emplace_back(s.substr(start));
+  add_part(ctx, out, s.substr(start));
   return out;
 }
 
-std::vector<std::string> rsplit(std::string_view s, const Value& sep, int64_t maxsplit) {
-  if (maxsplit < 0) return split(s, sep, -1);
+std::vector<std::string> rsplit(Context& ctx, std::string_view s, const Value& sep, int64_t maxsplit) {
+  if (maxsplit < 0) return split(ctx, s, sep, -1);
+  ctx.work(s.size());
+  std::vector<std::string> out;  // from the end, reversed at the end
   if (sep.is_none() || sep.is_undefined()) {
-    std::vector<std::string> words = split(s, sep, -1);
-    if (static_cast<int64_t>(words.size()) <= maxsplit + 1) return words;
-    // Rebuild the head from the original text: everything before the last maxsplit words.
-    const auto cs = utf8_chars(s);
-    size_t e = cs.size();
-    for (int64_t n = 0; n < maxsplit; ++n) {
-      while (e > 0 && is_space(cs[e - 1])) --e;
-      while (e > 0 && !is_space(cs[e - 1])) --e;
+    size_t e = s.size();
+    while (true) {
+      while (e > 0 && space_at(s, utf8_prev(s, e))) e = utf8_prev(s, e);
+      if (e == 0) break;
+      if (static_cast<int64_t>(out.size()) == maxsplit) {
+        add_part(ctx, out, s.substr(0, e));
+        break;
+      }
+      size_t b = e;
+      while (b > 0 && !space_at(s, utf8_prev(s, b))) b = utf8_prev(s, b);
+      add_part(ctx, out, s.substr(b, e - b));
+      e = b;
     }
-    std::string head;
-    for (size_t i = 0; i < e; ++i) head += cs[i];
-    std::vector<std::string> out{strip(head, Value(nullptr), false, true)};
-    out.insert(out.end(), words.end() - maxsplit, words.end());
-    return out;
+  } else {
+    if (!sep.is_string()) throw_error("must be str or None, not ", sep.type_name());
+    const std::string& d = sep.as_string();
+    if (d.empty()) throw_error("empty separator");
+    size_t end = s.size();
+    while (static_cast<int64_t>(out.size()) < maxsplit) {
+      const size_t p = rfind(s.substr(0, end), d);
+      if (p == std::string_view::npos) break;
+      add_part(ctx, out, s.substr(p + d.size(), end - p - d.size()));
+      end = p;
+    }
+    add_part(ctx, out, s.substr(0, end));
   }
-  if (!sep.is_string()) throw_error("must be str or None, not ", sep.type_name());
-  const std::string& d = sep.as_string();
-  if (d.empty()) throw_error("empty separator");
-  std::vector<std::string> out;
-  size_t end = s.size();
-  while (static_cast<int64_t>(out.size()) < maxsplit) {
-    if (end < d.size()) break;
-    const size_t p = s.rfind(d, end - d.size());
-    if (p == std::string_view::npos) break;
-    out.insert(out.begin(), std::string(s.substr(p + d.size(), end - p - d.size())));
-    end = p;
-  }
-  out.insert(out.begin(), std::string(s.substr(0, end)));
+  std::reverse(out.begin(), out.end());
   return out;
 }
 
-std::vector<std::string> splitlines(std::string_view s, bool keepends) {
+std::vector<std::string> splitlines(Context& ctx, std::string_view s, bool keepends) {
+  ctx.work(s.size());
   std::vector<std::string> out;
-  const auto cs = utf8_chars(s);
-  std::string line;
-  for (size_t i = 0; i < cs.size(); ++i) {
-    const std::string& c = cs[i];
+  size_t start = 0;
+  for (size_t i = 0; i < s.size();) {
+    size_t next = utf8_next(s, i);
+    const std::string_view c = s.substr(i, next - i);
     const bool br = c == "\n" || c == "\r" || c == "\v" || c == "\f" || c == "\x1c" || c == "\x1d" ||
                     c == "\x1e" || c == "\xc2\x85" || c == "\xe2\x80\xa8" || c == "\xe2\x80\xa9";
     if (!br) {
-      line += c;
+      i = next;
       continue;
     }
-    std::string end = c;
-    if (c == "\r" && i + 1 < cs.size() && cs[i + 1] == "\n") {
-      end += "\n";
-      ++i;
-    }
-    if (keepends) line += end;
-    out.push_back(std::move(line));
-    line.clear();
+    if (c == "\r" && next < s.size() && s[next] == '\n') ++next;
+    add_part(ctx, out, s.substr(start, (keepends ? next : i) - start));
+    start = i = next;
   }
-  if (!line.empty()) out.push_back(std::move(line));
+  if (start < s.size()) add_part(ctx, out, s.substr(start));
   return out;
 }
 
-std::string replace(std::string_view s, std::string_view from, std::string_view to, int64_t count) {
-  std::string out;
+std::string replace(Context& ctx, std::string_view s, std::string_view from, std::string_view to,
+                    int64_t count) {
+  // The result's size is known from the number of replacements, which is counted first.
+  ctx.work(s.size());
+  const size_t limit = count < 0 ? SIZE_MAX : static_cast<size_t>(count);
+  size_t n = 0;
   if (from.empty()) {
-    // Python inserts `to` before every character and at the end.
-    const auto cs = utf8_chars(s);
-    int64_t n = 0;
-    for (const auto& c : cs) {
-      if (count < 0 || n++ < count) out += to;
-      out += c;
-    }
-    if (count < 0 || n < count) out += to;
-    return out;
+    n = std::min(utf8_length(s) + 1, limit);  // Python inserts `to` before every character and at the end
+  } else {
+    for (size_t p = find(s, from); p != std::string_view::npos && n < limit;
+         p = find(s, from, p + from.size()))
+      ++n;
   }
+  const size_t growth = to.size() > from.size() ? to.size() - from.size() : 0;
+  ctx.build(s.size() + n * growth);
+  std::string out;
+  out.reserve(s.size() + n * growth);
   size_t start = 0;
-  int64_t n = 0;
-  while (count < 0 || n < count) {
-    const size_t p = s.find(from, start);
-    if (p == std::string_view::npos) break;
-    out.append(s.substr(start, p - start));
-    out.append(to);
-    start = p + from.size();
-    ++n;
+  for (size_t k = 0; k < n; ++k) {
+    if (from.empty()) {
+      out.append(to);
+      if (start == s.size()) break;
+      const size_t next = utf8_next(s, start);
+      out.append(s.substr(start, next - start));
+      start = next;
+    } else {
+      const size_t p = find(s, from, start);
+      out.append(s.substr(start, p - start));
+      out.append(to);
+      start = p + from.size();
+    }
   }
   out.append(s.substr(start));
   return out;
@@ -236,13 +319,13 @@ std::string capitalize(std::string_view s) {
 namespace {
 
 struct Spec {
-  char fill = ' ';
+  std::string_view fill = " ";
   char align = 0;
   char sign = '-';
   bool zero = false;
   bool grouping = false;
-  int width = -1;
-  int precision = -1;
+  int64_t width = -1;
+  int64_t precision = -1;
   char type = 0;
 };
 
@@ -250,10 +333,11 @@ Spec parse_spec(std::string_view spec) {
   Spec s;
   size_t i = 0;
   auto is_align = [](char c) { return c == '<' || c == '>' || c == '^' || c == '='; };
-  if (spec.size() >= 2 && is_align(spec[1])) {
-    s.fill = spec[0];
-    s.align = spec[1];
-    i = 2;
+  const size_t first = spec.empty() ? 0 : utf8_next(spec, 0);
+  if (first < spec.size() && is_align(spec[first])) {
+    s.fill = spec.substr(0, first);
+    s.align = spec[first];
+    i = first + 1;
   } else if (!spec.empty() && is_align(spec[0])) {
     s.align = spec[0];
     i = 1;
@@ -264,8 +348,10 @@ Spec parse_spec(std::string_view spec) {
     ++i;
   }
   auto read_int = [&] {
-    int v = 0;
-    while (i < spec.size() && spec[i] >= '0' && spec[i] <= '9') v = v * 10 + (spec[i++] - '0');
+    int64_t v = 0;
+    for (; i < spec.size() && spec[i] >= '0' && spec[i] <= '9'; ++i)
+      if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, spec[i] - '0', &v))
+        throw_error("Too many decimal digits in format string");
     return v;
   };
   if (i < spec.size() && spec[i] >= '0' && spec[i] <= '9') s.width = read_int();
@@ -282,17 +368,33 @@ Spec parse_spec(std::string_view spec) {
   return s;
 }
 
-std::string pad(std::string body, const Spec& s, char default_align) {
+// `body` with `left` and `right` copies of `fill` around it, `sign_len` bytes of it (a sign) before the left
+// fill; the size is checked before anything is built.
+std::string surround(Context& ctx, std::string_view body, size_t left, size_t right, std::string_view fill,
+                     size_t sign_len = 0) {
+  size_t bytes;
+  if (__builtin_mul_overflow(left + right, fill.size(), &bytes) ||
+      __builtin_add_overflow(bytes, body.size(), &bytes))
+    bytes = SIZE_MAX;
+  ctx.build(bytes);
+  std::string out(body.substr(0, sign_len));
+  for (size_t k = 0; k < left; ++k) out += fill;
+  out += body.substr(sign_len);
+  for (size_t k = 0; k < right; ++k) out += fill;
+  return out;
+}
+
+std::string pad(Context& ctx, std::string body, const Spec& s, char default_align) {
   const char align = s.align ? s.align : (s.zero ? '=' : default_align);
-  const char fill = s.align ? s.fill : (s.zero ? '0' : ' ');
-  const auto len = static_cast<int>(utf8_length(body));
+  const std::string_view fill = s.align ? s.fill : (s.zero ? "0" : " ");
+  const auto len = static_cast<int64_t>(utf8_length(body));
   if (s.width <= len) return body;
-  const size_t n = static_cast<size_t>(s.width - len);
-  if (align == '<') return body + std::string(n, fill);
-  if (align == '>') return std::string(n, fill) + body;
-  if (align == '^') return std::string(n / 2, fill) + body + std::string(n - n / 2, fill);
+  const auto n = static_cast<size_t>(s.width - len);
+  if (align == '<') return surround(ctx, body, 0, n, fill);
+  if (align == '>') return surround(ctx, body, n, 0, fill);
+  if (align == '^') return surround(ctx, body, n / 2, n - n / 2, fill);
   const size_t sign = !body.empty() && (body[0] == '-' || body[0] == '+' || body[0] == ' ') ? 1 : 0;
-  return body.substr(0, sign) + std::string(n, fill) + body.substr(sign);
+  return surround(ctx, body, n, 0, fill, sign);
 }
 
 std::string group_thousands(std::string digits) {
@@ -306,25 +408,33 @@ std::string group_thousands(std::string digits) {
   return out + tail;
 }
 
+// printf of one double with a precision; the size is checked before the text is built.
+std::string printf_double(Context& ctx, char conversion, int64_t precision, double d) {
+  if (precision > 100'000'000) throw_error("precision too big");
+  const char format[] = {'%', '.', '*', conversion, 0};
+  const int p = static_cast<int>(precision);
+  const int n = std::snprintf(nullptr, 0, format, p, d);
+  ctx.build(static_cast<size_t>(n));
+  std::string out(static_cast<size_t>(n) + 1, '\0');
+  std::snprintf(out.data(), out.size(), format, p, d);
+  out.pop_back();
+  return out;
+}
+
 }  // namespace
 
-std::string format_value(const Value& v, std::string_view spec_text) {
+std::string format_value(Context& ctx, const Value& v, std::string_view spec_text) {
   const Spec s = parse_spec(spec_text);
   if (v.is_string() || (!s.type && !v.is_number()) || s.type == 's') {
     if (s.type && s.type != 's') throw_error("Unknown format code '", s.type, "' for object of type 'str'");
     std::string body = v.str();
-    if (s.precision >= 0) {
-      const auto cs = utf8_chars(body);
-      body.clear();
-      for (size_t i = 0; i < cs.size() && static_cast<int>(i) < s.precision; ++i) body += cs[i];
-    }
-    return pad(body, s, '<');
+    if (s.precision >= 0) body.resize(utf8_offset(body, static_cast<size_t>(s.precision)));
+    return pad(ctx, std::move(body), s, '<');
   }
   if (!v.is_number()) throw_error("unsupported format string passed to ", v.type_name(), ".__format__");
   std::string body;
   const bool negative = v.as_double() < 0;
   const char type = s.type ? s.type : (v.is_float() ? 0 : 'd');
-  char buf[512];
   if (type == 'd' || type == 'x' || type == 'X' || type == 'o' || type == 'b') {
     if (v.is_float()) throw_error("Unknown format code '", type, "' for object of type 'float'");
     const int64_t i = v.as_int();
@@ -333,6 +443,7 @@ std::string format_value(const Value& v, std::string_view spec_text) {
       body = m == 0 ? "0" : "";
       for (uint64_t k = m; k; k >>= 1) body.insert(body.begin(), static_cast<char>('0' + (k & 1)));
     } else {
+      char buf[32];
       std::snprintf(buf, sizeof buf,
                     type == 'd'   ? "%llu"
                     : type == 'x' ? "%llx"
@@ -342,18 +453,13 @@ std::string format_value(const Value& v, std::string_view spec_text) {
       body = buf;
     }
   } else if (type == 0) {
-    body = json::python_float_repr(std::fabs(v.as_double()));
-    if (s.precision >= 0) {
-      std::snprintf(buf, sizeof buf, "%.*g", std::max(s.precision, 1), std::fabs(v.as_double()));
-      body = buf;
-    }
+    body = s.precision >= 0
+               ? printf_double(ctx, 'g', std::max<int64_t>(s.precision, 1), std::fabs(v.as_double()))
+               : json::python_float_repr(std::fabs(v.as_double()));
   } else if (type == 'f' || type == 'F' || type == 'e' || type == 'E' || type == 'g' || type == 'G' ||
              type == '%') {
     const double d = std::fabs(v.as_double()) * (type == '%' ? 100 : 1);
-    const int p = s.precision >= 0 ? s.precision : 6;
-    const char conv[] = {'%', '.', '*', type == '%' ? 'f' : type, 0};
-    std::snprintf(buf, sizeof buf, conv, p, d);
-    body = buf;
+    body = printf_double(ctx, type == '%' ? 'f' : type, s.precision >= 0 ? s.precision : 6, d);
     if (type == '%') body += '%';
   } else {
     throw_error("Unknown format code '", type, "' for object of type '", v.type_name(), "'");
@@ -365,10 +471,10 @@ std::string format_value(const Value& v, std::string_view spec_text) {
     body = "+" + body;
   else if (s.sign == ' ')
     body = " " + body;
-  return pad(body, s, '>');
+  return pad(ctx, std::move(body), s, '>');
 }
 
-std::string format(std::string_view fmt, const Args& args) {
+std::string format(Context& ctx, std::string_view fmt, const Args& args) {
   std::string out;
   size_t auto_index = 0;
   for (size_t i = 0; i < fmt.size(); ++i) {
@@ -378,15 +484,15 @@ std::string format(std::string_view fmt, const Args& args) {
         ++i;
       else
         throw_error("Single '}' encountered in format string");
-      out += '}';
+      ctx.append(out, "}");
       continue;
     }
     if (c != '{') {
-      out += c;
+      ctx.append(out, fmt.substr(i, 1));
       continue;
     }
     if (i + 1 < fmt.size() && fmt[i + 1] == '{') {
-      out += '{';
+      ctx.append(out, "{");
       ++i;
       continue;
     }
@@ -410,7 +516,12 @@ std::string format(std::string_view fmt, const Args& args) {
         throw_error("Replacement index ", auto_index, " out of range");
       v = &args.positional[auto_index++];
     } else if (field[0] >= '0' && field[0] <= '9') {
-      const size_t k = std::stoul(std::string(field));
+      size_t k = 0;
+      for (char d : field) {
+        if (d < '0' || d > '9' || k > args.positional.size())
+          throw_error("Replacement index ", field, " out of range");
+        k = k * 10 + static_cast<size_t>(d - '0');
+      }
       if (k >= args.positional.size()) throw_error("Replacement index ", k, " out of range");
       v = &args.positional[k];
     } else {
@@ -418,9 +529,20 @@ std::string format(std::string_view fmt, const Args& args) {
         if (name == field) v = &value;
       if (!v) throw_error("'", field, "'");
     }
-    out += repr ? pad(v->repr(), parse_spec(spec), '<') : format_value(*v, spec);
+    ctx.append(out, repr ? pad(ctx, v->repr(), parse_spec(spec), '<') : format_value(ctx, *v, spec));
   }
   return out;
+}
+
+std::string align(Context& ctx, std::string_view text, int64_t width, std::string_view fill, char how) {
+  if (utf8_length(fill) != 1) throw_error("The fill character must be exactly one character long");
+  const auto len = static_cast<int64_t>(utf8_length(text));
+  if (width <= len) return std::string(text);
+  const auto n = static_cast<size_t>(width - len);
+  // Python's center puts the extra fill on the left when the padding and the width are both odd.
+  const size_t left = how == '<' ? 0 : how == '^' ? n / 2 + (n & static_cast<size_t>(width) & 1) : n;
+  const size_t sign = how == '=' && !text.empty() && (text[0] == '-' || text[0] == '+') ? 1 : 0;
+  return surround(ctx, text, left, n - left, fill, sign);
 }
 
 }  // namespace tfm::jinja::pystr

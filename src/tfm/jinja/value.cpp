@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "tfm/core/error.h"
+#include "tfm/jinja/context.h"
 
 namespace tfm::jinja {
 
@@ -36,6 +37,12 @@ Value::Value(std::vector<Value> items, bool tuple) {
   int inner = 0;
   for (const auto& v : items) inner = std::max(inner, v.nesting());
   v_ = std::make_shared<ListData>(ListData{std::move(items), tuple, nesting_over(inner)});
+}
+
+Value Value::named_tuple(std::vector<Value> items, const std::vector<std::string>& fields) {
+  Value v(std::move(items), true);
+  std::get<std::shared_ptr<ListData>>(v.v_)->fields = &fields;
+  return v;
 }
 
 int Value::nesting() const {
@@ -152,11 +159,73 @@ bool Value::truthy() const {
   return false;
 }
 
-std::string python_repr(std::string_view s) {
+size_t utf8_length(std::string_view s) {
+  size_t n = 0;
+  for (char c : s) n += (static_cast<unsigned char>(c) & 0xc0) != 0x80;
+  return n;
+}
+
+size_t utf8_offset(std::string_view s, size_t index) {
+  size_t i = 0;
+  for (; index > 0 && i < s.size(); --index) i = utf8_next(s, i);
+  return i;
+}
+
+std::string Value::str() const {
+  switch (kind()) {
+    case Kind::undefined:
+      return "";
+    case Kind::string:
+      return as_string();
+    default:
+      return repr();
+  }
+}
+
+namespace {
+
+// Walks over nested values count what they visit: a template can build lists that contain themselves many
+// times over (each `l = [l, l]` doubles the work), so printing, comparing and serializing are bounded, each
+// walk by itself and all of a render's walks together (through its Context's work count).
+constexpr size_t kMaxNodes = 4'000'000;
+constexpr int kMaxDepth = 512;
+constexpr size_t kNodeWork = 64;  // the bytes of work one element visited counts as
+
+class Walk {
+ public:
+  Walk() : context_(Context::active()) {}
+  struct Level {
+    Walk& w;
+    explicit Level(Walk& walk) : w(walk) {
+      if (++w.nodes_ > kMaxNodes)
+        throw_error("a value is too large to handle (over ", kMaxNodes, " elements)");
+      if (++w.depth_ > kMaxDepth) throw_error("a value is nested more than ", kMaxDepth, " levels deep");
+      w.work(kNodeWork);
+    }
+    ~Level() { --w.depth_; }
+  };
+  void work(size_t bytes) {
+    if (context_) context_->work(bytes);
+  }
+  // Text written is checked as it grows (and before `more` bytes are added), so that no piece of it is built
+  // beyond the render's value limit.
+  void check_text(const std::string& out, size_t more = 0) const {
+    const size_t max = context_ ? context_->limits.max_output_bytes : Limits{}.max_output_bytes;
+    if (out.size() > max || more > max - out.size()) throw_error("a value's text is over ", max, " bytes");
+  }
+
+ private:
+  Context* context_;
+  size_t nodes_ = 0;
+  int depth_ = 0;
+};
+
+void repr_string(std::string_view s, std::string& out, Walk& walk) {
+  walk.work(s.size());
   const bool has_single = s.find('\'') != std::string_view::npos;
   const bool has_double = s.find('"') != std::string_view::npos;
   const char quote = has_single && !has_double ? '"' : '\'';
-  std::string out(1, quote);
+  out += quote;
   for (char c : s) {
     const auto u = static_cast<unsigned char>(c);
     if (c == quote || c == '\\') {
@@ -175,76 +244,20 @@ std::string python_repr(std::string_view s) {
       out += hex[u & 15];
     } else {
       out += c;
+      continue;
     }
+    walk.check_text(out);
   }
   out += quote;
-  return out;
+  walk.check_text(out);
 }
-
-std::vector<std::string> utf8_chars(std::string_view s) {
-  std::vector<std::string> chars;
-  for (size_t i = 0; i < s.size();) {
-    size_t n = 1;
-    const auto u = static_cast<unsigned char>(s[i]);
-    if (u >= 0xf0)
-      n = 4;
-    else if (u >= 0xe0)
-      n = 3;
-    else if (u >= 0xc0)
-      n = 2;
-    n = std::min(n, s.size() - i);
-    chars.emplace_back(s.substr(i, n));
-    i += n;
-  }
-  return chars;
-}
-
-size_t utf8_length(std::string_view s) {
-  size_t n = 0;
-  for (char c : s) n += (static_cast<unsigned char>(c) & 0xc0) != 0x80;
-  return n;
-}
-
-std::string Value::str() const {
-  switch (kind()) {
-    case Kind::undefined:
-      return "";
-    case Kind::string:
-      return as_string();
-    default:
-      return repr();
-  }
-}
-
-namespace {
-
-// Walks over nested values count what they visit: a template can build lists that contain themselves many
-// times over (each `l = [l, l]` doubles the work), so printing, comparing and serializing are bounded.
-constexpr size_t kMaxNodes = 4'000'000;
-constexpr int kMaxDepth = 512;
-constexpr size_t kMaxReprBytes = size_t{64} << 20;
-
-class Walk {
- public:
-  struct Level {
-    Walk& w;
-    explicit Level(Walk& walk) : w(walk) {
-      if (++w.nodes_ > kMaxNodes)
-        throw_error("a value is too large to handle (over ", kMaxNodes, " elements)");
-      if (++w.depth_ > kMaxDepth) throw_error("a value is nested more than ", kMaxDepth, " levels deep");
-    }
-    ~Level() { --w.depth_; }
-  };
-
- private:
-  size_t nodes_ = 0;
-  int depth_ = 0;
-};
 
 void repr_into(const Value& v, std::string& out, Walk& walk) {
   const Walk::Level level(walk);
-  if (out.size() > kMaxReprBytes) throw_error("a value's text is over ", kMaxReprBytes, " bytes");
-  if (v.is_list()) {
+  walk.check_text(out);
+  if (v.is_string()) {
+    repr_string(v.as_string(), out, walk);
+  } else if (v.is_list()) {
     const bool tuple = v.is_tuple();
     out += tuple ? "(" : "[";
     for (size_t i = 0; i < v.items().size(); ++i) {
@@ -281,6 +294,8 @@ bool equal(const Value& a, const Value& b, Walk& walk) {
     case Value::Kind::none:
       return true;
     case Value::Kind::string:
+      if (a.as_string().size() != b.as_string().size()) return false;
+      walk.work(a.as_string().size());
       return a.as_string() == b.as_string();
     case Value::Kind::list: {
       if (a.is_tuple() != b.is_tuple() || a.items().size() != b.items().size()) return false;
@@ -310,7 +325,10 @@ bool less_than(const Value& a, const Value& b, Walk& walk) {
     if (a.is_float() || b.is_float()) return a.as_double() < b.as_double();
     return a.as_int() < b.as_int();
   }
-  if (a.is_string() && b.is_string()) return a.as_string() < b.as_string();
+  if (a.is_string() && b.is_string()) {
+    walk.work(std::min(a.as_string().size(), b.as_string().size()));
+    return a.as_string() < b.as_string();
+  }
   if (a.is_list() && b.is_list() && a.is_tuple() == b.is_tuple()) {
     const auto &x = a.items(), &y = b.items();
     for (size_t i = 0; i < x.size() && i < y.size(); ++i) {
@@ -323,48 +341,149 @@ bool less_than(const Value& a, const Value& b, Walk& walk) {
   throw_error("'<' not supported between instances of '", a.type_name(), "' and '", b.type_name(), "'");
 }
 
-json::Value to_json_walk(const Value& v, Walk& walk) {
-  const Walk::Level level(walk);
+// json.dumps's string escaping: only '"', '\\' and control characters, or with ensure_ascii everything past
+// '~' as \uXXXX (UTF-16 surrogate pairs above the BMP).
+void json_string(std::string_view s, bool ensure_ascii, std::string& out, Walk& walk) {
+  walk.work(s.size());
+  static const char* hex = "0123456789abcdef";
+  auto escape16 = [&](uint32_t u) {
+    out += "\\u";
+    for (int shift = 12; shift >= 0; shift -= 4) out += hex[(u >> shift) & 0xf];
+  };
+  out += '"';
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const char* short_escape = c == '"'    ? "\\\""
+                               : c == '\\' ? "\\\\"
+                               : c == '\n' ? "\\n"
+                               : c == '\r' ? "\\r"
+                               : c == '\t' ? "\\t"
+                               : c == '\b' ? "\\b"
+                               : c == '\f' ? "\\f"
+                                           : nullptr;
+    const size_t next = utf8_next(s, i);
+    if (short_escape) {
+      out += short_escape;
+    } else if (c < 0x20 || (ensure_ascii && c == 0x7f)) {
+      escape16(c);
+    } else if (c < 0x80 || !ensure_ascii) {
+      out.append(s.substr(i, next - i));
+    } else {
+      const size_t len = next - i;
+      uint32_t cp = len >= 4 ? c & 0x07 : len == 3 ? c & 0x0f : len == 2 ? c & 0x1f : c;
+      for (size_t k = i + 1; k < next; ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[k]) & 0x3f);
+      if (cp >= 0x10000) {
+        cp -= 0x10000;
+        escape16(0xd800 + ((cp >> 10) & 0x3ff));
+        escape16(0xdc00 + (cp & 0x3ff));
+      } else {
+        escape16(cp);
+      }
+    }
+    i = next;
+    walk.check_text(out);
+  }
+  out += '"';
+}
+
+std::string json_key(const Value& k) {
+  // json.dumps turns int, float, bool and None keys into strings; it rejects other keys.
+  if (k.is_string()) return k.as_string();
+  if (k.is_bool()) return k.as_bool() ? "true" : "false";
+  if (k.is_none()) return "null";
+  if (k.is_int() || k.is_float()) return k.repr();
+  throw_error("keys must be str, int, float, bool or None, not ", k.type_name());
+}
+
+struct JsonFormat {
+  const JsonOptions& options;
+  bool indent;                   // newlines, and this before each item per level:
+  std::string_view indent_text;  // a string,
+  size_t indent_spaces;          // else spaces
+  std::string_view item_separator;
+};
+
+void json_into(const Value& v, const JsonFormat& f, int level, std::string& out, Walk& walk) {
+  const Walk::Level guard(walk);
+  const JsonOptions& o = f.options;
+  walk.check_text(out);
+  auto newline = [&](int lvl) {
+    if (!f.indent) return;
+    out += '\n';
+    size_t bytes = 0;  // checked before it is written: an indent of 10**12 spaces is a number
+    if (__builtin_mul_overflow(std::max(f.indent_text.size(), f.indent_spaces), static_cast<size_t>(lvl),
+                               &bytes))
+      bytes = SIZE_MAX - out.size();
+    walk.check_text(out, bytes);
+    for (int i = 0; i < lvl; ++i) {
+      out += f.indent_text;
+      out.append(f.indent_spaces, ' ');
+    }
+  };
   switch (v.kind()) {
     case Value::Kind::none:
-      return nullptr;
+      out += "null";
+      return;
     case Value::Kind::boolean:
-      return v.as_bool();
+      out += v.as_bool() ? "true" : "false";
+      return;
     case Value::Kind::integer:
-      return v.as_int();
-    case Value::Kind::floating:
-      return v.as_double();
-    case Value::Kind::string:
-      return v.as_string();
-    case Value::Kind::list: {
-      json::Array a;
-      for (const auto& e : v.items()) a.push_back(to_json_walk(e, walk));
-      return a;
+      out += std::to_string(v.as_int());
+      return;
+    case Value::Kind::floating: {
+      const double d = v.as_double();
+      out += std::isnan(d) ? "NaN" : std::isinf(d) ? (d > 0 ? "Infinity" : "-Infinity") : v.repr();
+      return;
     }
-    case Value::Kind::dict:
-      if (!v.is_namespace()) {
-        json::Value o = json::Object{};
-        for (const auto& [k, x] : v.dict().items) {
-          // json.dumps turns int, float, bool and None keys into strings; it rejects other keys.
-          std::string key;
-          if (k.is_string())
-            key = k.as_string();
-          else if (k.is_bool())
-            key = k.as_bool() ? "true" : "false";
-          else if (k.is_none())
-            key = "null";
-          else if (k.is_int() || k.is_float())
-            key = k.str();
-          else
-            throw_error("keys must be str, int, float, bool or None, not ", k.type_name());
-          o.set(std::move(key), to_json_walk(x, walk));
-        }
-        return o;
+    case Value::Kind::string:
+      json_string(v.as_string(), o.ensure_ascii, out, walk);
+      return;
+    case Value::Kind::list: {
+      const auto& items = v.items();
+      if (items.empty()) {
+        out += "[]";
+        return;
       }
-      [[fallthrough]];
+      out += '[';
+      for (size_t i = 0; i < items.size(); ++i) {
+        if (i) out += f.item_separator;
+        newline(level + 1);
+        json_into(items[i], f, level + 1, out, walk);
+      }
+      newline(level);
+      out += ']';
+      return;
+    }
+    case Value::Kind::dict: {
+      if (v.is_namespace()) break;
+      const auto& items = v.dict().items;
+      if (items.empty()) {
+        out += "{}";
+        return;
+      }
+      std::vector<const std::pair<Value, Value>*> members;
+      for (const auto& kv : items) members.push_back(&kv);
+      // Python sorts the original keys (mixed types raise), then converts them.
+      if (o.sort_keys)
+        std::stable_sort(members.begin(), members.end(),
+                         [&](const auto* x, const auto* y) { return less_than(x->first, y->first, walk); });
+      out += '{';
+      for (size_t i = 0; i < members.size(); ++i) {
+        if (i) out += f.item_separator;
+        newline(level + 1);
+        json_string(json_key(members[i]->first), o.ensure_ascii, out, walk);
+        out += o.key_separator;
+        json_into(members[i]->second, f, level + 1, out, walk);
+      }
+      newline(level);
+      out += '}';
+      return;
+    }
     default:
-      throw_error("Object of type ", v.type_name(), " is not JSON serializable");
+      break;
   }
+  if (v.is_undefined()) v.fail_undefined();
+  throw_error("Object of type ", v.type_name(), " is not JSON serializable");
 }
 
 }  // namespace
@@ -382,7 +501,6 @@ std::string Value::repr() const {
     case Kind::floating:
       return json::python_float_repr(as_double());
     case Kind::string:
-      return python_repr(as_string());
     case Kind::list:
     case Kind::dict: {
       std::string out;
@@ -420,9 +538,21 @@ std::string Value::type_name() const {
   return "object";
 }
 
-json::Value Value::to_json() const {
+std::string dump_json(const Value& value, const JsonOptions& options) {
+  JsonFormat f{options, !options.indent.is_none() && !options.indent.is_undefined(), "", 0, ", "};
+  if (options.indent.is_string()) {
+    f.indent_text = options.indent.as_string();
+  } else if (f.indent) {
+    if (!options.indent.is_number() || options.indent.is_float())
+      throw_error("can't multiply sequence by non-int of type '", options.indent.type_name(), "'");
+    f.indent_spaces = static_cast<size_t>(std::max<int64_t>(options.indent.as_int(), 0));
+  }
+  if (f.indent) f.item_separator = ",";
+  if (options.item_separator) f.item_separator = *options.item_separator;
+  std::string out;
   Walk walk;
-  return to_json_walk(*this, walk);
+  json_into(value, f, 0, out, walk);
+  return out;
 }
 
 std::vector<Value> Value::iterate() const {
@@ -430,8 +560,13 @@ std::vector<Value> Value::iterate() const {
     case Kind::undefined:
       return {};
     case Kind::string: {
+      const std::string& s = as_string();
       std::vector<Value> out;
-      for (auto& c : utf8_chars(as_string())) out.emplace_back(std::move(c));
+      for (size_t i = 0; i < s.size();) {
+        const size_t next = utf8_next(s, i);
+        out.emplace_back(std::string_view(s).substr(i, next - i));
+        i = next;
+      }
       return out;
     }
     case Kind::list:

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -38,6 +39,7 @@ struct ListData {
   std::vector<Value> items;
   bool tuple = false;
   int nesting = 1;
+  const std::vector<std::string>* fields = nullptr;  // a named tuple's field names (static), its attributes
 };
 struct DictData {
   std::vector<std::pair<Value, Value>> items;  // insertion order, as Python dicts
@@ -71,6 +73,7 @@ class Value {
   Value(std::vector<Value> items, bool tuple = false);
   Value(std::shared_ptr<DictData> dict) : v_(std::move(dict)) {}
 
+  static Value named_tuple(std::vector<Value> items, const std::vector<std::string>& fields);
   static Value undefined(std::string message);
   static Value callable(std::string name, Function function,
                         std::shared_ptr<const DictData> attributes = nullptr);
@@ -86,6 +89,7 @@ class Value {
   bool is_string() const { return kind() == Kind::string; }
   bool is_list() const { return kind() == Kind::list; }  // lists and tuples
   bool is_tuple() const { return is_list() && std::get<std::shared_ptr<ListData>>(v_)->tuple; }
+  const std::vector<std::string>* fields() const { return get<std::shared_ptr<ListData>>("list")->fields; }
   bool is_dict() const { return kind() == Kind::dict; }  // dicts and namespaces
   bool is_namespace() const { return is_dict() && dict().is_namespace; }
   bool is_callable() const { return kind() == Kind::callable; }
@@ -111,7 +115,6 @@ class Value {
   std::string str() const;                    // Python's str(); undefined gives ""
   std::string repr() const;                   // Python's repr()
   std::string type_name() const;              // Python's type name: "str", "dict", "NoneType"
-  json::Value to_json() const;                // for tojson; throws on what json.dumps rejects
   std::vector<Value> iterate() const;         // for loops: characters, items, dict keys
   bool operator==(const Value& other) const;  // Python's ==
   // Python's <; throws "'<' not supported between instances of ..." for unordered types.
@@ -132,9 +135,31 @@ class Value {
 
 Value make_dict(std::vector<std::pair<Value, Value>> items = {}, bool is_namespace = false);
 
-// Python string helpers on UTF-8 text, counting code points as Python's str does.
-std::string python_repr(std::string_view s);
-std::vector<std::string> utf8_chars(std::string_view s);
+// Python's json.dumps options, as the tojson filters pass them.
+struct JsonOptions {
+  Value indent;  // None (one line), a number of spaces per level (none when negative), or a string
+  std::optional<std::string> item_separator;  // absent: ", ", or "," with an indent
+  std::string key_separator = ": ";
+  bool sort_keys = false;
+  bool ensure_ascii = false;
+};
+// json.dumps(value, **options); throws on what json.dumps rejects (undefined, callables, namespaces).
+std::string dump_json(const Value& value, const JsonOptions& options);
+
+// UTF-8 text counted in code points, as Python's str counts. A code point starts at every byte that is not a
+// continuation byte, so text that is not UTF-8 still splits consistently.
 size_t utf8_length(std::string_view s);
+inline size_t utf8_next(std::string_view s, size_t i) {  // the end of the code point starting at i
+  do ++i;
+  while (i < s.size() && (static_cast<unsigned char>(s[i]) & 0xc0) == 0x80);
+  return i;
+}
+inline size_t utf8_prev(std::string_view s, size_t i) {  // the start of the code point ending at i > 0
+  do --i;
+  while (i > 0 && (static_cast<unsigned char>(s[i]) & 0xc0) == 0x80);
+  return i;
+}
+// The byte offset of code point `index` (at most s.size()).
+size_t utf8_offset(std::string_view s, size_t index);
 
 }  // namespace tfm::jinja

@@ -18,13 +18,12 @@
 namespace tfm {
 namespace {
 
+// The dtype asked for, or config.json's for "auto"; either must be a floating-point one, in Transformers'
+// words.
 DType resolve_dtype(const std::string& requested, const ModelConfig& config) {
-  if (requested == "auto") return config.dtype.value_or(DType::float32);
-  const DType d = parse_dtype(requested);
-  if (!is_floating(d) || d == DType::float8_e4m3fn || d == DType::float8_e5m2) {
-    throw_error("Can't instantiate ", config.architecture_name, " model under dtype=", dtype_name(d),
-                " since it is not a floating point dtype");
-  }
+  const DType d = requested == "auto" ? config.dtype.value_or(DType::float32) : parse_dtype(requested);
+  check(is_floating(d), config.architecture_name, " cannot be instantiated under `dtype=torch.",
+        dtype_name(d), "` as it's not a floating-point dtype");
   return d;
 }
 
@@ -266,8 +265,7 @@ CausalLM CausalLM::from_pretrained(const std::string& dir, const LoadOptions& op
     }
     Linear o_proj = linear(a + "o_proj", tensor(a + "o_proj.weight"), optional(a + "o_proj.bias"));
     Attention self_attn(p + "self_attn",
-                        {c.num_attention_heads, c.num_key_value_heads, c.head_dim,
-                         c.sliding_window[static_cast<size_t>(l)]},
+                        {c.num_attention_heads, c.num_key_value_heads, c.head_dim, c.window_of(l)},
                         std::move(qkv_proj), std::move(o_proj), std::move(q_norm), std::move(k_norm));
     RMSNorm post_attention_layernorm(p + "post_attention_layernorm", tensor(p + "post_attention_layernorm.weight"),
                                      eps);
@@ -341,7 +339,7 @@ void CausalLM::set_use_kernels(bool use_kernels, const KernelConfig& config) {
 }
 
 KVCache CausalLM::make_cache(int64_t num_blocks, int64_t block_size) const {
-  return KVCache::create(impl_->config, static_cast<int32_t>(num_blocks), block_size, impl_->dtype, impl_->device);
+  return KVCache::create(impl_->config, num_blocks, block_size, impl_->dtype, impl_->device);
 }
 
 Tensor CausalLM::forward(const ForwardBatch& batch, KVCache& cache, SavedActivations* saved) {

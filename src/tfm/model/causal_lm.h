@@ -49,7 +49,8 @@ class CausalLM {
   Tensor forward(const ForwardBatch& batch, KVCache& cache, SavedActivations* saved = nullptr);
 
   // Runs one step and returns the greedy choice (the first largest logit, as torch.argmax) of each row of
-  // batch.logits_rows, chosen on the device where it has the kernel, so that only the ids come back.
+  // batch.logits_rows, chosen on the device where it has the kernel, so that only the ids come back; -1 for a
+  // row whose logits hold a NaN or an infinity.
   std::vector<int64_t> greedy(const ForwardBatch& batch, KVCache& cache);
 
   // Decode steps (one new token per sequence) run as device graphs where the device has them (cuda): each

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "tfm/core/error.h"
+#include "tfm/core/logging.h"
 
 namespace tfm {
 namespace {
@@ -81,6 +82,24 @@ class Reader {
   const std::string& source_;
 };
 
+// Python's str() of a float, as Transformers' messages print values.
+std::string py(double d) {
+  return json::python_float_repr(d);
+}
+
+// A length inside an object of the config; some configs write it as a float (8192.0).
+int64_t positive_integer(const json::Value& v, std::string_view key, const Reader& r) {
+  if (v.is_int()) {
+    if (v.as_int() <= 0) r.fail(key, "must be positive, got " + std::to_string(v.as_int()));
+    return v.as_int();
+  }
+  if (!v.is_number() || !(v.as_double() >= 1 && v.as_double() <= 0x1p53) ||
+      v.as_double() != std::floor(v.as_double())) {
+    r.fail(key, "must be a positive integer, got " + json::dump(v));
+  }
+  return static_cast<int64_t>(v.as_double());
+}
+
 const ArchitectureDefaults& find_architecture(const json::Value& config, const std::string& source) {
   const json::Value* architectures = config.find("architectures");
   std::string name;
@@ -120,6 +139,26 @@ RopeParameters read_rope(const json::Value& config, const Reader& r, const Model
     if (!type->is_string()) r.fail("rope_type", "must be a string");
     rope.rope_type = type->as_string();
   }
+  const std::string& t = rope.rope_type;
+  if (t != "default" && t != "linear" && t != "dynamic" && t != "llama3" && t != "yarn") {
+    throw_error(source, ": rope_type '", t,
+                "' is not supported (supported: default, linear, dynamic, llama3, yarn)");
+  }
+  // Transformers' _check_received_keys. rope_theta and original_max_position_embeddings are never missing:
+  // standardize_rope_params fills them in from the top level of the config.
+  std::vector<std::string> required;
+  if (t != "default") required.push_back("factor");
+  if (t == "llama3") required.insert(required.end(), {"high_freq_factor", "low_freq_factor"});
+  std::string missing;
+  for (const std::string& key : required) {
+    const json::Value* v = params->find(key);
+    if (!v || v->is_null()) missing += (missing.empty() ? "'" : ", '") + key + "'";
+  }
+  if (!missing.empty()) {
+    throw_error(source, ": Missing required keys in `rope_parameters` for 'rope_type'='", t, "': {", missing,
+                "}");
+  }
+
   const json::Value* theta_at_top = r.get("rope_theta");
   rope.rope_theta =
       r.number(*params, "rope_theta", theta_at_top ? r.number(config, "rope_theta", 10000.0) : 10000.0);
@@ -128,68 +167,70 @@ RopeParameters read_rope(const json::Value& config, const Reader& r, const Model
   rope.factor = r.number(*params, "factor", 1.0);
   rope.low_freq_factor = r.number(*params, "low_freq_factor", 1.0);
   rope.high_freq_factor = r.number(*params, "high_freq_factor", 4.0);
-  rope.original_max_position_embeddings = static_cast<int64_t>(r.number(
-      *params, "original_max_position_embeddings",
-      static_cast<double>(r.integer("original_max_position_embeddings", c.max_position_embeddings))));
+  const json::Value* original = params->find("original_max_position_embeddings");
+  rope.original_max_position_embeddings =
+      original && !original->is_null()
+          ? positive_integer(*original, "original_max_position_embeddings", r)
+          : r.positive("original_max_position_embeddings", c.max_position_embeddings);
   rope.attention_factor = r.optional_number(*params, "attention_factor");
   rope.beta_fast = r.optional_number(*params, "beta_fast");
   rope.beta_slow = r.optional_number(*params, "beta_slow");
   rope.mscale = r.optional_number(*params, "mscale");
   rope.mscale_all_dim = r.optional_number(*params, "mscale_all_dim");
-  if (const json::Value* t = params->find("truncate"); t && t->is_bool()) rope.truncate = t->as_bool();
+  if (const json::Value* v = params->find("truncate"); v && v->is_bool()) rope.truncate = v->as_bool();
 
-  const std::string& t = rope.rope_type;
-  if (t != "default" && t != "linear" && t != "dynamic" && t != "llama3" && t != "yarn") {
-    throw_error(source, ": rope_type '", t,
-                "' is not supported (supported: default, linear, dynamic, llama3, yarn)");
+  // Transformers only warns about a factor below 1, in these words; one that is not positive (or NaN) makes
+  // the frequencies infinite or NaN, and so every logit NaN, so it is an error.
+  if (t != "default") {
+    const std::string what =
+        "`rope_parameters`'s factor field must be a float or int >= 1, got " + py(rope.factor);
+    if (!(rope.factor > 0) || !std::isfinite(rope.factor)) throw_error(source, ": ", what);
+    if (rope.factor < 1) logging::log(logging::Level::warning, source + ": " + what);
   }
-  if ((t == "linear" || t == "dynamic" || t == "llama3") && !params->find("factor")) {
-    throw_error(source, ": rope_type '", t, "' needs a factor");
+  if (t == "llama3" && !(rope.high_freq_factor > rope.low_freq_factor)) {  // a division by zero or worse
+    throw_error(source,
+                ": `rope_parameters`'s high_freq_factor field must be greater than low_freq_factor, got "
+                "high_freq_factor=",
+                py(rope.high_freq_factor), " and low_freq_factor=", py(rope.low_freq_factor));
   }
-  if (t == "yarn" && !params->find("factor")) {
-    rope.factor = static_cast<double>(c.max_position_embeddings) /
-                  static_cast<double>(rope.original_max_position_embeddings);
+  if (!(rope.rope_theta > 0) || !std::isfinite(rope.rope_theta)) {
+    throw_error(source, ": rope_theta must be a positive number, got ", py(rope.rope_theta));
   }
-  if (rope.rope_theta <= 0) throw_error(source, ": rope_theta must be positive");
-  if (rope.partial_rotary_factor <= 0 || rope.partial_rotary_factor > 1) {
-    throw_error(source, ": partial_rotary_factor must be in (0, 1]");
+  if (!(rope.partial_rotary_factor > 0 && rope.partial_rotary_factor <= 1)) {
+    throw_error(source, ": partial_rotary_factor must be in (0, 1], got ", py(rope.partial_rotary_factor));
   }
   return rope;
 }
 
-std::vector<int64_t> read_sliding_windows(const json::Value& config, const Reader& r, const ModelConfig& c,
-                                          const std::string& source) {
-  std::vector<int64_t> windows(static_cast<size_t>(c.num_hidden_layers), 0);
-  if (c.architecture == Architecture::llama) return windows;
+void read_sliding_windows(const json::Value& config, const Reader& r, ModelConfig& c,
+                          const std::string& source) {
+  if (c.architecture == Architecture::llama) return;
   // An explicit null turns the window off; an absent field means Transformers' default of 4096.
   const json::Value* field = config.find("sliding_window");
-  if (field && field->is_null()) return windows;
+  if (field && field->is_null()) return;
   const int64_t window = r.positive("sliding_window", 4096);
   if (c.architecture == Architecture::mistral) {  // Mistral slides on every layer
-    std::fill(windows.begin(), windows.end(), window);
-    return windows;
+    c.sliding_window = window;
+    return;
   }
   // Qwen2/Qwen3 slide only with use_sliding_window, on the layers layer_types marks, or else on those from
   // max_window_layers on.
-  if (!r.boolean("use_sliding_window", false)) return windows;
+  if (!r.boolean("use_sliding_window", false)) return;
+  c.sliding_window = window;
   if (const json::Value* types = r.get("layer_types")) {
     if (!types->is_array() || static_cast<int64_t>(types->size()) != c.num_hidden_layers) {
       r.fail("layer_types", "must list one type per layer");
     }
-    for (size_t i = 0; i < windows.size(); ++i) {
-      const json::Value& type = (*types)[i];
+    for (const json::Value& type : types->as_array()) {
       if (!type.is_string()) r.fail("layer_types", "must hold strings");
-      if (type.as_string() == "sliding_attention") {
-        windows[i] = window;
-      } else if (type.as_string() != "full_attention") {
+      if (type.as_string() != "sliding_attention" && type.as_string() != "full_attention") {
         throw_error(source, ": layer type '", type.as_string(), "' is not supported");
       }
+      c.sliding_layers.push_back(type.as_string() == "sliding_attention");
     }
-    return windows;
+    return;
   }
-  const int64_t first = std::max<int64_t>(r.integer("max_window_layers", 28), 0);
-  for (int64_t i = first; i < c.num_hidden_layers; ++i) windows[static_cast<size_t>(i)] = window;
-  return windows;
+  c.first_sliding_layer = std::max<int64_t>(r.integer("max_window_layers", 28), 0);
 }
 
 std::vector<int64_t> read_token_ids(const json::Value* v, const Reader& r, std::string_view key) {
@@ -223,6 +264,10 @@ ModelConfig ModelConfig::from_json(const json::Value& config, const std::string&
   c.head_dim = r.positive("head_dim", a.head_dim ? a.head_dim : c.hidden_size / c.num_attention_heads);
   c.max_position_embeddings = r.positive("max_position_embeddings", a.max_position_embeddings);
   c.rms_norm_eps = r.number(config, "rms_norm_eps", 1e-6);
+  // Transformers takes any float; a negative or NaN epsilon makes RMSNorm's rsqrt NaN for small activations.
+  if (!(c.rms_norm_eps >= 0) || !std::isfinite(c.rms_norm_eps)) {
+    r.fail("rms_norm_eps", "must be a non-negative number, got " + py(c.rms_norm_eps));
+  }
   c.hidden_act = r.string("hidden_act", "silu");
   c.tie_word_embeddings = r.boolean("tie_word_embeddings", false);
 
@@ -237,6 +282,11 @@ ModelConfig ModelConfig::from_json(const json::Value& config, const std::string&
   }
   switch (c.architecture) {
     case Architecture::llama:
+      // LlamaConfig.validate_architecture, even with a head_dim of its own.
+      if (c.hidden_size % c.num_attention_heads != 0) {
+        throw_error(source, ": The hidden size (", c.hidden_size,
+                    ") is not a multiple of the number of attention heads (", c.num_attention_heads, ").");
+      }
       c.qkv_bias = c.o_bias = r.boolean("attention_bias", false);
       c.mlp_bias = r.boolean("mlp_bias", false);
       break;
@@ -254,7 +304,7 @@ ModelConfig ModelConfig::from_json(const json::Value& config, const std::string&
   if (static_cast<int64_t>(c.head_dim * c.rope.partial_rotary_factor) % 2 != 0) {
     throw_error(source, ": partial_rotary_factor leaves an odd rotary dimension");
   }
-  c.sliding_window = read_sliding_windows(config, r, c, source);
+  read_sliding_windows(config, r, c, source);
 
   const json::Value* dtype = r.get("dtype");
   if (!dtype) dtype = r.get("torch_dtype");
@@ -277,6 +327,12 @@ ModelConfig ModelConfig::from_json(const json::Value& config, const std::string&
                                                : std::vector<int64_t>{};
   if (r.get("pad_token_id")) c.pad_token_id = r.integer("pad_token_id", 0);
   return c;
+}
+
+int64_t ModelConfig::window_of(int64_t layer) const {
+  const bool slides =
+      sliding_layers.empty() ? layer >= first_sliding_layer : sliding_layers.at(static_cast<size_t>(layer));
+  return slides ? sliding_window : 0;
 }
 
 ModelConfig ModelConfig::from_file(const std::string& path) {

@@ -53,8 +53,15 @@ struct ModelConfig {
   bool qk_norm = false;   // Qwen3: RMSNorm over head_dim on q and k before RoPE
   bool tie_word_embeddings = false;
   RopeParameters rope;
-  // Per layer: the sliding window (a token sees itself and the window-1 before it), 0 for full attention.
-  std::vector<int64_t> sliding_window;
+  // Sliding-window attention (a token sees itself and the window-1 before it): the window, 0 when no layer
+  // slides; which layers slide is layer_types' list when config.json has one, else every layer from
+  // first_sliding_layer on. Nothing here is sized by num_hidden_layers, which the checkpoint has yet to
+  // confirm.
+  int64_t sliding_window = 0;
+  int64_t first_sliding_layer = 0;
+  std::vector<bool> sliding_layers;
+  // The window of one layer, 0 for full attention.
+  int64_t window_of(int64_t layer) const;
   std::optional<DType> dtype;  // config's dtype / torch_dtype, what dtype="auto" means
   std::optional<int64_t> bos_token_id;
   std::vector<int64_t> eos_token_id;

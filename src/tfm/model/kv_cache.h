@@ -18,6 +18,8 @@ class BlockPool {
   explicit BlockPool(int32_t num_blocks);
   std::optional<int32_t> allocate();  // nullopt when every block is taken
   void release(int32_t block);
+  // Adds the blocks from num_blocks() up to `num_blocks`, free.
+  void grow(int32_t num_blocks);
   int32_t num_free() const { return static_cast<int32_t>(free_.size()); }
   int32_t num_blocks() const { return num_blocks_; }
 
@@ -28,7 +30,7 @@ class BlockPool {
 
 // Blocks of `block_size` that hold `tokens` tokens of one sequence.
 inline int64_t blocks_for(int64_t tokens, int64_t block_size) {
-  return (tokens + block_size - 1) / block_size;
+  return tokens / block_size + (tokens % block_size != 0);
 }
 
 // One layer's keys and values: (blocks, block_size, kv_heads, head_dim) each.
@@ -42,8 +44,18 @@ struct KVCache {
   std::vector<LayerCache> layers;
   BlockPool pool{0};
 
-  static KVCache create(const ModelConfig& config, int32_t num_blocks, int64_t block_size, DType dtype,
+  // More tokens than cache slots (int32) address, or than the device has memory for, is an error naming the
+  // cache's size.
+  static KVCache create(const ModelConfig& config, int64_t num_blocks, int64_t block_size, DType dtype,
                         Device device);
+  // Grows the cache to `num_blocks` blocks (nothing when it has that many), keeping every block's id and
+  // contents, so that a cache can grow with its sequences instead of being sized for their longest length.
+  void reserve(int64_t num_blocks);
+
+ private:
+  Shape block_;  // one block of one layer's keys: (1, block_size, kv_heads, head_dim)
+  DType dtype_ = DType::float32;
+  Device device_;
 };
 
 }  // namespace tfm

@@ -1,11 +1,14 @@
 #include "tfm/model/weights.h"
 
 #include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <set>
 
 #include "tfm/backend/backend.h"
 #include "tfm/core/error.h"
 #include "tfm/core/floats.h"
+#include "tfm/core/parallel.h"
 #include "tfm/io/checkpoint.h"
 #include "tfm/io/progress_bar.h"
 
@@ -13,7 +16,8 @@ namespace tfm {
 
 std::vector<WeightSpec> expected_weights(const ModelConfig& c) {
   const int64_t H = c.hidden_size, D = c.head_dim, I = c.intermediate_size;
-  const int64_t q_dim = c.num_attention_heads * D, kv_dim = c.num_key_value_heads * D;
+  const int64_t q_dim = checked_mul(c.num_attention_heads, D, "config.json: num_attention_heads * head_dim");
+  const int64_t kv_dim = checked_mul(c.num_key_value_heads, D, "config.json: num_key_value_heads * head_dim");
   std::vector<WeightSpec> w;
   w.push_back({"model.embed_tokens.weight", {c.vocab_size, H}});
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
@@ -62,14 +66,40 @@ size_t aligned(size_t bytes) {
 // Elements converted per upload from another dtype: the mapping's pages of one chunk are in memory at a time.
 constexpr int64_t kChunkElements = int64_t{32} << 20;
 
+// Whether `n` elements of `dtype` at `data` are all finite: NaN or inf in a weight gives NaN logits later,
+// far from the cause.
+bool all_finite(const void* data, DType dtype, int64_t n) {
+  return visit_float(dtype, [&]<typename T>() {
+    const T* v = static_cast<const T*>(data);
+    bool finite = true;
+    for (int64_t i = 0; i < n; ++i) finite &= std::isfinite(to_float(v[i]));
+    return finite;
+  });
+}
+
+// The layers the checkpoint holds: one past the largest N of its "model.layers.N." names.
+int64_t checkpoint_layers(const Checkpoint& checkpoint) {
+  constexpr std::string_view kPrefix = "model.layers.";
+  int64_t layers = 0;
+  for (const std::string& name : checkpoint.names()) {
+    if (!name.starts_with(kPrefix)) continue;
+    int64_t index = 0;
+    const char* digits = name.data() + kPrefix.size();
+    const auto [end, ec] = std::from_chars(digits, name.data() + name.size(), index);
+    if (ec == std::errc() && end != digits && *end == '.') layers = std::max(layers, index + 1);
+  }
+  return layers;
+}
+
 // `n` elements of dtype `from` at `src` as dtype `to` at `dst`, rounding to nearest even.
 void convert(const void* src, DType from, void* dst, DType to, int64_t n) {
   visit_float(from, [&]<typename In>() {
     visit_float(to, [&]<typename Out>() {
       const In* in = static_cast<const In*>(src);
       Out* out = static_cast<Out*>(dst);
-#pragma omp parallel for if (n > 65536)
-      for (int64_t i = 0; i < n; ++i) out[i] = from_float<Out>(to_float(in[i]));
+      parallel_for(n, {.enabled = n > 65536}, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) out[i] = from_float<Out>(to_float(in[i]));
+      });
     });
   });
 }
@@ -90,7 +120,7 @@ struct WeightLoader::State {
   // allocations for a whole model rather than one per tensor, each a driver call that a caching allocator also
   // rounds up. The cpu allocates per tensor (its weights are mostly views of the file anyway).
   Tensor allocate(const Shape& shape) {
-    const size_t bytes = aligned(static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype));
+    const size_t bytes = aligned(shape_bytes(shape, dtype));
     remaining -= std::min(remaining, bytes);
     if (device.type == DeviceType::cpu || bytes > kBlockBytes) return empty(shape, dtype, device);
     if (!block.defined() || block_used + bytes > static_cast<size_t>(block.nbytes())) {
@@ -108,8 +138,17 @@ struct WeightLoader::State {
   // never touching the mapping; in another they are converted from the mapping on their way, a chunk at a
   // time, each chunk's pages released once used.
   void upload(const std::string& name, const Tensor& stored, const Tensor& dst) {
+    // Every piece is checked while it is in the cache from being read or converted.
+    auto check_finite = [&](const void* values, size_t bytes) {
+      check(all_finite(values, dtype, static_cast<int64_t>(bytes / dtype_size(dtype))),
+            checkpoint.file_of(name), ": tensor ", name, " holds NaN or infinite values",
+            stored.dtype() == dtype ? "" : " as " + std::string(dtype_name(dtype)));
+    };
     if (stored.dtype() == dtype) {
-      copy_from_reader(dst, [&](void* out, size_t offset, size_t bytes) { checkpoint.read(name, offset, out, bytes); });
+      copy_from_reader(dst, [&](void* out, size_t offset, size_t bytes) {
+        checkpoint.read(name, offset, out, bytes);
+        check_finite(out, bytes);
+      });
       return;
     }
     const int64_t n = stored.numel();
@@ -120,6 +159,7 @@ struct WeightLoader::State {
       const char* src = static_cast<const char*>(stored.raw()) + begin * in_size;
       copy_from_reader(flat.narrow(begin, count), [&](void* out, size_t offset, size_t bytes) {
         convert(src + offset / out_size * in_size, stored.dtype(), out, dtype, static_cast<int64_t>(bytes / out_size));
+        check_finite(out, bytes);
       });
       checkpoint.release(name, static_cast<size_t>(begin) * in_size, static_cast<size_t>(begin + count) * in_size);
     }
@@ -138,6 +178,12 @@ struct WeightLoader::State {
 WeightLoader::WeightLoader(const std::string& dir, const ModelConfig& config, DType dtype, Device device,
                            bool progress) {
   Checkpoint checkpoint = Checkpoint::open(dir);
+  // Before anything is sized by the layer count: a config.json that claims more layers than the checkpoint
+  // has would otherwise list (and allocate for) every one of them first.
+  const int64_t layers = checkpoint_layers(checkpoint);
+  check(config.num_hidden_layers <= layers, dir, ": config.json has num_hidden_layers ",
+        config.num_hidden_layers, ", but the checkpoint holds ",
+        layers == 0 ? "no layers" : "layers 0 to " + std::to_string(layers - 1));
   const std::vector<WeightSpec> specs = expected_weights(config);
   std::set<std::string> expected;
   for (const WeightSpec& s : specs) expected.insert(s.name);
@@ -157,7 +203,7 @@ WeightLoader::WeightLoader(const std::string& dir, const ModelConfig& config, DT
     }
   }
   size_t total = 0;
-  for (const WeightSpec& s : specs) total += aligned(static_cast<size_t>(shape_numel(s.shape)) * dtype_size(dtype));
+  for (const WeightSpec& s : specs) total += aligned(shape_bytes(s.shape, dtype));
   state_.reset(new State{std::move(checkpoint), dtype, device, std::move(expected),
                          io::ProgressBar("Loading weights", static_cast<int64_t>(specs.size()), 0, progress,
                                          io::ProgressUnit::items, /*delay_s=*/1.0),

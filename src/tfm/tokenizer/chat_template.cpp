@@ -33,14 +33,9 @@ std::string strftime_now(const std::string& format) {
 
 // Transformers' tojson: json.dumps(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False).
 jinja::Value tojson(jinja::Context&, const jinja::Value& v, jinja::Args& a) {
-  json::DumpOptions o;
+  jinja::JsonOptions o;
   o.ensure_ascii = a.get(0, "ensure_ascii", false).truthy();
-  const jinja::Value indent = a.get(1, "indent", nullptr);
-  if (!indent.is_none()) {
-    check(indent.is_int(), "tojson: indent must be an integer");
-    o.indent = static_cast<int>(indent.as_int());
-    o.item_separator = ",";
-  }
+  o.indent = a.get(1, "indent", nullptr);
   const jinja::Value separators = a.get(2, "separators", nullptr);
   if (!separators.is_none()) {
     check(separators.is_list() && separators.items().size() == 2 && separators.items()[0].is_string() &&
@@ -50,7 +45,7 @@ jinja::Value tojson(jinja::Context&, const jinja::Value& v, jinja::Args& a) {
     o.key_separator = separators.items()[1].as_string();
   }
   o.sort_keys = a.get(3, "sort_keys", false).truthy();
-  return json::dump(v.to_json(), o);
+  return jinja::dump_json(v, o);
 }
 
 // Transformers marks the end of the message to continue with this tag and cuts the rendering there.
@@ -211,8 +206,7 @@ json::Object chat_template_special_tokens(const json::Value& config) {
       if (auto s = token_string(*v)) out.emplace_back(name, *s);
   // Model-specific tokens: other "*_token" keys holding a token, and a dict of extra_special_tokens.
   for (const auto& [key, v] : config.as_object()) {
-    const bool named = std::find_if(std::begin(kNamed), std::end(kNamed),
-                                    [&](const char* n) { return key == n; }) != std::end(kNamed);
+    const bool named = std::find(std::begin(kNamed), std::end(kNamed), key) != std::end(kNamed);
     if (named || key.size() <= 6 || !key.ends_with("_token")) continue;
     if (auto s = token_string(v)) out.emplace_back(key, *s);
   }

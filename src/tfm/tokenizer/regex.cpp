@@ -9,6 +9,7 @@ namespace tfm::tokenizer {
 
 struct Regex::Impl {
   pcre2_code* code = nullptr;
+  std::string source;  // as tokenizer.json writes it, for messages
   ~Impl() { pcre2_code_free(code); }
 };
 
@@ -49,6 +50,12 @@ std::string with_onig_word_class(const std::string& pattern) {
   return out;
 }
 
+std::string pcre2_message(int error) {
+  PCRE2_UCHAR message[256];
+  pcre2_get_error_message(error, message, sizeof(message));
+  return reinterpret_cast<const char*>(message);
+}
+
 }  // namespace
 
 Regex::Regex(const std::string& source) {
@@ -57,14 +64,10 @@ Regex::Regex(const std::string& source) {
   PCRE2_SIZE offset = 0;
   pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
                                    PCRE2_UTF | PCRE2_UCP | PCRE2_NO_UTF_CHECK, &error, &offset, nullptr);
-  if (!code) {
-    PCRE2_UCHAR message[256];
-    pcre2_get_error_message(error, message, sizeof(message));
-    throw_error("invalid regex '", source, "' at offset ", offset, ": ",
-                reinterpret_cast<const char*>(message));
-  }
+  if (!code) throw_error("invalid regex '", source, "' at offset ", offset, ": ", pcre2_message(error));
   auto impl = std::make_shared<Impl>();
   impl->code = code;
+  impl->source = source;
   pcre2_jit_compile(code, PCRE2_JIT_COMPLETE);  // falls back to the interpreter when JIT is unavailable
   impl_ = std::move(impl);
 }
@@ -80,7 +83,9 @@ std::vector<std::pair<size_t, size_t>> Regex::find_all(std::string_view text) co
     const int rc =
         pcre2_match(impl_->code, subject, text.size(), start, PCRE2_NO_UTF_CHECK, data.get(), nullptr);
     if (rc == PCRE2_ERROR_NOMATCH) break;
-    check(rc >= 0, "regex match failed with PCRE2 error ", rc);
+    // PCRE2 gives up on a pattern that backtracks without bound (its match limit) rather than run for hours.
+    check(rc >= 0, "regex '", impl_->source, "' failed on a text of ", text.size(),
+          " bytes: ", pcre2_message(rc));
     const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(data.get());
     const size_t s = ov[0], e = ov[1];
     if (e > s) {

@@ -1,7 +1,9 @@
 #include "tfm/tokenizer/tokenizer.h"
 
 #include <algorithm>
+#include <cstdint>
 
+#include "tfm/core/parallel.h"
 #include "tfm/tokenizer/added_vocabulary.h"
 #include "tfm/tokenizer/decoders/decoder.h"
 #include "tfm/tokenizer/json_fields.h"
@@ -114,12 +116,20 @@ std::vector<int64_t> Tokenizer::encode(std::string_view text, bool add_special_t
 std::vector<std::vector<int64_t>> Tokenizer::encode_batch(const std::vector<std::string>& texts,
                                                           bool add_special_tokens) const {
   std::vector<std::vector<int64_t>> out(texts.size());
-#pragma omp parallel for schedule(dynamic) if (texts.size() > 1)
-  for (size_t i = 0; i < texts.size(); ++i) out[i] = encode(texts[i], add_special_tokens);
+  const auto n = static_cast<int64_t>(texts.size());
+  parallel_for(n, {.enabled = n > 1, .chunk = 1}, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) out[i] = encode(texts[i], add_special_tokens);
+  });
   return out;
 }
 
 std::string Tokenizer::decode(const std::vector<int64_t>& ids, bool skip_special_tokens) const {
+  // The tokenizers library takes ids as u32, and its Python binding raises OverflowError, in these words, for
+  // an id outside; ids that fit but name no token are left out.
+  for (int64_t id : ids) {
+    check(id >= 0, "token id ", id, ": number too small to fit in target type");
+    check(id <= UINT32_MAX, "token id ", id, ": number too large to fit in target type");
+  }
   std::string text = class_ && class_->decode
                          ? class_->decode(*this, ids, skip_special_tokens,
                                           [&](const std::vector<int64_t>& kept) {

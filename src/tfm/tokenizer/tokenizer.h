@@ -50,7 +50,8 @@ class Tokenizer {
   std::vector<int64_t> encode(std::string_view text, bool add_special_tokens = true) const;
   std::vector<std::vector<int64_t>> encode_batch(const std::vector<std::string>& texts,
                                                  bool add_special_tokens = true) const;
-  // tokenizer.decode(ids, skip_special_tokens=...). Ids outside the vocabulary are left out.
+  // tokenizer.decode(ids, skip_special_tokens=...). Ids outside the vocabulary are left out, as in
+  // Transformers; a negative id or one past 2^32 - 1 is an error (Transformers' OverflowError).
   std::string decode(const std::vector<int64_t>& ids, bool skip_special_tokens = false) const;
 
   // nullopt for an id with no token / a token with no id (and no unk token).

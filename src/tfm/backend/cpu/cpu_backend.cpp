@@ -31,7 +31,8 @@ class CpuBackend final : public Backend {
     d.device = Device{DeviceType::cpu, -1};
     d.name = cpu_model_name();
     d.total_memory = static_cast<size_t>(si.totalram) * si.mem_unit;
-    d.free_memory = static_cast<size_t>(si.freeram + si.bufferram) * si.mem_unit;
+    d.free_memory =
+        host_available_memory().value_or(static_cast<size_t>(si.freeram + si.bufferram) * si.mem_unit);
     return d;
   }
   void* allocate(int, size_t bytes) override { return host_allocate(bytes); }

@@ -10,6 +10,7 @@
 #include "tfm/backend/cpu/cpu_backend.h"
 #include "tfm/backend/pointer_args.h"
 #include "tfm/core/floats.h"
+#include "tfm/core/parallel.h"
 
 namespace tfm::cpu {
 namespace {
@@ -18,8 +19,10 @@ namespace {
 // out[i] = x[rows[i]] for rows of `width` elements.
 template <typename T>
 void gather(const T* x, const int32_t* rows, int64_t count, int64_t width, T* out) {
-#pragma omp parallel for if (count * width > 65536)
-  for (int64_t i = 0; i < count; ++i) std::memcpy(out + i * width, x + int64_t{rows[i]} * width, width * sizeof(T));
+  parallel_for(count, {.enabled = count * width > 65536}, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i)
+      std::memcpy(out + i * width, x + int64_t{rows[i]} * width, width * sizeof(T));
+  });
 }
 
 template <typename T>
@@ -32,18 +35,19 @@ void gather_rows(const op::GatherRows& a) {
   gather(a.x.data<T>(), a.rows.data<int32_t>(), a.rows.size(0), a.x.size(1), a.out.data<T>());
 }
 
-// torch.argmax's order: a NaN first, then the larger value, then the smaller index.
 template <typename T>
 void argmax_rows(const op::ArgmaxRows& a) {
   const int64_t V = a.x.size(1);
   for (int64_t r = 0; r < a.x.size(0); ++r) {
     const T* row = a.x.data<T>() + r * V;
     int64_t best = 0;
-    for (int64_t i = 1; i < V && !std::isnan(to_float(row[best])); ++i) {
+    bool finite = true;
+    for (int64_t i = 0; i < V; ++i) {
       const float v = to_float(row[i]);
-      if (std::isnan(v) || v > to_float(row[best])) best = i;
+      finite = finite && std::isfinite(v);
+      if (v > to_float(row[best])) best = i;
     }
-    a.ids.data<int32_t>()[r] = static_cast<int32_t>(best);
+    a.ids.data<int32_t>()[r] = finite ? static_cast<int32_t>(best) : -1;
   }
 }
 
@@ -54,14 +58,15 @@ void split_columns(const op::SplitColumns& a) {
   int64_t total = 0;
   for (int64_t w : s.widths) total += w;
   const T* x = a.x.data<T>();
-#pragma omp parallel for if (rows * total > 65536)
-  for (int64_t t = 0; t < rows; ++t) {
-    const T* row = x + t * total;
-    for (int64_t i = 0; i < n; ++i) {
-      std::memcpy(static_cast<T*>(s.outs[i]) + t * s.widths[i], row, s.widths[i] * sizeof(T));
-      row += s.widths[i];
+  parallel_for(rows, {.enabled = rows * total > 65536}, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      const T* row = x + t * total;
+      for (int64_t i = 0; i < n; ++i) {
+        std::memcpy(static_cast<T*>(s.outs[i]) + t * s.widths[i], row, s.widths[i] * sizeof(T));
+        row += s.widths[i];
+      }
     }
-  }
+  });
 }
 
 template <typename T>
@@ -81,8 +86,9 @@ void add(const op::Add& a) {
   const int64_t n = a.x.numel();
   T* x = a.x.data<T>();
   const T* y = a.y.data<T>();
-#pragma omp parallel for if (n > 65536)
-  for (int64_t i = 0; i < n; ++i) x[i] = from_float<T>(to_float(x[i]) + to_float(y[i]));
+  parallel_for(n, {.enabled = n > 65536}, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) x[i] = from_float<T>(to_float(x[i]) + to_float(y[i]));
+  });
 }
 
 template <typename In>
@@ -91,8 +97,9 @@ void cast(const op::Cast& a) {
   const In* x = a.x.data<In>();
   visit_float(a.out.dtype(), [&]<typename Out>() {
     Out* out = a.out.data<Out>();
-#pragma omp parallel for if (n > 65536)
-    for (int64_t i = 0; i < n; ++i) out[i] = from_float<Out>(to_float(x[i]));
+    parallel_for(n, {.enabled = n > 65536}, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) out[i] = from_float<Out>(to_float(x[i]));
+    });
   });
 }
 
@@ -111,22 +118,24 @@ void rms_norm_row(const T* x, const T* weight, int64_t dim, float eps, T* out) {
 template <typename T>
 void rms_norm(const op::RmsNorm& a) {
   const int64_t dim = a.weight.size(0), rows = a.x.numel() / std::max<int64_t>(dim, 1);
-#pragma omp parallel for if (rows * dim > 16384)
-  for (int64_t r = 0; r < rows; ++r)
-    rms_norm_row(a.x.data<T>() + r * dim, a.weight.data<T>(), dim, a.eps, a.out.data<T>() + r * dim);
+  parallel_for(rows, {.enabled = rows * dim > 16384}, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r)
+      rms_norm_row(a.x.data<T>() + r * dim, a.weight.data<T>(), dim, a.eps, a.out.data<T>() + r * dim);
+  });
 }
 
 // The residual add and the norm in one pass over each row.
 template <typename T>
 void add_rms_norm_fused(const op::AddRmsNorm& a) {
   const int64_t dim = a.weight.size(0), rows = a.residual.numel() / std::max<int64_t>(dim, 1);
-#pragma omp parallel for if (rows * dim > 16384)
-  for (int64_t r = 0; r < rows; ++r) {
-    T* h = a.residual.data<T>() + r * dim;
-    const T* x = a.x.data<T>() + r * dim;
-    for (int64_t i = 0; i < dim; ++i) h[i] = from_float<T>(to_float(h[i]) + to_float(x[i]));
-    rms_norm_row(h, a.weight.data<T>(), dim, a.eps, a.out.data<T>() + r * dim);
-  }
+  parallel_for(rows, {.enabled = rows * dim > 16384}, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      T* h = a.residual.data<T>() + r * dim;
+      const T* x = a.x.data<T>() + r * dim;
+      for (int64_t i = 0; i < dim; ++i) h[i] = from_float<T>(to_float(h[i]) + to_float(x[i]));
+      rms_norm_row(h, a.weight.data<T>(), dim, a.eps, a.out.data<T>() + r * dim);
+    }
+  });
 }
 
 // One head rotated in place by one row of cos and sin (rot of them).
@@ -143,51 +152,56 @@ void rope_head(T* v, const T* c, const T* s, int64_t rot) {
 template <typename T>
 void rope(const op::Rope& a) {
   const int64_t rows = a.x.size(0), heads = a.x.size(1), head_dim = a.x.size(2), rot = a.cos.size(1);
-#pragma omp parallel for if (rows * heads * head_dim > 16384)
-  for (int64_t t = 0; t < rows; ++t) {
-    for (int64_t h = 0; h < heads; ++h)
-      rope_head(a.x.data<T>() + (t * heads + h) * head_dim, a.cos.data<T>() + t * rot, a.sin.data<T>() + t * rot, rot);
-  }
+  parallel_for(rows, {.enabled = rows * heads * head_dim > 16384}, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      for (int64_t h = 0; h < heads; ++h) {
+        rope_head(a.x.data<T>() + (t * heads + h) * head_dim, a.cos.data<T>() + t * rot,
+                  a.sin.data<T>() + t * rot, rot);
+      }
+    }
+  });
 }
 
 template <typename T>
 void qkv_rope_cache(const op::QkvRopeCache& a) {
   const int64_t rows = a.q.size(0), heads = a.q.size(1), D = a.q.size(2), kv = a.cache_k.size(2);
   const int64_t rot = a.cos.size(1), width = (heads + 2 * kv) * D;
-#pragma omp parallel for if (rows * width > 16384)
-  for (int64_t t = 0; t < rows; ++t) {
-    const T* row = a.qkv.data<T>() + t * width;
-    const int64_t slot = a.slots.data<int32_t>()[t];
+  parallel_for(rows, {.enabled = rows * width > 16384}, [&](int64_t begin, int64_t end) {
     std::vector<T> unwritten(static_cast<size_t>(D));  // a k head of a row whose slot is negative
-    for (int64_t j = 0; j < heads + kv; ++j) {
-      const bool is_q = j < heads;
-      T* out = is_q ? a.q.data<T>() + (t * heads + j) * D
-                    : slot < 0 ? unwritten.data() : a.cache_k.data<T>() + (slot * kv + j - heads) * D;
-      const Tensor& norm = is_q ? a.q_norm : a.k_norm;
-      if (norm.defined()) {
-        rms_norm_row(row + j * D, norm.data<T>(), D, a.eps, out);
-      } else {
-        std::copy_n(row + j * D, D, out);
+    for (int64_t t = begin; t < end; ++t) {
+      const T* row = a.qkv.data<T>() + t * width;
+      const int64_t slot = a.slots.data<int32_t>()[t];
+      for (int64_t j = 0; j < heads + kv; ++j) {
+        const bool is_q = j < heads;
+        T* out = is_q ? a.q.data<T>() + (t * heads + j) * D
+                      : slot < 0 ? unwritten.data() : a.cache_k.data<T>() + (slot * kv + j - heads) * D;
+        const Tensor& norm = is_q ? a.q_norm : a.k_norm;
+        if (norm.defined()) {
+          rms_norm_row(row + j * D, norm.data<T>(), D, a.eps, out);
+        } else {
+          std::copy_n(row + j * D, D, out);
+        }
+        rope_head(out, a.cos.data<T>() + t * rot, a.sin.data<T>() + t * rot, rot);
       }
-      rope_head(out, a.cos.data<T>() + t * rot, a.sin.data<T>() + t * rot, rot);
+      if (slot >= 0) std::copy_n(row + (heads + kv) * D, kv * D, a.cache_v.data<T>() + slot * kv * D);
     }
-    if (slot >= 0) std::copy_n(row + (heads + kv) * D, kv * D, a.cache_v.data<T>() + slot * kv * D);
-  }
+  });
 }
 
 template <typename T>
 void silu_mul(const op::SiluMul& a) {
   const int64_t rows = a.out.size(0), I = a.out.size(1);
-#pragma omp parallel for if (rows * I > 16384)
-  for (int64_t t = 0; t < rows; ++t) {
-    const T* g = a.gate_up.data<T>() + t * 2 * I;
-    const T* u = g + I;
-    T* o = a.out.data<T>() + t * I;
-    for (int64_t i = 0; i < I; ++i) {
-      const float gate = to_float(g[i]);
-      o[i] = from_float<T>(round_to<T>(gate / (1.f + std::exp(-gate))) * to_float(u[i]));
+  parallel_for(rows, {.enabled = rows * I > 16384}, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      const T* g = a.gate_up.data<T>() + t * 2 * I;
+      const T* u = g + I;
+      T* o = a.out.data<T>() + t * I;
+      for (int64_t i = 0; i < I; ++i) {
+        const float gate = to_float(g[i]);
+        o[i] = from_float<T>(round_to<T>(gate / (1.f + std::exp(-gate))) * to_float(u[i]));
+      }
     }
-  }
+  });
 }
 
 // Keys per block of the flash form: torch's CPU kernel's block for contexts of 512 keys or more.
@@ -206,75 +220,76 @@ void paged_attention(const op::PagedAttention& op_args) {
   for (int64_t s = 0; s < a.num_seqs; ++s) {
     for (int32_t r = a.query_start[s]; r < a.query_start[s + 1]; ++r) seq_of_row[static_cast<size_t>(r)] = s;
   }
-#pragma omp parallel if (rows * a.heads * (a.window > 0 ? a.window : 64) * D > 65536)
-  {
-    std::vector<float> q(static_cast<size_t>(D)), acc(static_cast<size_t>(D)), scores;
-#pragma omp for collapse(2) schedule(dynamic, 4)
-    for (int64_t row = 0; row < rows; ++row) {
-      for (int64_t h = 0; h < a.heads; ++h) {
-        const int64_t s = seq_of_row[static_cast<size_t>(row)];
-        const int64_t pos = a.positions[row];
-        const int64_t last = std::min<int64_t>(pos, a.context_lens[s] - 1);
-        const int64_t first = a.window > 0 ? std::max<int64_t>(0, pos - a.window + 1) : 0;
-        const int32_t* blocks = a.block_tables + s * a.max_blocks;
-        const int64_t kvh = h / group;
-        for (int64_t i = 0; i < D; ++i) q[i] = to_float(q_all[(row * a.heads + h) * D + i]);
-        auto cache_row = [&](const T* cache, int64_t j) {
-          const int64_t block = blocks[j / a.block_size];
-          return cache + ((block * a.block_size + j % a.block_size) * a.kv_heads + kvh) * D;
-        };
-        auto dot = [&](const T* k) {
-          float d = 0.f;
-          for (int64_t i = 0; i < D; ++i) d += q[i] * to_float(k[i]);
-          return d;
-        };
-        std::fill(acc.begin(), acc.end(), 0.f);
-        float denom = 1.f;
-        if constexpr (Eager) {
-          scores.assign(static_cast<size_t>(std::max<int64_t>(last - first + 1, 0)), 0.f);
-          float max = -std::numeric_limits<float>::infinity();
-          for (int64_t j = first; j <= last; ++j) {
-            const float score = round_to<T>(round_to<T>(dot(cache_row(cache_k, j))) * a.scale);
-            max = std::max(max, scores[j - first] = score);
-          }
-          float sum = 0.f;
-          for (float& sc : scores) sum += sc = std::exp(sc - max);
-          for (int64_t j = first; j <= last; ++j) {
-            const float p = round_to<T>(scores[j - first] / sum);
-            const T* v = cache_row(cache_v, j);
-            for (int64_t i = 0; i < D; ++i) acc[i] += p * to_float(v[i]);
-          }
-        } else {
-          // Keys in blocks, as torch's CPU flash attention takes them: each weight is exp(score - the maximum
-          // so far, this block's included), rounded to the dtype where it multiplies the values (torch computes
-          // P V in the dtype, on the CPU and in CUDA's flash kernels) while the denominator sums it unrounded.
-          float max = -std::numeric_limits<float>::infinity();
-          denom = 0.f;
-          for (int64_t j0 = first; j0 <= last; j0 += kKeyBlock) {
-            const int64_t n = std::min(kKeyBlock, last - j0 + 1);
-            scores.resize(static_cast<size_t>(n));
-            float block_max = max;
-            for (int64_t j = 0; j < n; ++j)
-              block_max = std::max(block_max, scores[j] = dot(cache_row(cache_k, j0 + j)) * a.scale);
-            const float c = std::exp(max - block_max);  // 0 for the first block
-            denom *= c;
-            for (float& x : acc) x *= c;
-            max = block_max;
-            for (int64_t j = 0; j < n; ++j) {
-              const float p = std::exp(scores[j] - max);
-              denom += p;
-              const float p_rounded = round_to<T>(p);
-              const T* v = cache_row(cache_v, j0 + j);
-              for (int64_t i = 0; i < D; ++i) acc[i] += p_rounded * to_float(v[i]);
+  // (row, head) pairs in chunks taken as threads free up: rows of a ragged batch see contexts of any length.
+  parallel_for(
+      rows * a.heads, {.enabled = rows * a.heads * (a.window > 0 ? a.window : 64) * D > 65536, .chunk = 4},
+      [&](int64_t begin, int64_t end) {
+        std::vector<float> q(static_cast<size_t>(D)), acc(static_cast<size_t>(D)), scores;
+        for (int64_t pair = begin; pair < end; ++pair) {
+          const int64_t row = pair / a.heads, h = pair % a.heads;
+          const int64_t s = seq_of_row[static_cast<size_t>(row)];
+          const int64_t pos = a.positions[row];
+          const int64_t last = std::min<int64_t>(pos, a.context_lens[s] - 1);
+          const int64_t first = a.window > 0 ? std::max<int64_t>(0, pos - a.window + 1) : 0;
+          const int32_t* blocks = a.block_tables + s * a.max_blocks;
+          const int64_t kvh = h / group;
+          for (int64_t i = 0; i < D; ++i) q[i] = to_float(q_all[(row * a.heads + h) * D + i]);
+          auto cache_row = [&](const T* cache, int64_t j) {
+            const int64_t block = blocks[j / a.block_size];
+            return cache + ((block * a.block_size + j % a.block_size) * a.kv_heads + kvh) * D;
+          };
+          auto dot = [&](const T* k) {
+            float d = 0.f;
+            for (int64_t i = 0; i < D; ++i) d += q[i] * to_float(k[i]);
+            return d;
+          };
+          std::fill(acc.begin(), acc.end(), 0.f);
+          float denom = 1.f;
+          if constexpr (Eager) {
+            scores.assign(static_cast<size_t>(std::max<int64_t>(last - first + 1, 0)), 0.f);
+            float max = -std::numeric_limits<float>::infinity();
+            for (int64_t j = first; j <= last; ++j) {
+              const float score = round_to<T>(round_to<T>(dot(cache_row(cache_k, j))) * a.scale);
+              max = std::max(max, scores[j - first] = score);
+            }
+            float sum = 0.f;
+            for (float& sc : scores) sum += sc = std::exp(sc - max);
+            for (int64_t j = first; j <= last; ++j) {
+              const float p = round_to<T>(scores[j - first] / sum);
+              const T* v = cache_row(cache_v, j);
+              for (int64_t i = 0; i < D; ++i) acc[i] += p * to_float(v[i]);
+            }
+          } else {
+            // Keys in blocks, as torch's CPU flash attention takes them: each weight is exp(score - the
+            // maximum so far, this block's included), rounded to the dtype where it multiplies the values
+            // (torch computes P V in the dtype, on the CPU and in CUDA's flash kernels) while the denominator
+            // sums it unrounded.
+            float max = -std::numeric_limits<float>::infinity();
+            denom = 0.f;
+            for (int64_t j0 = first; j0 <= last; j0 += kKeyBlock) {
+              const int64_t n = std::min(kKeyBlock, last - j0 + 1);
+              scores.resize(static_cast<size_t>(n));
+              float block_max = max;
+              for (int64_t j = 0; j < n; ++j)
+                block_max = std::max(block_max, scores[j] = dot(cache_row(cache_k, j0 + j)) * a.scale);
+              const float c = std::exp(max - block_max);  // 0 for the first block
+              denom *= c;
+              for (float& x : acc) x *= c;
+              max = block_max;
+              for (int64_t j = 0; j < n; ++j) {
+                const float p = std::exp(scores[j] - max);
+                denom += p;
+                const float p_rounded = round_to<T>(p);
+                const T* v = cache_row(cache_v, j0 + j);
+                for (int64_t i = 0; i < D; ++i) acc[i] += p_rounded * to_float(v[i]);
+              }
             }
           }
+          T* o = static_cast<T*>(a.out) + (row * a.heads + h) * D;
+          const float inv = last >= first ? 1.f / denom : 0.f;
+          for (int64_t i = 0; i < D; ++i) o[i] = from_float<T>(acc[i] * inv);
         }
-        T* o = static_cast<T*>(a.out) + (row * a.heads + h) * D;
-        const float inv = last >= first ? 1.f / denom : 0.f;
-        for (int64_t i = 0; i < D; ++i) o[i] = from_float<T>(acc[i] * inv);
-      }
-    }
-  }
+      });
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 
 #include "tfm/backend/cpu/cpu_backend.h"
 #include "tfm/core/floats.h"
+#include "tfm/core/parallel.h"
 
 namespace tfm::cpu {
 namespace {
@@ -143,8 +144,9 @@ bool has_avx2() {
 template <typename T>
 std::vector<float> to_floats(const T* v, int64_t n) {
   std::vector<float> out(static_cast<size_t>(n));
-#pragma omp parallel for if (n > 65536)
-  for (int64_t i = 0; i < n; ++i) out[i] = to_float(v[i]);
+  parallel_for(n, {.enabled = n > 65536}, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) out[i] = to_float(v[i]);
+  });
   return out;
 }
 
@@ -154,15 +156,16 @@ template <typename T>
 void linear_rows(const T* x, const T* w, const T* bias, T* y, int64_t M, int64_t K, int64_t N) {
   const std::vector<float> xf = to_floats(x, M * K);
   const bool avx2 = has_avx2();
-#pragma omp parallel for schedule(static)
-  for (int64_t n = 0; n < N; ++n) {
-    const T* wn = w + n * K;
-    const float b = bias ? to_float(bias[n]) : 0.f;
-    for (int64_t m = 0; m < M; ++m) {
-      const float* xm = xf.data() + m * K;
-      y[m * N + n] = from_float<T>((avx2 ? dot_avx2(xm, wn, K) : dot_portable(xm, wn, K)) + b);
+  parallel_for(N, {}, [&](int64_t begin, int64_t end) {
+    for (int64_t n = begin; n < end; ++n) {
+      const T* wn = w + n * K;
+      const float b = bias ? to_float(bias[n]) : 0.f;
+      for (int64_t m = 0; m < M; ++m) {
+        const float* xm = xf.data() + m * K;
+        y[m * N + n] = from_float<T>((avx2 ? dot_avx2(xm, wn, K) : dot_portable(xm, wn, K)) + b);
+      }
     }
-  }
+  });
 }
 
 template <typename T>
@@ -172,15 +175,17 @@ void linear_blocks(const T* x, const T* w, const T* bias, T* y, int64_t M, int64
   std::vector<float> wf(static_cast<size_t>(std::min(block, N) * K)), yf(static_cast<size_t>(M * std::min(block, N)));
   for (int64_t n0 = 0; n0 < N; n0 += block) {
     const int64_t nb = std::min(block, N - n0);
-#pragma omp parallel for
-    for (int64_t i = 0; i < nb * K; ++i) wf[i] = to_float(w[n0 * K + i]);
+    parallel_for(nb * K, {}, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) wf[i] = to_float(w[n0 * K + i]);
+    });
     OneDnn::get().matmul(xf.data(), wf.data(), nullptr, yf.data(), M, K, nb, DType::float32);
-#pragma omp parallel for if (M * nb > 16384)
-    for (int64_t m = 0; m < M; ++m) {
-      for (int64_t j = 0; j < nb; ++j) {
-        y[m * N + n0 + j] = from_float<T>(yf[m * nb + j] + (bias ? to_float(bias[n0 + j]) : 0.f));
+    parallel_for(M, {.enabled = M * nb > 16384}, [&](int64_t begin, int64_t end) {
+      for (int64_t m = begin; m < end; ++m) {
+        for (int64_t j = 0; j < nb; ++j) {
+          y[m * N + n0 + j] = from_float<T>(yf[m * nb + j] + (bias ? to_float(bias[n0 + j]) : 0.f));
+        }
       }
-    }
+    });
   }
 }
 
@@ -205,14 +210,14 @@ void linear_reference(const op::Linear& a) {
   const T* x = a.x.data<T>();
   const T* w = a.w.data<T>();
   T* y = a.y.data<T>();
-#pragma omp parallel for collapse(2) if (M * N * K > 1000000)
-  for (int64_t m = 0; m < M; ++m) {
-    for (int64_t n = 0; n < N; ++n) {
+  parallel_for(M * N, {.enabled = M * N * K > 1000000}, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const int64_t m = i / N, n = i % N;
       double acc = a.bias.defined() ? to_float(a.bias.data<T>()[n]) : 0.0;
       for (int64_t k = 0; k < K; ++k) acc += double{to_float(x[m * K + k])} * to_float(w[n * K + k]);
-      y[m * N + n] = from_float<T>(static_cast<float>(acc));
+      y[i] = from_float<T>(static_cast<float>(acc));
     }
-  }
+  });
 }
 
 }  // namespace

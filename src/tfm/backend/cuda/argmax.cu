@@ -1,7 +1,7 @@
 // Greedy choice on the device: the index of each row's largest value, so that a decode step hands the host
 // one id per sequence instead of a row of the vocabulary. One block per row; each thread scans a strided share
-// of the row, then the block merges (value, index) pairs, keeping torch.argmax's order: a NaN first, then the
-// larger value, then the smaller index.
+// of the row, then the block merges (value, index) pairs, keeping torch.argmax's order: the larger value, then
+// the smaller index. A row holding a NaN or an infinity gets -1.
 #include "tfm/backend/cuda/device_common.cuh"
 #include "tfm/backend/cuda/launchers.h"
 
@@ -16,10 +16,7 @@ struct Candidate {
 };
 
 __device__ bool better(const Candidate& a, const Candidate& b) {
-  const bool a_nan = isnan(a.value), b_nan = isnan(b.value);
-  if (a_nan != b_nan) return a_nan;
-  if (!a_nan && a.value != b.value) return a.value > b.value;
-  return a.index < b.index;
+  return a.value != b.value ? a.value > b.value : a.index < b.index;
 }
 
 __device__ Candidate warp_best(Candidate c) {
@@ -36,17 +33,20 @@ __global__ void argmax_rows_kernel(const T* x, int64_t V, int32_t* ids) {
   __shared__ Candidate warps[kThreads / 32];
   const T* row = x + blockIdx.x * V;
   Candidate best{-INFINITY, INT64_MAX};
+  bool finite = true;
   for (int64_t i = threadIdx.x; i < V; i += blockDim.x) {
     const Candidate c{to_float(row[i]), i};
+    finite = finite && isfinite(c.value);
     if (better(c, best)) best = c;
   }
+  finite = __syncthreads_and(finite);
   best = warp_best(best);
   if (threadIdx.x % 32 == 0) warps[threadIdx.x / 32] = best;
   __syncthreads();
   if (threadIdx.x >= 32) return;
   best = threadIdx.x < blockDim.x / 32 ? warps[threadIdx.x] : Candidate{-INFINITY, INT64_MAX};
   best = warp_best(best);
-  if (threadIdx.x == 0) ids[blockIdx.x] = static_cast<int32_t>(best.index);
+  if (threadIdx.x == 0) ids[blockIdx.x] = finite ? static_cast<int32_t>(best.index) : -1;
 }
 
 }  // namespace

@@ -46,7 +46,7 @@ bool gemv_takes(const T* x, const T* w, int64_t M, int64_t K);
 template <typename T>
 void gemv(const T* x, const T* w, const T* bias, T* y, int64_t M, int64_t K, int64_t N);
 
-// ids[r] = the first index of row r's largest value (a NaN counting as largest)     x (rows, V)
+// ids[r] = the first index of row r's largest value, -1 when the row holds a NaN or an infinity     x (rows, V)
 template <typename T>
 void argmax_rows(const T* x, int64_t rows, int64_t V, int32_t* ids);
 

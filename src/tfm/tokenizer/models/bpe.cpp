@@ -8,6 +8,7 @@
 #include <shared_mutex>
 #include <unordered_map>
 
+#include "tfm/core/parallel.h"
 #include "tfm/io/json_reader.h"
 #include "tfm/tokenizer/json_fields.h"
 #include "tfm/tokenizer/models/model.h"
@@ -271,29 +272,16 @@ std::unique_ptr<Model> make_bpe(const ModelJson& m) {
   // run in parallel, and only the table is filled in order. The first bad merge is reported.
   const size_t n = texts.pairs.size();
   std::vector<ResolvedMerge> resolved(n);
-  size_t first_bad = n;
-  std::string first_error;
   const size_t prefix = o.continuing_subword_prefix.size();
-#pragma omp parallel if (n > 4096)
-  {
-    int32_t guess = -1;  // each thread takes one contiguous range of ranks
+  parallel_for(static_cast<int64_t>(n), {.enabled = n > 4096}, [&](int64_t begin, int64_t end) {
+    int32_t guess = -1;  // a range of consecutive ranks mostly resolves to consecutive ids
     std::string merged;
-#pragma omp for schedule(static)
-    for (size_t rank = 0; rank < n; ++rank) {
-      try {
-        const auto& [a, b] = texts.pairs[rank];
-        resolved[rank] = resolve_merge(a, b, vocab, rank, prefix, guess, merged);
-        guess = resolved[rank].id + 1;
-      } catch (const Error& e) {
-#pragma omp critical
-        if (rank < first_bad) {
-          first_bad = rank;
-          first_error = e.what();
-        }
-      }
+    for (auto rank = static_cast<size_t>(begin); rank < static_cast<size_t>(end); ++rank) {
+      const auto& [a, b] = texts.pairs[rank];
+      resolved[rank] = resolve_merge(a, b, vocab, rank, prefix, guess, merged);
+      guess = resolved[rank].id + 1;
     }
-  }
-  if (first_bad < n) throw Error(first_error);
+  });
   PairTable<MergeResult> merges;
   merges.reset(n);
   for (size_t rank = 0; rank < n; ++rank) {

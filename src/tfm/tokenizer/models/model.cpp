@@ -1,8 +1,10 @@
 #include "tfm/tokenizer/models/model.h"
 
+#include <atomic>
 #include <climits>
 #include <cstdio>
 
+#include "tfm/core/parallel.h"
 #include "tfm/io/json_reader.h"
 #include "tfm/tokenizer/json_fields.h"
 
@@ -26,15 +28,20 @@ Vocab::Vocab(std::vector<std::pair<std::string, int32_t>> entries) {
   ids_.reset(entries.size());
   // A token listed twice keeps its last id; each id that does not stay is reported by exactly one insert.
   const int64_t n = static_cast<int64_t>(tokens_.size());
-#pragma omp parallel for schedule(static) reduction(+ : size_) if (n > 4096)
-  for (int64_t id = 0; id < n; ++id) {
-    if (!present_[id]) continue;
-    const int32_t dropped = ids_.insert_concurrently(tokens_[id], static_cast<int32_t>(id), key_of());
-    if (dropped >= 0)
-      present_[dropped] = 0;  // a byte of its own: no other thread writes it
-    else
-      ++size_;
-  }
+  std::atomic<size_t> size{0};
+  parallel_for(n, {.enabled = n > 4096}, [&](int64_t begin, int64_t end) {
+    size_t kept = 0;
+    for (int64_t id = begin; id < end; ++id) {
+      if (!present_[id]) continue;
+      const int32_t dropped = ids_.insert_concurrently(tokens_[id], static_cast<int32_t>(id), key_of());
+      if (dropped >= 0)
+        present_[dropped] = 0;  // a byte of its own: no other thread writes it
+      else
+        ++kept;
+    }
+    size += kept;
+  });
+  size_ += size;
 }
 
 std::unique_ptr<Model> make_model(const ModelJson& m) {

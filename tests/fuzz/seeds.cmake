@@ -1,0 +1,37 @@
+# Gathers each fuzz target's seed corpus from the repository's fixtures into OUT/<target> (scripts/fuzz runs it
+# as cmake -DSOURCE=<checkout> -DOUT=<folder> -P tests/fuzz/seeds.cmake).
+file(REMOVE_RECURSE ${OUT})
+
+function(copy_seeds target)
+  file(GLOB_RECURSE files LIST_DIRECTORIES false ${ARGN})
+  foreach(file ${files})
+    file(RELATIVE_PATH name ${SOURCE} ${file})
+    string(REPLACE "/" "_" name ${name})
+    configure_file(${file} ${OUT}/${target}/${name} COPYONLY)
+  endforeach()
+endfunction()
+
+# One seed per element of a JSON list: the element's `member` (a string as is, other values as JSON).
+function(json_seeds target file member)
+  file(READ ${SOURCE}/${file} text)
+  string(JSON count LENGTH "${text}")
+  math(EXPR last "${count} - 1")
+  get_filename_component(stem ${file} NAME_WE)
+  foreach(i RANGE ${last})
+    string(JSON value GET "${text}" ${i} ${member})
+    file(WRITE ${OUT}/${target}/${stem}_${i} "${value}")
+  endforeach()
+endfunction()
+
+copy_seeds(safetensors ${SOURCE}/tests/fixtures/safetensors/*.safetensors)
+copy_seeds(config ${SOURCE}/tests/fixtures/models/*/config.json ${SOURCE}/models/demo/config.json)
+copy_seeds(tokenizer ${SOURCE}/tests/tokenizer/families/*/tokenizer.json ${SOURCE}/models/demo/tokenizer.json)
+copy_seeds(jinja ${SOURCE}/tests/jinja/templates/*.jinja ${SOURCE}/models/demo/chat_template.jinja)
+json_seeds(jinja tests/jinja/goldens/syntax.json template)
+file(READ ${SOURCE}/tests/assets/tokenizers/qwen3/tokenizer_config.json qwen3_config)
+string(JSON qwen3_template GET "${qwen3_config}" chat_template)
+file(WRITE ${OUT}/jinja/qwen3 "${qwen3_template}")
+json_seeds(cli_stdin tests/jinja/goldens/qwen3.json inputs)
+json_seeds(cli_stdin tests/jinja/goldens/families.json inputs)
+file(WRITE ${OUT}/cli_stdin/texts "[\"The old man said\", \"\", \"h\\u00e9llo\\n\"]")
+file(WRITE ${OUT}/cli_stdin/id_lists "[[1, 17, 42], [], [0]]")
