@@ -156,7 +156,7 @@ const Command kBenchLatencyCommand{
     "  --repeat R                  timed runs (default 3)\n"
     "  --no-device-graphs          run decode steps kernel by kernel\n"
     "  --json                      print one JSON object\n" +
-        std::string(kModelOptionsHelp),
+        std::string(kModelHelp) + kRunHelp,
     run};
 
 }  // namespace tfm::cli
