@@ -3,10 +3,14 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <atomic>
+#include <condition_variable>
 #include <random>
+#include <thread>
 
 #include "../model/parity_fixtures.h"
 #include "tfm/core/error.h"
+#include "tfm/engine/async_engine.h"
 #include "tfm/engine/engine.h"
 #include "tfm/generate/generate.h"
 
@@ -161,6 +165,59 @@ TEST(Engine, SizesItsCacheFromMemoryWithinWhatCanBeUsed) {
   // max_position_embeddings 256: 16 blocks per sequence, 3 sequences.
   EXPECT_EQ(kv_cache_blocks(model, config), 48);
   EXPECT_THROW(kv_cache_blocks(model, {.max_memory_percent = 0}), Error);
+}
+
+}  // namespace
+}  // namespace tfm
+
+namespace tfm {
+namespace {
+
+// Requests from several threads at once through the engine's own thread: each gets what it gets alone.
+TEST(AsyncEngine, ServesRequestsFromManyThreads) {
+  CausalLM model = load("llama_gqa");
+  const GenerationConfig gc = generation_config(model, "llama_gqa");
+  Engine engine(model, gc, {.scheduler = {.max_batch_tokens = 64}, .block_size = 4, .num_blocks = 64});
+  AsyncEngine async(engine);
+  const auto prompts = parity::reference("llama_gqa");
+  std::vector<std::thread> clients;
+  std::vector<std::vector<int64_t>> got(12);
+  for (size_t c = 0; c < got.size(); ++c) {
+    clients.emplace_back([&, c] {
+      std::mutex m;
+      std::condition_variable done_cv;
+      bool done = false;
+      async.submit(prompts[c % prompts.size()].ids, greedy(24), [&](const RequestOutput& o) {
+        std::lock_guard lock(m);
+        got[c].insert(got[c].end(), o.new_tokens.begin(), o.new_tokens.end());
+        if (o.finished) {
+          done = true;
+          done_cv.notify_all();
+        }
+      });
+      std::unique_lock lock(m);
+      done_cv.wait(lock, [&] { return done; });
+    });
+  }
+  for (std::thread& t : clients) t.join();
+  for (size_t c = 0; c < got.size(); ++c) EXPECT_EQ(got[c], prompts[c % prompts.size()].generated) << c;
+  EXPECT_EQ(async.num_unfinished(), 0u);
+  EXPECT_EQ(async.stats().blocks_used, 0);
+}
+
+TEST(AsyncEngine, CancelledRequestsGetNoMoreOutputAndFreeTheirBlocks) {
+  CausalLM model = load("llama_gqa");
+  Engine engine(model, generation_config(model, "llama_gqa"), {.block_size = 4, .num_blocks = 64});
+  AsyncEngine async(engine);
+  std::atomic<int> outputs{0};
+  const RequestId id = async.submit({1, 2, 3}, greedy(200), [&](const RequestOutput&) { ++outputs; });
+  while (outputs < 3) std::this_thread::yield();
+  async.cancel(id);
+  const int seen = outputs;
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_LE(outputs.load(), seen + 1);  // at most the step that was running
+  EXPECT_EQ(async.num_unfinished(), 0u);
+  EXPECT_EQ(async.stats().blocks_used, 0);
 }
 
 }  // namespace

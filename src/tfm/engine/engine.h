@@ -43,6 +43,7 @@ struct RequestOutput {
   std::vector<TokenLogprobs> logprobs;  // one per new token, when the request asked for them
   bool finished = false;
   StopReason stop = StopReason::none;  // why it finished
+  std::string error;                   // set when it finished because a step failed
 };
 
 struct EngineStats : SchedulerStats {
