@@ -7,6 +7,7 @@ namespace tfm::cli {
 
 extern const Command kDevicesCommand;
 extern const Command kKernelsCommand;
+extern const Command kBenchThroughputCommand;
 extern const Command kForwardCommand;
 extern const Command kGenerateCommand;
 extern const Command kChatCommand;

@@ -11,13 +11,13 @@ namespace {
 const tfm::cli::Command* const kCommands[] = {
     &tfm::cli::kGenerateCommand,     &tfm::cli::kChatCommand,     &tfm::cli::kForwardCommand,
     &tfm::cli::kDevicesCommand,      &tfm::cli::kKernelsCommand,  &tfm::cli::kTokenizeCommand,
-    &tfm::cli::kDetokenizeCommand,   &tfm::cli::kChatTemplateCommand,
+    &tfm::cli::kDetokenizeCommand,   &tfm::cli::kChatTemplateCommand, &tfm::cli::kBenchThroughputCommand,
 };
 
 void print_usage(std::ostream& out) {
   out << "usage: tfm <command> [options]\n\ncommands:\n";
   for (const auto* c : kCommands)
-    out << "  " << c->name << std::string(16 - c->name.size(), ' ') << c->summary << "\n";
+    out << "  " << c->name << std::string(c->name.size() < 18 ? 18 - c->name.size() : 1, ' ') << c->summary << "\n";
   out << "\n`tfm <command> --help` describes a command.\n";
 }
 
@@ -28,15 +28,18 @@ int main(int argc, char** argv) {
     print_usage(std::cerr);
     return 2;
   }
+  // A command of two words ("bench throughput") is matched on both.
   const std::string name = argv[1];
+  const std::string two_words = argc > 2 ? name + " " + argv[2] : "";
   if (name == "--help" || name == "-h" || name == "help") {
     print_usage(std::cout);
     return 0;
   }
   for (const auto* c : kCommands) {
-    if (c->name != name) continue;
+    const bool two = c->name == two_words;
+    if (c->name != name && !two) continue;
     try {
-      tfm::cli::Args args(std::vector<std::string>(argv + 2, argv + argc));
+      tfm::cli::Args args(std::vector<std::string>(argv + (two ? 3 : 2), argv + argc));
       if (args.help()) {
         std::cout << c->usage;
         return 0;
