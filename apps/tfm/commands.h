@@ -14,5 +14,6 @@ extern const Command kChatCommand;
 extern const Command kTokenizeCommand;
 extern const Command kDetokenizeCommand;
 extern const Command kChatTemplateCommand;
+extern const Command kServeCommand;
 
 }  // namespace tfm::cli

@@ -11,7 +11,8 @@ namespace {
 const tfm::cli::Command* const kCommands[] = {
     &tfm::cli::kGenerateCommand,     &tfm::cli::kChatCommand,     &tfm::cli::kForwardCommand,
     &tfm::cli::kDevicesCommand,      &tfm::cli::kKernelsCommand,  &tfm::cli::kTokenizeCommand,
-    &tfm::cli::kDetokenizeCommand,   &tfm::cli::kChatTemplateCommand, &tfm::cli::kBenchThroughputCommand,
+    &tfm::cli::kDetokenizeCommand,   &tfm::cli::kChatTemplateCommand, &tfm::cli::kServeCommand,
+    &tfm::cli::kBenchThroughputCommand,
 };
 
 void print_usage(std::ostream& out) {
