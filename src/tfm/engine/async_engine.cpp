@@ -5,11 +5,22 @@
 
 namespace tfm {
 
+AsyncEngine::CallerLock::CallerLock(const AsyncEngine& engine) : engine_(engine) {
+  ++engine_.waiting_callers_;
+  lock_ = std::unique_lock(engine_.mutex_);
+  --engine_.waiting_callers_;
+}
+
+AsyncEngine::CallerLock::~CallerLock() {
+  lock_.unlock();
+  engine_.callers_done_.notify_all();
+}
+
 AsyncEngine::AsyncEngine(Engine& engine) : engine_(engine), thread_([this] { loop(); }) {}
 
 AsyncEngine::~AsyncEngine() {
   {
-    std::lock_guard lock(mutex_);
+    CallerLock lock(*this);
     stopping_ = true;
   }
   work_.notify_all();
@@ -21,7 +32,7 @@ RequestId AsyncEngine::submit(const std::vector<int64_t>& prompt, const RequestO
                               std::vector<std::string>* warnings) {
   RequestId id;
   {
-    std::lock_guard lock(mutex_);
+    CallerLock lock(*this);
     id = engine_.add_request(prompt, options, warnings);
     callbacks_.emplace(id, std::move(on_output));
   }
@@ -30,17 +41,17 @@ RequestId AsyncEngine::submit(const std::vector<int64_t>& prompt, const RequestO
 }
 
 void AsyncEngine::cancel(RequestId id) {
-  std::lock_guard lock(mutex_);
+  CallerLock lock(*this);
   if (callbacks_.erase(id)) engine_.cancel(id);
 }
 
 size_t AsyncEngine::num_unfinished() const {
-  std::lock_guard lock(mutex_);
+  CallerLock lock(*this);
   return callbacks_.size();
 }
 
 EngineStats AsyncEngine::stats() const {
-  std::lock_guard lock(mutex_);
+  CallerLock lock(*this);
   return engine_.stats();
 }
 
@@ -48,7 +59,9 @@ void AsyncEngine::loop() {
   while (true) {
     std::unique_lock lock(mutex_);
     work_.wait(lock, [&] { return stopping_ || engine_.has_unfinished(); });
+    callers_done_.wait(lock, [&] { return waiting_callers_ == 0; });
     if (stopping_) return;
+    if (!engine_.has_unfinished()) continue;  // a caller cancelled the last request
     std::vector<std::pair<OnOutput, RequestOutput>> deliveries;
     try {
       for (RequestOutput& out : engine_.step()) {
