@@ -8,6 +8,7 @@ namespace tfm::cli {
 extern const Command kDevicesCommand;
 extern const Command kKernelsCommand;
 extern const Command kBenchThroughputCommand;
+extern const Command kBenchServeCommand;
 extern const Command kForwardCommand;
 extern const Command kGenerateCommand;
 extern const Command kChatCommand;

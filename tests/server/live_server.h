@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "tfm/io/json.h"
+#include "tfm/server/event_stream_reader.h"
 #include "tfm/server/http_server.h"
 #include "tfm/server/served_model.h"
 
@@ -86,7 +87,7 @@ template <typename KeepReading>
 Stream post_stream(httplib::Client& c, const std::string& path, const json::Value& body, KeepReading keep_reading,
                    const httplib::Headers& headers = {}) {
   Stream s;
-  size_t parsed = 0;
+  EventStreamReader reader;
   httplib::Request req;
   req.method = "POST";
   req.path = path;
@@ -99,12 +100,11 @@ Stream post_stream(httplib::Client& c, const std::string& path, const json::Valu
   };
   req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
     s.raw.append(data, n);
-    for (size_t end; (end = s.raw.find("\n\n", parsed)) != std::string::npos; parsed = end + 2) {
-      const std::string event = s.raw.substr(parsed, end - parsed);
-      if (event == "data: [DONE]") {
+    for (const std::string& event : reader.add({data, n})) {
+      if (event == "[DONE]") {
         s.done = true;
-      } else if (event.starts_with("data: ")) {
-        s.events.push_back(json::parse(event.substr(6)));
+      } else {
+        s.events.push_back(json::parse(event));
       }
     }
     return keep_reading(s.events);

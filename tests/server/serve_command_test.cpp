@@ -1,5 +1,6 @@
-// `tfm serve` as a process: it prints its address, serves, and on SIGTERM stops accepting, lets the request in
-// flight finish, and exits with status 0.
+// The `tfm` program's server commands as processes: `tfm serve` prints its address, serves, and on SIGTERM
+// stops accepting, lets the request in flight finish, and exits with status 0; `tfm bench serve` measures a
+// server.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -93,6 +94,32 @@ TEST(ServeCommand, SigtermLetsTheRequestInFlightFinishThenExitsZero) {
   EXPECT_FALSE(s.events.back().at("choices")[0].at("finish_reason").is_null()) << s.raw;
   httplib::Client after("127.0.0.1", serve.port());
   EXPECT_EQ(to_reply(after.Get("/health")).status, 0) << "still accepting connections after exit";
+}
+
+TEST(BenchServeCommand, MeasuresEveryRequestOfTheWorkload) {
+  LiveServer server;
+  for (const char* prompt : {"ids", "text"}) {
+    FILE* pipe = popen((std::string(TFM_BINARY) + " bench serve --url http://127.0.0.1:" +
+                        std::to_string(server.port()) + " --num-prompts 8 --request-rate 40 --input-len 12" +
+                        " --output-len 5 --json --prompt " + prompt)
+                           .c_str(),
+                       "r");
+    ASSERT_NE(pipe, nullptr);
+    std::string out;
+    char buffer[4096];
+    for (size_t n; (n = fread(buffer, 1, sizeof buffer, pipe)) > 0;) out.append(buffer, n);
+    ASSERT_EQ(pclose(pipe), 0) << out;
+    const json::Value r = json::parse(out);
+    EXPECT_EQ(r.at("model").as_string(), kModelName);
+    EXPECT_EQ(r.at("completed").as_int(), 8);
+    EXPECT_EQ(r.at("output_tokens").as_int(), 8 * 5) << "every request generates exactly --output-len tokens";
+    if (std::string(prompt) == "ids") {
+      EXPECT_EQ(r.at("input_tokens").as_int(), 8 * 12);
+    }
+    EXPECT_GT(r.at("output_tokens_per_s").as_double(), 0);
+    EXPECT_GT(r.at("ttft_ms").at("median").as_double(), 0);
+    EXPECT_GT(r.at("itl_ms").at("median").as_double(), 0);
+  }
 }
 
 }  // namespace

@@ -244,6 +244,7 @@ RequestOptions CompletionService::request_options(const CompletionRequest& reque
 
   RequestOptions options;
   json::Value generation = json::Object{{"max_new_tokens", max_new_tokens}};
+  if (request.ignore_eos) generation.set("min_new_tokens", max_new_tokens);
   // Unset sampling fields fall back to the model's generation_config.json, then to OpenAI's defaults
   // (temperature 1, no top-k): a request samples unless its temperature is 0.
   const double temperature = request.temperature.value_or(generation_config_.temperature.value_or(1.0));

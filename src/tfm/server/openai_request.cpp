@@ -264,6 +264,7 @@ CompletionRequest parse_completion_request(Endpoint endpoint, std::string_view b
   } else {
     r.top_logprobs = fields.integer("logprobs", 0, 20);
   }
+  r.ignore_eos = fields.boolean("ignore_eos").value_or(false);
   fields.string("user");  // an end-user id for abuse monitoring: accepted, not used
   fields.reject_unknown();
   return r;

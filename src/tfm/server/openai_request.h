@@ -49,6 +49,7 @@ struct CompletionRequest {
   double presence_penalty = 0;
   double frequency_penalty = 0;
   std::optional<int64_t> top_logprobs;  // set: log probabilities of the chosen and this many most likely tokens
+  bool ignore_eos = false;  // vLLM's extension: generate max_tokens whatever the model says (benchmarks use it)
 };
 
 // Parses and checks a request body (JSON text) for the endpoint; throws ApiError.
