@@ -7,6 +7,8 @@ namespace tfm::cli {
 
 extern const Command kDevicesCommand;
 extern const Command kKernelsCommand;
+extern const Command kBenchThroughputCommand;
+extern const Command kBenchServeCommand;
 extern const Command kForwardCommand;
 extern const Command kGenerateCommand;
 extern const Command kChatCommand;
@@ -14,5 +16,6 @@ extern const Command kTokenizeCommand;
 extern const Command kDetokenizeCommand;
 extern const Command kChatTemplateCommand;
 extern const Command kBenchLatencyCommand;
+extern const Command kServeCommand;
 
 }  // namespace tfm::cli

@@ -14,7 +14,8 @@ namespace {
 const tfm::cli::Command* const kCommands[] = {
     &tfm::cli::kGenerateCommand,     &tfm::cli::kChatCommand,     &tfm::cli::kForwardCommand,
     &tfm::cli::kDevicesCommand,      &tfm::cli::kKernelsCommand,  &tfm::cli::kTokenizeCommand,
-    &tfm::cli::kDetokenizeCommand,   &tfm::cli::kChatTemplateCommand, &tfm::cli::kBenchLatencyCommand,
+    &tfm::cli::kDetokenizeCommand,   &tfm::cli::kChatTemplateCommand, &tfm::cli::kServeCommand,
+    &tfm::cli::kBenchThroughputCommand, &tfm::cli::kBenchServeCommand, &tfm::cli::kBenchLatencyCommand,
 };
 
 void print_usage(std::ostream& out) {

@@ -1,5 +1,6 @@
 #include "tfm/model/kv_cache.h"
 
+#include <algorithm>
 #include <iomanip>
 #include <limits>
 #include <sstream>
@@ -9,27 +10,65 @@
 
 namespace tfm {
 
-BlockPool::BlockPool(int32_t num_blocks) : num_blocks_(0) {
-  grow(num_blocks);
+size_t BlockKeyHash::operator()(const BlockKey& key) const {
+  // FNV-1a over the parent and the tokens; equality, not the hash, decides a match.
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&](uint64_t v) {
+    for (int i = 0; i < 8; ++i, v >>= 8) h = (h ^ (v & 0xff)) * 1099511628211ull;
+  };
+  mix(static_cast<uint64_t>(static_cast<int64_t>(key.parent)));
+  mix(key.parent_generation);
+  for (int32_t t : key.tokens) mix(static_cast<uint32_t>(t));
+  return static_cast<size_t>(h);
+}
+
+BlockPool::BlockPool(int32_t num_blocks) : blocks_(static_cast<size_t>(std::max(num_blocks, 0))) {
+  for (int32_t b = 0; b < num_blocks; ++b) blocks_[static_cast<size_t>(b)].in_free = free_.insert(free_.end(), b);
 }
 
 std::optional<int32_t> BlockPool::allocate() {
   if (free_.empty()) return std::nullopt;
-  const int32_t b = free_.back();
-  free_.pop_back();
+  const int32_t b = free_.front();
+  free_.pop_front();
+  Block& block = blocks_[static_cast<size_t>(b)];
+  if (block.key) {  // its old content is about to be overwritten
+    cached_.erase(*block.key);
+    block.key.reset();
+  }
+  ++block.generation;
+  block.refs = 1;
   return b;
 }
 
-void BlockPool::release(int32_t block) {
-  check(block >= 0 && block < num_blocks_, "release of block ", block, " outside the pool");
-  free_.push_back(block);
+void BlockPool::release(int32_t b) {
+  check(b >= 0 && b < num_blocks() && blocks_[static_cast<size_t>(b)].refs > 0, "release of block ", b,
+        ", which is not in use");
+  Block& block = blocks_[static_cast<size_t>(b)];
+  if (--block.refs == 0) block.in_free = free_.insert(free_.end(), b);
+}
+
+void BlockPool::set_key(int32_t b, BlockKey key) {
+  check(b >= 0 && b < num_blocks() && blocks_[static_cast<size_t>(b)].refs > 0, "set_key of block ", b,
+        ", which is not in use");
+  Block& block = blocks_[static_cast<size_t>(b)];
+  if (block.key || cached_.count(key)) return;  // keyed already, or another block holds the same content
+  block.key = key;
+  cached_.emplace(std::move(key), b);
+}
+
+std::optional<int32_t> BlockPool::acquire_cached(const BlockKey& key) {
+  const auto it = cached_.find(key);
+  if (it == cached_.end()) return std::nullopt;
+  Block& block = blocks_[static_cast<size_t>(it->second)];
+  if (block.refs++ == 0) free_.erase(block.in_free);
+  return it->second;
 }
 
 void BlockPool::grow(int32_t num_blocks) {
-  if (num_blocks <= num_blocks_) return;
-  free_.reserve(free_.size() + static_cast<size_t>(num_blocks - num_blocks_));
-  for (int32_t b = num_blocks - 1; b >= num_blocks_; --b) free_.push_back(b);
-  num_blocks_ = num_blocks;
+  for (int32_t b = this->num_blocks(); b < num_blocks; ++b) {
+    blocks_.emplace_back();
+    blocks_.back().in_free = free_.insert(free_.end(), b);
+  }
 }
 
 namespace {

@@ -4,7 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <list>
 #include <optional>
+#include <unordered_map>
 #include <vector>
 
 #include "tfm/core/device.h"
@@ -13,19 +15,55 @@
 
 namespace tfm {
 
+// What a full block holds, for prefix caching: the block before it in its sequence (its id and that block's
+// generation, so that a parent handed out again for other tokens no longer matches) and its tokens. Equal keys
+// mean equal keys and values in every layer, since a block's keys and values depend only on the tokens up to
+// and including it.
+struct BlockKey {
+  int32_t parent = -1;  // -1 for a sequence's first block
+  uint64_t parent_generation = 0;
+  std::vector<int32_t> tokens;
+  bool operator==(const BlockKey&) const = default;
+};
+
+struct BlockKeyHash {
+  size_t operator()(const BlockKey& key) const;
+};
+
+// Fixed-size KV blocks handed out and taken back with reference counts, so that sequences can share the blocks
+// of a common prefix. A block whose count drops to zero joins the free queue but keeps its key, if it has one,
+// until it is handed out again, least recently freed first: meanwhile acquire_cached can take it back.
 class BlockPool {
  public:
   explicit BlockPool(int32_t num_blocks);
-  std::optional<int32_t> allocate();  // nullopt when every block is taken
+  // A free block with a count of one (the least recently freed, its key forgotten); nullopt when none is free.
+  std::optional<int32_t> allocate();
+  // One reference fewer; at zero the block joins the free queue.
   void release(int32_t block);
-  // Adds the blocks from num_blocks() up to `num_blocks`, free.
+  // Records a full block's content so that later sequences with the same prefix find it.
+  void set_key(int32_t block, BlockKey key);
+  // The block holding `key` with one reference more (off the free queue if it was free), or nullopt.
+  std::optional<int32_t> acquire_cached(const BlockKey& key);
+  // Increments each time the block is handed out for new content.
+  uint64_t generation(int32_t block) const { return blocks_.at(static_cast<size_t>(block)).generation; }
+  int32_t ref_count(int32_t block) const { return blocks_.at(static_cast<size_t>(block)).refs; }
+
+  // Adds blocks, free, from num_blocks() up to `num_blocks`.
   void grow(int32_t num_blocks);
   int32_t num_free() const { return static_cast<int32_t>(free_.size()); }
-  int32_t num_blocks() const { return num_blocks_; }
+  int32_t num_blocks() const { return static_cast<int32_t>(blocks_.size()); }
+  int32_t num_cached() const { return static_cast<int32_t>(cached_.size()); }
 
  private:
-  int32_t num_blocks_;
-  std::vector<int32_t> free_;  // a stack: the block released last is reused first, while it is warm in cache
+  struct Block {
+    int32_t refs = 0;
+    uint64_t generation = 0;
+    std::optional<BlockKey> key;
+    std::list<int32_t>::iterator in_free;  // valid while refs == 0
+  };
+  std::vector<Block> blocks_;
+  std::list<int32_t> free_;  // least recently freed first
+  std::unordered_map<BlockKey, int32_t, BlockKeyHash> cached_;
 };
 
 // Blocks of `block_size` that hold `tokens` tokens of one sequence.

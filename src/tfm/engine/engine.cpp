@@ -1,0 +1,130 @@
+#include "tfm/engine/engine.h"
+
+#include <algorithm>
+#include <random>
+
+#include "tfm/backend/backend.h"
+#include "tfm/core/error.h"
+
+namespace tfm {
+
+int64_t kv_cache_blocks(const CausalLM& model, const EngineConfig& config) {
+  const ModelConfig& c = model.config();
+  check(config.block_size > 0, "engine: block_size must be positive, got ", config.block_size);
+  const int64_t context_blocks = blocks_for(std::max<int64_t>(c.max_position_embeddings, 1), config.block_size);
+  const int64_t most_useful = config.scheduler.max_num_seqs * context_blocks;
+  if (config.num_blocks) {
+    check(*config.num_blocks > 0, "engine: num_blocks must be positive, got ", *config.num_blocks);
+    return *config.num_blocks;
+  }
+  check(config.max_memory_percent > 0 && config.max_memory_percent <= 1,
+        "engine: max_memory_percent must be in (0, 1], got ", config.max_memory_percent);
+  const int64_t block_bytes = 2 * c.num_hidden_layers * config.block_size * c.num_key_value_heads * c.head_dim *
+                              static_cast<int64_t>(dtype_size(model.dtype()));
+  const Device d = model.device();
+  const double free = static_cast<double>(find_backend(d.type)->info(d.index_or_zero()).free_memory);
+  const auto fit = static_cast<int64_t>(free * config.max_memory_percent / static_cast<double>(block_bytes));
+  check(fit > 0, "engine: ", d.str(), " has no memory left for a KV cache block of ", block_bytes, " bytes");
+  return std::min(fit, most_useful);
+}
+
+namespace {
+
+SchedulerConfig scheduler_config(const CausalLM& model, SchedulerConfig config) {
+  // Dynamic RoPE recomputes its frequencies from the longest sequence of a step, so the keys of a block depend
+  // on what else ran with it: no block can serve another request.
+  if (model.config().rope.rope_type == "dynamic") config.prefix_caching = false;
+  return config;
+}
+
+}  // namespace
+
+Engine::Engine(CausalLM& model, GenerationConfig model_generation_config, EngineConfig config, DecodeFn decode)
+    : model_(model),
+      generation_config_(std::move(model_generation_config)),
+      config_(config),
+      decode_(std::move(decode)),
+      cache_(model.make_cache(kv_cache_blocks(model, config), config.block_size)),
+      scheduler_(scheduler_config(model, config.scheduler), cache_.pool, config.block_size),
+      runner_(model, cache_) {}
+
+Engine::~Engine() = default;
+
+RequestId Engine::add_request(const std::vector<int64_t>& prompt, const RequestOptions& options,
+                              std::vector<std::string>* warnings) {
+  const ModelConfig& c = model_.config();
+  check(!prompt.empty(), "the prompt is empty");
+  for (int64_t id : prompt) {
+    check(id >= 0 && id < c.vocab_size, "token id ", id, " is outside the vocabulary (size ", c.vocab_size, ")");
+  }
+  const PreparedGenerationConfig prepared = prepare_generation_config(generation_config_, options.generation);
+  const GenerationConfig& g = prepared.config;
+  check(g.num_beams.value_or(1) == 1, "beam search (num_beams > 1) is not supported");
+  const int64_t prompt_length = static_cast<int64_t>(prompt.size());
+  const LengthLimits limits = resolve_length_limits(prepared, prompt_length, c.max_position_embeddings);
+  const int64_t needed = blocks_for(std::max(limits.max_length, prompt_length + 1), config_.block_size);
+  check(needed <= cache_.pool.num_blocks(), "the request needs up to ", limits.max_length,
+        " tokens of KV cache (", needed, " blocks of ", config_.block_size, "), but the cache holds ",
+        cache_.pool.num_blocks(), " blocks");
+  if (warnings) {
+    warnings->insert(warnings->end(), prepared.warnings.begin(), prepared.warnings.end());
+    warnings->insert(warnings->end(), limits.warnings.begin(), limits.warnings.end());
+  }
+  const RequestId id = next_id_++;
+  const uint64_t seed = g.seed ? *g.seed : std::random_device{}();
+  runner_.add_request(id, prompt, g, limits, options.sampling, seed, options.stream);
+  Limits l;
+  l.stopping = std::make_unique<StoppingCriteria>(g, limits.max_length, decode_);
+  l.max_length = limits.max_length;
+  limits_.emplace(id, std::move(l));
+  Request r;
+  r.id = id;
+  r.tokens = prompt;
+  r.prompt_length = prompt_length;
+  r.priority = options.priority;
+  scheduler_.add(std::move(r));
+  return id;
+}
+
+void Engine::cancel(RequestId id) {
+  scheduler_.finish(id);
+  runner_.remove_request(id);
+  limits_.erase(id);
+}
+
+std::vector<RequestOutput> Engine::step() {
+  const SchedulerOutput plan = scheduler_.schedule();
+  if (plan.chunks.empty()) return {};
+  const std::vector<SampledToken> sampled = runner_.run(plan);
+  std::map<RequestId, int64_t> tokens;
+  for (const SampledToken& s : sampled) tokens[s.id] = s.token;
+  scheduler_.update(plan, tokens);
+  ++steps_;
+  std::vector<RequestOutput> out;
+  for (const SampledToken& s : sampled) {
+    RequestOutput o;
+    o.id = s.id;
+    o.new_tokens = {s.token};
+    if (s.logprobs) o.logprobs = {*s.logprobs};
+    ++generated_tokens_;
+    o.stop = limits_.at(s.id).stopping->check(scheduler_.find(s.id)->tokens);
+    if (o.stop != StopReason::none) {
+      o.finished = true;
+      cancel(s.id);
+    }
+    out.push_back(std::move(o));
+  }
+  return out;
+}
+
+EngineStats Engine::stats() const {
+  EngineStats s;
+  static_cast<SchedulerStats&>(s) = scheduler_.stats();
+  s.num_blocks = cache_.pool.num_blocks();
+  s.block_size = config_.block_size;
+  s.generated_tokens = generated_tokens_;
+  s.steps = steps_;
+  return s;
+}
+
+}  // namespace tfm

@@ -1,0 +1,98 @@
+// Continuous batching over one model: requests come and go at any step. Each step the scheduler plans which
+// tokens to compute (plain data), the model runner computes them in one ragged batch and chooses the next
+// tokens, and the engine applies each request's stopping criteria and hands out what was generated. The KV
+// cache is one block pool on the model's device, sized from its free memory.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tfm/engine/model_runner.h"
+#include "tfm/engine/scheduler.h"
+#include "tfm/generate/decode_fn.h"
+#include "tfm/generate/generation_config.h"
+#include "tfm/generate/stopping.h"
+#include "tfm/io/json.h"
+#include "tfm/model/causal_lm.h"
+
+namespace tfm {
+
+struct EngineConfig {
+  SchedulerConfig scheduler{};
+  int64_t block_size = 16;
+  std::optional<int64_t> num_blocks{};  // unset: as many as max_memory_percent of the free memory holds
+  double max_memory_percent = 0.9;    // of the device's free memory, for the KV cache (Transformers' name)
+};
+
+struct RequestOptions {
+  // Overrides of the model's generation config, as generate(**kwargs): max_new_tokens, do_sample, temperature,
+  // top_p, stop_strings, eos_token_id, seed, ...
+  json::Object generation;
+  SamplingOptions sampling;
+  int priority = 0;     // under the priority policy, lower runs first
+  uint64_t stream = 0;  // separates the draws of requests that share a seed (generate() gives each prompt's index)
+};
+
+struct RequestOutput {
+  RequestId id = 0;
+  std::vector<int64_t> new_tokens;      // chosen in this step
+  std::vector<TokenLogprobs> logprobs;  // one per new token, when the request asked for them
+  bool finished = false;
+  StopReason stop = StopReason::none;  // why it finished
+  std::string error;                   // set when it finished because a step failed
+};
+
+struct EngineStats : SchedulerStats {
+  int64_t num_blocks = 0;
+  int64_t block_size = 0;
+  int64_t generated_tokens = 0;
+  int64_t steps = 0;
+};
+
+class Engine {
+ public:
+  // `decode` turns ids into text for stop strings (needed only by requests that have them).
+  Engine(CausalLM& model, GenerationConfig model_generation_config, EngineConfig config = {}, DecodeFn decode = {});
+  ~Engine();
+
+  // Checks the request (ids in the vocabulary, its options as generate() checks them, room for it in the cache)
+  // and queues it; returns its id. Warnings Transformers would give for its options go to `warnings`.
+  RequestId add_request(const std::vector<int64_t>& prompt, const RequestOptions& options = {},
+                        std::vector<std::string>* warnings = nullptr);
+  // Forgets a request at once: its blocks return to the pool, no output follows.
+  void cancel(RequestId id);
+  bool has_unfinished() const { return scheduler_.has_unfinished(); }
+  // One step: the tokens each running request generated, and which finished.
+  std::vector<RequestOutput> step();
+  EngineStats stats() const;
+  const KVCache& cache() const { return cache_; }
+
+ private:
+  struct Limits {
+    std::unique_ptr<StoppingCriteria> stopping;
+    int64_t max_length = 0;
+  };
+
+  CausalLM& model_;
+  GenerationConfig generation_config_;
+  EngineConfig config_;
+  DecodeFn decode_;
+  KVCache cache_;
+  Scheduler scheduler_;
+  ModelRunner runner_;
+  std::map<RequestId, Limits> limits_;
+  RequestId next_id_ = 1;
+  int64_t generated_tokens_ = 0;
+  int64_t steps_ = 0;
+};
+
+// Blocks of `block_size` tokens the KV cache of `model` gets under `config`: config.num_blocks, or what
+// max_memory_percent of the device's free memory holds, never more than max_num_seqs sequences of the
+// model's whole context need.
+int64_t kv_cache_blocks(const CausalLM& model, const EngineConfig& config);
+
+}  // namespace tfm

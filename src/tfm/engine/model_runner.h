@@ -1,0 +1,75 @@
+// The model runner: turns a step's plan (SchedulerOutput) into one ragged batch, runs the model over it, and
+// chooses the next token of every request whose chunk samples, with that request's own logits processors and
+// random generator. It keeps per request what choosing needs: the request's tokens (penalties look at them),
+// its processors and its sampler.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "tfm/engine/scheduler.h"
+#include "tfm/generate/generation_config.h"
+#include "tfm/generate/logits_process.h"
+#include "tfm/generate/sampling.h"
+#include "tfm/model/causal_lm.h"
+
+namespace tfm {
+
+// What a request asks of token choice beyond its GenerationConfig: OpenAI's penalties and log probabilities.
+struct SamplingOptions {
+  double presence_penalty = 0;   // subtracted once from the logit of every token generated so far
+  double frequency_penalty = 0;  // subtracted per occurrence among the generated tokens
+  int64_t top_logprobs = -1;     // -1: no log probabilities; else the chosen token's and the n most likely
+};
+
+struct TokenLogprobs {
+  double logprob = 0;                              // of the chosen token
+  std::vector<std::pair<int64_t, double>> top;  // the most likely tokens, most likely first
+};
+
+struct SampledToken {
+  RequestId id = 0;
+  int64_t token = 0;
+  std::optional<TokenLogprobs> logprobs;
+};
+
+class ModelRunner {
+ public:
+  // `cache` is the model's KV cache, whose blocks the scheduler hands out.
+  ModelRunner(CausalLM& model, KVCache& cache);
+
+  // Registers a request before its first step: the processors come from `config` (prepared) and `limits`, the
+  // sampler (when config samples) from `seed` and `stream` (Sampler's).
+  void add_request(RequestId id, const std::vector<int64_t>& prompt, const GenerationConfig& config,
+                   const LengthLimits& limits, const SamplingOptions& options, uint64_t seed, uint64_t stream);
+  void remove_request(RequestId id);
+
+  // Runs the plan's chunks as one batch; returns the token chosen for each sampling chunk, in plan order, and
+  // appends it to that request's tokens.
+  std::vector<SampledToken> run(const SchedulerOutput& plan);
+
+ private:
+  struct State {
+    std::vector<int64_t> tokens;  // prompt and generated, as generate()'s input_ids
+    int64_t prompt_length = 0;
+    LogitsProcessorList processors;
+    std::unique_ptr<Sampler> sampler;  // null: greedy
+    SamplingOptions options;
+    // Greedy with nothing that reads or changes the logits first: the argmax is all it needs.
+    bool plain_greedy() const {
+      return !sampler && processors.empty() && options.presence_penalty == 0 && options.frequency_penalty == 0 &&
+             options.top_logprobs < 0;
+    }
+  };
+  SampledToken choose(RequestId id, State& state, std::span<float> scores);
+
+  CausalLM& model_;
+  KVCache& cache_;
+  std::map<RequestId, State> states_;
+};
+
+}  // namespace tfm

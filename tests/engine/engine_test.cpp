@@ -1,0 +1,224 @@
+// The engine with a real model: what it generates for each request is what that request gives alone (and what
+// Transformers gives), however requests share steps, get chunked, hit the prefix cache or are preempted.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <atomic>
+#include <condition_variable>
+#include <random>
+#include <thread>
+
+#include "../model/parity_fixtures.h"
+#include "tfm/core/error.h"
+#include "tfm/engine/async_engine.h"
+#include "tfm/engine/engine.h"
+#include "tfm/generate/generate.h"
+
+namespace tfm {
+namespace {
+
+using parity::kFixtures;
+
+CausalLM load(const std::string& name, const std::string& dtype = "float32") {
+  return CausalLM::from_pretrained(kFixtures + name, {.dtype = dtype, .progress = false});
+}
+
+GenerationConfig generation_config(const CausalLM& model, const std::string& name) {
+  return load_generation_config(kFixtures + name, model.config());
+}
+
+// Runs every request to the end; returns each one's generated tokens by id.
+std::map<RequestId, std::vector<int64_t>> run(Engine& engine) {
+  std::map<RequestId, std::vector<int64_t>> out;
+  while (engine.has_unfinished()) {
+    for (const RequestOutput& o : engine.step()) {
+      auto& tokens = out[o.id];
+      tokens.insert(tokens.end(), o.new_tokens.begin(), o.new_tokens.end());
+    }
+  }
+  return out;
+}
+
+RequestOptions greedy(int64_t max_new_tokens) {
+  RequestOptions o;
+  o.generation = {{"max_new_tokens", max_new_tokens}, {"do_sample", false}};
+  return o;
+}
+
+TEST(Engine, GeneratesWhatTransformersGenerates) {
+  for (const std::string name : {"llama_gqa", "qwen3_head_dim_sliding", "mistral_sliding"}) {
+    CausalLM model = load(name);
+    Engine engine(model, generation_config(model, name), {.num_blocks = 64});
+    std::vector<RequestId> ids;
+    const auto prompts = parity::reference(name);
+    for (const auto& p : prompts) ids.push_back(engine.add_request(p.ids, greedy(24)));
+    const auto out = run(engine);
+    for (size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(out.at(ids[i]), prompts[i].generated) << name << " " << i;
+    EXPECT_EQ(engine.stats().blocks_used, 0);
+  }
+}
+
+// 24 requests through a small budget and a small cache: prompts are chunked, steps mix prompts with decodes,
+// later requests share a prefix, and the cache runs out so requests are preempted and computed again. Each
+// request's tokens equal the same request run alone.
+TEST(Engine, EveryRequestGetsWhatItGetsAlone) {
+  CausalLM model = load("llama_gqa");
+  const GenerationConfig gc = generation_config(model, "llama_gqa");
+  std::mt19937 rng(5);
+  std::vector<std::vector<int64_t>> prompts;
+  std::vector<int64_t> lengths;
+  const std::vector<int64_t> system = {1, 7, 9, 11, 13, 17, 19, 23, 29, 31, 37};
+  for (int i = 0; i < 24; ++i) {
+    std::vector<int64_t> p = i % 2 ? system : std::vector<int64_t>{1};
+    const int n = 1 + static_cast<int>(rng() % 30);
+    for (int j = 0; j < n; ++j) p.push_back(3 + static_cast<int64_t>(rng() % 300));
+    prompts.push_back(p);
+    lengths.push_back(4 + static_cast<int64_t>(rng() % 20));
+  }
+  std::vector<std::vector<int64_t>> alone;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    Engine single(model, gc, {.num_blocks = 32});
+    const RequestId id = single.add_request(prompts[i], greedy(lengths[i]));
+    alone.push_back(run(single).at(id));
+  }
+  Engine shared(model, gc,
+                {.scheduler = {.max_batch_tokens = 40, .max_num_seqs = 10, .max_prefill_chunk = 16}, .block_size = 4,
+                 .num_blocks = 40});
+  std::vector<RequestId> ids;
+  std::map<RequestId, std::vector<int64_t>> out;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    ids.push_back(shared.add_request(prompts[i], greedy(lengths[i])));
+    if (i % 3 == 2) {  // requests arrive while others run
+      for (const RequestOutput& o : shared.step()) out[o.id].insert(out[o.id].end(), o.new_tokens.begin(), o.new_tokens.end());
+    }
+  }
+  for (const auto& [id, tokens] : run(shared)) out[id].insert(out[id].end(), tokens.begin(), tokens.end());
+  for (size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(out.at(ids[i]), alone[i]) << "request " << i;
+  const EngineStats st = shared.stats();
+  EXPECT_GT(st.prefix_hits, 0);
+  EXPECT_GT(st.preemptions, 0);
+  EXPECT_EQ(st.blocks_used, 0);
+}
+
+TEST(Engine, SeededSamplingDoesNotDependOnTheOtherRequests) {
+  CausalLM model = load("qwen3_head_dim_sliding");
+  const GenerationConfig gc = generation_config(model, "qwen3_head_dim_sliding");
+  RequestOptions sampled;
+  sampled.generation = {{"max_new_tokens", 16}, {"do_sample", true}, {"temperature", 0.9}, {"top_p", 0.9},
+                        {"seed", 1234}};
+  const std::vector<int64_t> prompt = {1, 5, 9, 14};
+  Engine alone(model, gc, {.num_blocks = 32});
+  const RequestId a = alone.add_request(prompt, sampled);
+  const auto want = run(alone).at(a);
+  Engine busy(model, gc, {.num_blocks = 64});
+  busy.add_request({1, 2, 3}, greedy(10));
+  const RequestId b = busy.add_request(prompt, sampled);
+  busy.add_request({7, 8, 9, 10, 11}, sampled);
+  EXPECT_EQ(run(busy).at(b), want);
+}
+
+TEST(Engine, CancellingFreesBlocksAtOnce) {
+  CausalLM model = load("llama_gqa");
+  Engine engine(model, generation_config(model, "llama_gqa"), {.block_size = 4, .num_blocks = 16});
+  const RequestId id = engine.add_request({1, 2, 3, 4, 5, 6, 7, 8, 9}, greedy(40));
+  engine.step();
+  EXPECT_GT(engine.stats().blocks_used, 0);
+  engine.cancel(id);
+  EXPECT_EQ(engine.stats().blocks_used, 0);
+  EXPECT_FALSE(engine.has_unfinished());
+}
+
+TEST(Engine, LogProbabilitiesAreOfTheChosenTokensDistribution) {
+  CausalLM model = load("llama_gqa");
+  Engine engine(model, generation_config(model, "llama_gqa"), {.num_blocks = 16});
+  RequestOptions o = greedy(3);
+  o.sampling.top_logprobs = 4;
+  engine.add_request({1, 17, 42}, o);
+  while (engine.has_unfinished()) {
+    for (const RequestOutput& out : engine.step()) {
+      ASSERT_EQ(out.logprobs.size(), 1u);
+      const TokenLogprobs& lp = out.logprobs[0];
+      ASSERT_EQ(lp.top.size(), 4u);
+      EXPECT_EQ(lp.top[0].first, out.new_tokens[0]);  // greedy: the most likely
+      EXPECT_DOUBLE_EQ(lp.top[0].second, lp.logprob);
+      EXPECT_LE(lp.logprob, 0);
+      for (size_t i = 1; i < lp.top.size(); ++i) EXPECT_LE(lp.top[i].second, lp.top[i - 1].second);
+    }
+  }
+}
+
+TEST(Engine, RefusesWhatCannotRun) {
+  CausalLM model = load("llama_gqa");
+  Engine engine(model, generation_config(model, "llama_gqa"), {.block_size = 4, .num_blocks = 4});
+  EXPECT_THROW(engine.add_request({}), Error);
+  EXPECT_THROW(engine.add_request({1, 320}), Error);  // outside the vocabulary of 320
+  EXPECT_THROW(engine.add_request({1, 2}, greedy(100)), Error);  // more tokens than 4 blocks of 4 hold
+  RequestOptions bad;
+  bad.generation = {{"temperature", -1.0}, {"do_sample", true}};
+  EXPECT_THROW(engine.add_request({1, 2}, bad), Error);
+  EXPECT_FALSE(engine.has_unfinished());
+}
+
+TEST(Engine, SizesItsCacheFromMemoryWithinWhatCanBeUsed) {
+  CausalLM model = load("llama_gqa");
+  const EngineConfig config{.scheduler = {.max_num_seqs = 3}, .block_size = 16};
+  // max_position_embeddings 256: 16 blocks per sequence, 3 sequences.
+  EXPECT_EQ(kv_cache_blocks(model, config), 48);
+  EXPECT_THROW(kv_cache_blocks(model, {.max_memory_percent = 0}), Error);
+}
+
+}  // namespace
+}  // namespace tfm
+
+namespace tfm {
+namespace {
+
+// Requests from several threads at once through the engine's own thread: each gets what it gets alone.
+TEST(AsyncEngine, ServesRequestsFromManyThreads) {
+  CausalLM model = load("llama_gqa");
+  const GenerationConfig gc = generation_config(model, "llama_gqa");
+  Engine engine(model, gc, {.scheduler = {.max_batch_tokens = 64}, .block_size = 4, .num_blocks = 64});
+  AsyncEngine async(engine);
+  const auto prompts = parity::reference("llama_gqa");
+  std::vector<std::thread> clients;
+  std::vector<std::vector<int64_t>> got(12);
+  for (size_t c = 0; c < got.size(); ++c) {
+    clients.emplace_back([&, c] {
+      std::mutex m;
+      std::condition_variable done_cv;
+      bool done = false;
+      async.submit(prompts[c % prompts.size()].ids, greedy(24), [&](const RequestOutput& o) {
+        std::lock_guard lock(m);
+        got[c].insert(got[c].end(), o.new_tokens.begin(), o.new_tokens.end());
+        if (o.finished) {
+          done = true;
+          done_cv.notify_all();
+        }
+      });
+      std::unique_lock lock(m);
+      done_cv.wait(lock, [&] { return done; });
+    });
+  }
+  for (std::thread& t : clients) t.join();
+  for (size_t c = 0; c < got.size(); ++c) EXPECT_EQ(got[c], prompts[c % prompts.size()].generated) << c;
+  EXPECT_EQ(async.num_unfinished(), 0u);
+  EXPECT_EQ(async.stats().blocks_used, 0);
+}
+
+TEST(AsyncEngine, CancelledRequestsGetNoMoreOutputAndFreeTheirBlocks) {
+  CausalLM model = load("llama_gqa");
+  Engine engine(model, generation_config(model, "llama_gqa"), {.block_size = 4, .num_blocks = 64});
+  AsyncEngine async(engine);
+  std::atomic<int> outputs{0};
+  const RequestId id = async.submit({1, 2, 3}, greedy(200), [&](const RequestOutput&) { ++outputs; });
+  while (outputs < 3) std::this_thread::yield();
+  async.cancel(id);
+  const int seen = outputs;
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_LE(outputs.load(), seen + 1);  // at most the step that was running
+  EXPECT_EQ(async.num_unfinished(), 0u);
+  EXPECT_EQ(async.stats().blocks_used, 0);
+}
+
+}  // namespace
+}  // namespace tfm
