@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # A GPU-machine session: the device tests and the benchmarks that need that machine, by section, in one call:
-#   bash bench/gpu_session.sh [tests] [latency] [peers] [dtypes] [load] [tokenizer] [xpu]
+#   bash bench/gpu_session.sh [tests] [latency] [peers] [engine] [dtypes] [load] [tokenizer] [xpu]
 # (no section: all). Expects .carry/bundle.tar.xz (bench/device_bundle.sh); the Qwen3 tokenizer and the Brown
 # corpus come from the repository (tests/assets, models/demo/scripts). cuBLASLt comes from the machine's CUDA
 # Python packages, through LD_LIBRARY_PATH: tfm opens it on the first matmul. Writes $OUT/session.log.
 set -uo pipefail
 log=${OUT:-/tmp}/session.log
 exec > >(tee "$log") 2>&1
-sections=${*:-tests latency peers dtypes load tokenizer xpu}
+sections=${*:-tests latency peers engine dtypes load tokenizer xpu}
 b=/tmp/bundle
 mkdir -p $b && tar xJf .carry/bundle.tar.xz -C $b
 cublas=$(python3 -c "import nvidia.cublas, os; print(os.path.dirname(nvidia.cublas.__file__) + '/lib')" 2>/dev/null)
@@ -64,6 +64,20 @@ if want peers; then
     peer --model /tmp/qwen3-0.6b --prompt-tokens 128 --new-tokens 256 --batch-size $batch --compile --repeat 1
     peer --model /tmp/qwen3-8b --prompt-tokens 128 --new-tokens 128 --batch-size $batch --compile --repeat 1
   done
+fi
+
+if want engine; then
+  gpu_model qwen3-0.6b
+  gpu_model qwen3-8b
+  step "offline throughput through the engine, bf16, against Transformers' generate_batch on the same folders"
+  timeout 200 $b/bin/tfm bench throughput --model /tmp/qwen3-0.6b --device cuda --dtype bfloat16 --use-kernels \
+    --num-prompts 256 --input-len 128 --output-len 256 --json 2>&1 | tail -2
+  timeout 300 $b/bin/tfm bench throughput --model /tmp/qwen3-8b --device cuda --dtype bfloat16 --use-kernels \
+    --num-prompts 1000 --input-len 128 --output-len 128 --json 2>&1 | tail -2
+  timeout 200 python3 bench/generate_batch_peer.py --model /tmp/qwen3-0.6b --num-prompts 256 --input-len 128 \
+    --output-len 256 2>&1 | tail -2
+  timeout 300 python3 bench/generate_batch_peer.py --model /tmp/qwen3-8b --num-prompts 1000 --input-len 128 \
+    --output-len 128 2>&1 | tail -2
 fi
 
 if want dtypes; then

@@ -32,11 +32,12 @@ int run(Args& args) {
   Engine engine(model.model(), model.generation_config(), config);
 
   // Random prompts (a fixed seed: the same workload every run), every request generating exactly output_len
-  // tokens (EOS does not stop it), greedy.
+  // tokens, greedy. No EOS at all (eos_token_id None, as generate(eos_token_id=None)) rather than
+  // min_new_tokens, whose processor would send every step's logits to the host.
   std::mt19937_64 rng(0);
   const int64_t vocab = model.model().config().vocab_size;
   RequestOptions options;
-  options.generation = {{"max_new_tokens", output_len}, {"min_new_tokens", output_len}, {"do_sample", false}};
+  options.generation = {{"max_new_tokens", output_len}, {"eos_token_id", nullptr}, {"do_sample", false}};
   const auto start = std::chrono::steady_clock::now();
   for (int64_t i = 0; i < num_prompts; ++i) {
     std::vector<int64_t> prompt(static_cast<size_t>(input_len));
