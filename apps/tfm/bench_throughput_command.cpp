@@ -82,7 +82,7 @@ const Command kBenchThroughputCommand{
     "Submits --num-prompts requests of --input-len random tokens at once, each generating exactly --output-len\n"
     "tokens greedily, runs the engine until all finish, and prints output tokens/s, total tokens/s and\n"
     "requests/s (--json: one object).\n\n" +
-        std::string(kModelOptionsHelp),
+        std::string(kModelHelp) + kRunHelp,
     run};
 
 }  // namespace tfm::cli

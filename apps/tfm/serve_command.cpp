@@ -94,7 +94,7 @@ const Command kServeCommand{
     "                              memory holds, at most enough for max-num-seqs full contexts)\n"
     "  --max-connections N         connections served at once, one thread each (default: 512)\n"
     "  --shutdown-grace S          seconds requests in flight may run after SIGTERM (default: 30)\n" +
-        std::string(kModelOptionsHelp),
+        std::string(kModelHelp) + kRunHelp,
     run};
 
 }  // namespace tfm::cli

@@ -28,12 +28,11 @@ AsyncEngine::~AsyncEngine() {
   for (const auto& [id, callback] : callbacks_) engine_.cancel(id);
 }
 
-RequestId AsyncEngine::submit(const std::vector<int64_t>& prompt, const RequestOptions& options, OnOutput on_output,
-                              std::vector<std::string>* warnings) {
+RequestId AsyncEngine::submit(const std::vector<int64_t>& prompt, const RequestOptions& options, OnOutput on_output) {
   RequestId id;
   {
     CallerLock lock(*this);
-    id = engine_.add_request(prompt, options, warnings);
+    id = engine_.add_request(prompt, options);
     callbacks_.emplace(id, std::move(on_output));
   }
   work_.notify_all();

@@ -27,8 +27,7 @@ class AsyncEngine {
 
   // Checks and queues a request (Engine::add_request's errors are thrown here, on the caller's thread);
   // `on_output` receives each step's output for it, the last one with finished set.
-  RequestId submit(const std::vector<int64_t>& prompt, const RequestOptions& options, OnOutput on_output,
-                   std::vector<std::string>* warnings = nullptr);
+  RequestId submit(const std::vector<int64_t>& prompt, const RequestOptions& options, OnOutput on_output);
   // Cancels a request; its callback is not called again (unless it is running right now, for that step).
   void cancel(RequestId id);
   // Requests queued or running.

@@ -50,8 +50,7 @@ Engine::Engine(CausalLM& model, GenerationConfig model_generation_config, Engine
 
 Engine::~Engine() = default;
 
-RequestId Engine::add_request(const std::vector<int64_t>& prompt, const RequestOptions& options,
-                              std::vector<std::string>* warnings) {
+RequestId Engine::add_request(const std::vector<int64_t>& prompt, const RequestOptions& options) {
   const ModelConfig& c = model_.config();
   check(!prompt.empty(), "the prompt is empty");
   for (int64_t id : prompt) {
@@ -66,10 +65,6 @@ RequestId Engine::add_request(const std::vector<int64_t>& prompt, const RequestO
   check(needed <= cache_.pool.num_blocks(), "the request needs up to ", limits.max_length,
         " tokens of KV cache (", needed, " blocks of ", config_.block_size, "), but the cache holds ",
         cache_.pool.num_blocks(), " blocks");
-  if (warnings) {
-    warnings->insert(warnings->end(), prepared.warnings.begin(), prepared.warnings.end());
-    warnings->insert(warnings->end(), limits.warnings.begin(), limits.warnings.end());
-  }
   const RequestId id = next_id_++;
   const uint64_t seed = g.seed ? *g.seed : std::random_device{}();
   runner_.add_request(id, prompt, g, limits, options.sampling, seed, options.stream);

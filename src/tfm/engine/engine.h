@@ -60,9 +60,8 @@ class Engine {
   ~Engine();
 
   // Checks the request (ids in the vocabulary, its options as generate() checks them, room for it in the cache)
-  // and queues it; returns its id. Warnings Transformers would give for its options go to `warnings`.
-  RequestId add_request(const std::vector<int64_t>& prompt, const RequestOptions& options = {},
-                        std::vector<std::string>* warnings = nullptr);
+  // and queues it; returns its id. Warnings Transformers would give for its options are logged (core/logging).
+  RequestId add_request(const std::vector<int64_t>& prompt, const RequestOptions& options = {});
   // Forgets a request at once: its blocks return to the pool, no output follows.
   void cancel(RequestId id);
   bool has_unfinished() const { return scheduler_.has_unfinished(); }
