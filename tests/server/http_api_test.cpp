@@ -3,7 +3,6 @@
 // shape with its status.
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <memory>
 #include <set>
 
@@ -382,20 +381,10 @@ TEST(ServerAuth, ApiKeyGuardsTheApiButNotHealthOrMetrics) {
 TEST(ServerShutdown, RequestsInFlightFinishAndNewOnesAreRefused) {
   LiveServer server;
   auto c = server.client();
-  std::atomic<bool> started = false;
-  Stream s;
-  std::thread reader([&] {
-    auto streaming = server.client();
-    s = post_stream(streaming, "/v1/completions",
-                    Object{{"prompt", "The old man said"}, {"max_tokens", 120}, {"temperature", 0}, {"stream", true}},
-                    [&](const std::vector<Value>& events) {
-                      started = !events.empty();
-                      return true;
-                    });
-  });
-  while (!started) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  server.http().shutdown();
-  reader.join();
+  const Stream s = stream_interrupted(
+      server.port(), "/v1/completions",
+      Object{{"prompt", "The old man said"}, {"max_tokens", 120}, {"temperature", 0}, {"stream", true}}, 1,
+      [&] { server.http().shutdown(); });
   ASSERT_TRUE(s.done) << s.raw;
   EXPECT_FALSE(s.events.back().at("choices")[0].at("finish_reason").is_null());
   EXPECT_FALSE(streamed_text(s, "text").empty());
@@ -406,20 +395,10 @@ TEST(ServerShutdown, RequestsPastTheGracePeriodEndWithAnError) {
   ServerConfig config;
   config.shutdown_grace = std::chrono::milliseconds(0);
   LiveServer server(config);
-  std::atomic<bool> started = false;
-  Stream s;
-  std::thread reader([&] {
-    auto streaming = server.client();
-    s = post_stream(streaming, "/v1/completions",
-                    Object{{"prompt", "The old man said"}, {"max_tokens", 480}, {"temperature", 0}, {"stream", true}},
-                    [&](const std::vector<Value>& events) {
-                      started = !events.empty();
-                      return true;
-                    });
-  });
-  while (!started) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  server.http().shutdown();
-  reader.join();
+  const Stream s = stream_interrupted(
+      server.port(), "/v1/completions",
+      Object{{"prompt", "The old man said"}, {"max_tokens", 480}, {"temperature", 0}, {"stream", true}}, 1,
+      [&] { server.http().shutdown(); });
   ASSERT_TRUE(s.done) << s.raw;
   ASSERT_TRUE(s.events.back().contains("error")) << s.raw;
   EXPECT_EQ(s.events.back().at("error").at("type").as_string(), "server_error");

@@ -4,7 +4,9 @@
 
 #include <httplib.h>
 
+#include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -119,6 +121,25 @@ Stream post_stream(httplib::Client& c, const std::string& path, const json::Valu
 inline Stream post_stream(httplib::Client& c, const std::string& path, const json::Value& body,
                           const httplib::Headers& headers = {}) {
   return post_stream(c, path, body, [](const std::vector<json::Value>&) { return true; }, headers);
+}
+
+// Streams `body` from the server at `port` on a thread of its own; once `events_before` events have arrived,
+// calls `interrupt` (a shutdown, a signal) and reads the stream to its end.
+inline Stream stream_interrupted(int port, const std::string& path, const json::Value& body, size_t events_before,
+                                 const std::function<void()>& interrupt) {
+  std::atomic<bool> started = false;
+  Stream s;
+  std::thread reader([&] {
+    httplib::Client c("127.0.0.1", port);
+    s = post_stream(c, path, body, [&](const std::vector<json::Value>& events) {
+      started = events.size() >= events_before;
+      return true;
+    });
+  });
+  while (!started) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  interrupt();
+  reader.join();
+  return s;
 }
 
 // The value of an unlabelled sample in Prometheus text, or -1 when it is absent.

@@ -6,9 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cstdio>
-#include <thread>
 
 #include "live_server.h"
 
@@ -71,23 +69,13 @@ TEST(ServeCommand, SigtermLetsTheRequestInFlightFinishThenExitsZero) {
   httplib::Client c("127.0.0.1", serve.port());
   ASSERT_EQ(to_reply(c.Get("/health")).status, 200);
 
-  std::atomic<bool> started = false;
-  Stream s;
-  std::thread reader([&] {
-    httplib::Client streaming("127.0.0.1", serve.port());
-    s = post_stream(streaming, "/v1/chat/completions",
-                    json::Object{{"messages", json::Array{json::Object{{"role", "user"}, {"content", "Hello"}}}},
-                                 {"max_tokens", 200},
-                                 {"temperature", 0},
-                                 {"stream", true}},
-                    [&](const std::vector<json::Value>& events) {
-                      started = events.size() > 1;
-                      return true;
-                    });
-  });
-  while (!started) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  serve.signal(SIGTERM);
-  reader.join();
+  const Stream s = stream_interrupted(
+      serve.port(), "/v1/chat/completions",
+      json::Object{{"messages", json::Array{json::Object{{"role", "user"}, {"content", "Hello"}}}},
+                   {"max_tokens", 200},
+                   {"temperature", 0},
+                   {"stream", true}},
+      2, [&] { serve.signal(SIGTERM); });
   EXPECT_EQ(serve.wait(), 0);
   ASSERT_TRUE(s.done) << s.raw;
   EXPECT_FALSE(s.events.back().contains("error")) << s.raw;

@@ -122,6 +122,8 @@ void Completion::finish(Choice& choice, const std::string& reason) {
 }
 
 void Completion::cancel() {
+  // Outputs that already arrived count first: a choice that finished before its client left ended as it ended.
+  next(std::chrono::milliseconds(0));
   for (Choice& c : choices_) {
     if (c.finished) continue;
     service_.engine_.cancel(c.request);
