@@ -35,7 +35,8 @@ class ServeProcess {
     if (stdout_ && fgets(line, sizeof line, stdout_)) {
       const std::string text = line;
       const size_t colon = text.rfind(':');
-      if (text.find("listening on http://127.0.0.1:") != std::string::npos) port_ = std::stoi(text.substr(colon + 1));
+      if (text.find("listening on http://127.0.0.1:") != std::string::npos)
+        port_ = std::stoi(text.substr(colon + 1));
     }
   }
   ~ServeProcess() {
@@ -87,11 +88,11 @@ TEST(ServeCommand, SigtermLetsTheRequestInFlightFinishThenExitsZero) {
 TEST(BenchServeCommand, MeasuresEveryRequestOfTheWorkload) {
   LiveServer server;
   for (const char* prompt : {"ids", "text"}) {
-    FILE* pipe = popen((std::string(TFM_BINARY) + " bench serve --url http://127.0.0.1:" +
-                        std::to_string(server.port()) + " --num-prompts 8 --request-rate 40 --input-len 12" +
-                        " --output-len 5 --json --prompt " + prompt)
-                           .c_str(),
-                       "r");
+    FILE* pipe = popen(
+        (std::string(TFM_BINARY) + " bench serve --url http://127.0.0.1:" + std::to_string(server.port()) +
+         " --num-prompts 8 --request-rate 40 --input-len 12" + " --output-len 5 --json --prompt " + prompt)
+            .c_str(),
+        "r");
     ASSERT_NE(pipe, nullptr);
     std::string out;
     char buffer[4096];
