@@ -40,9 +40,9 @@ struct Settings {
 struct Measured {
   bool ok = false;
   std::string error;
-  double ttft = 0;             // seconds from sending to the first text
-  std::vector<double> itl;     // seconds between later events that carried text
-  double latency = 0;          // seconds from sending to the end of the stream
+  double ttft = 0;          // seconds from sending to the first text
+  std::vector<double> itl;  // seconds between later events that carried text
+  double latency = 0;       // seconds from sending to the end of the stream
   int64_t prompt_tokens = 0;
   int64_t output_tokens = 0;
 };
@@ -63,19 +63,21 @@ httplib::Client client_for(const Settings& s) {
 std::string served_model(const Settings& s) {
   auto c = client_for(s);
   const auto r = c.Get("/v1/models");
-  check(r && r->status == 200, "bench serve: GET ", s.url, "/v1/models failed: ",
-        r ? std::to_string(r->status) + " " + r->body : httplib::to_string(r.error()));
+  check(r && r->status == 200, "bench serve: GET ", s.url,
+        "/v1/models failed: ", r ? std::to_string(r->status) + " " + r->body : httplib::to_string(r.error()));
   return json::parse(r->body).at("data")[0].at("id").as_string();
 }
 
 json::Value prompt(const Settings& s, std::mt19937_64& rng) {
   if (s.text_prompts) {
     std::string text;
-    for (int64_t i = 0; i < s.input_len; ++i) text += std::string(i ? " " : "") + kWords[rng() % std::size(kWords)];
+    for (int64_t i = 0; i < s.input_len; ++i)
+      text += std::string(i ? " " : "") + kWords[rng() % std::size(kWords)];
     return text;
   }
   json::Array ids;
-  for (int64_t i = 0; i < s.input_len; ++i) ids.push_back(static_cast<int64_t>(rng() % static_cast<uint64_t>(s.vocab)));
+  for (int64_t i = 0; i < s.input_len; ++i)
+    ids.push_back(static_cast<int64_t>(rng() % static_cast<uint64_t>(s.vocab)));
   return ids;
 }
 
@@ -154,7 +156,9 @@ Summary summarize(std::vector<double> xs) {
   std::sort(xs.begin(), xs.end());
   for (double x : xs) s.mean += x;
   s.mean /= static_cast<double>(xs.size());
-  const auto at = [&](double q) { return xs[static_cast<size_t>(q * static_cast<double>(xs.size() - 1) + 0.5)]; };
+  const auto at = [&](double q) {
+    return xs[static_cast<size_t>(q * static_cast<double>(xs.size() - 1) + 0.5)];
+  };
   s.median = at(0.5);
   s.p99 = at(0.99);
   return s;
@@ -187,7 +191,8 @@ int run(Args& args) {
   check(s.request_rate > 0, "--request-rate must be positive or inf, got ", rate);
   s.model = model ? *model : served_model(s);
 
-  // The workload is fixed by the seed: the prompts and the gaps between arrivals (a Poisson process at the rate).
+  // The workload is fixed by the seed: the prompts and the gaps between arrivals (a Poisson process at the
+  // rate).
   std::mt19937_64 rng(seed);
   std::exponential_distribution<double> gap(std::isinf(s.request_rate) ? 1.0 : s.request_rate);
   std::vector<json::Value> prompts;
@@ -203,8 +208,8 @@ int run(Args& args) {
   std::vector<std::thread> requests;
   const auto start = Clock::now();
   for (size_t i = 0; i < prompts.size(); ++i) {
-    std::this_thread::sleep_until(start + std::chrono::duration_cast<Clock::duration>(
-                                              std::chrono::duration<double>(send_at[i])));
+    std::this_thread::sleep_until(
+        start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(send_at[i])));
     requests.emplace_back([&, i] { measured[i] = run_request(s, prompts[i]); });
   }
   for (std::thread& r : requests) r.join();
@@ -251,14 +256,14 @@ int run(Args& args) {
     std::cout << json::dump(out) << "\n";
   } else {
     std::cout << std::fixed << std::setprecision(2) << completed << " of " << s.num_prompts << " requests ("
-              << s.input_len << " + " << s.output_len << " tokens) in " << duration << " s: "
-              << out.at("output_tokens_per_s").as_double() << " output tokens/s, "
+              << s.input_len << " + " << s.output_len << " tokens) in " << duration
+              << " s: " << out.at("output_tokens_per_s").as_double() << " output tokens/s, "
               << out.at("total_tokens_per_s").as_double() << " total tokens/s, "
               << out.at("requests_per_s").as_double() << " requests/s\n";
     for (const char* name : {"ttft_ms", "tpot_ms", "itl_ms", "latency_ms"}) {
       const json::Value& v = out.at(name);
-      std::cout << "  " << std::left << std::setw(11) << name << " mean " << v.at("mean").as_double() << "  median "
-                << v.at("median").as_double() << "  p99 " << v.at("p99").as_double() << "\n";
+      std::cout << "  " << std::left << std::setw(11) << name << " mean " << v.at("mean").as_double()
+                << "  median " << v.at("median").as_double() << "  p99 " << v.at("p99").as_double() << "\n";
     }
     if (!first_error.empty()) std::cout << "first error: " << first_error << "\n";
   }
@@ -272,7 +277,8 @@ const Command kBenchServeCommand{
     "usage: tfm bench serve [--url http://127.0.0.1:8000] [--num-prompts 100] [--request-rate inf]\n"
     "                       [--input-len 128] [--output-len 128] [--prompt ids|text] [--json]\n\n"
     "Sends --num-prompts streamed /v1/completions requests, arriving as a Poisson process of --request-rate\n"
-    "requests per second (inf: all at once), each of --input-len random prompt tokens and asking for exactly\n"
+    "requests per second (inf: all at once), each of --input-len random prompt tokens and asking for "
+    "exactly\n"
     "--output-len tokens (greedy, \"ignore_eos\": true, as vLLM's benchmark). Prints throughput (requests,\n"
     "output and total tokens per second over the whole run) and, in milliseconds, the mean, median and 99th\n"
     "percentile of the time to first token (TTFT), time per output token after the first (TPOT), the time\n"

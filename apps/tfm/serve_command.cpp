@@ -15,8 +15,8 @@ namespace tfm::cli {
 namespace {
 
 int run(Args& args) {
-  // SIGTERM and SIGINT are received by sigwait() below. Blocked before any thread starts, they stay blocked in
-  // every thread (threads inherit the mask), so none of them is interrupted.
+  // SIGTERM and SIGINT are received by sigwait() below. Blocked before any thread starts, they stay blocked
+  // in every thread (threads inherit the mask), so none of them is interrupted.
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGTERM);
@@ -67,7 +67,8 @@ const Command kServeCommand{
     "with an error), and it exits with status 0.\n\n"
     "endpoints:\n"
     "  POST /v1/chat/completions   messages (through the model's chat template), stream, stream_options\n"
-    "                              {include_usage}, n, stop, max_completion_tokens / max_tokens, temperature,\n"
+    "                              {include_usage}, n, stop, max_completion_tokens / max_tokens, "
+    "temperature,\n"
     "                              top_p, seed, presence_penalty, frequency_penalty, logprobs, top_logprobs\n"
     "  POST /v1/completions        prompt (a string, a list of strings, a list of token ids or a list of\n"
     "                              lists), and the same fields; logprobs is the number of top log\n"
@@ -75,7 +76,8 @@ const Command kServeCommand{
     "  GET  /v1/models             the model, named by --model (\"tfm-demo\" for the demo model)\n"
     "  GET  /health                200, or 503 once shutting down (needs no API key)\n"
     "  GET  /metrics               Prometheus metrics: queue, KV cache blocks, prefix-cache hits, tokens,\n"
-    "                              time-to-first-token and inter-token-latency histograms (needs no API key)\n\n"
+    "                              time-to-first-token and inter-token-latency histograms (needs no API "
+    "key)\n\n"
     "Requests sample unless their temperature is 0 (greedy); unset temperature and top_p come from the\n"
     "model's generation_config.json, else OpenAI's defaults (1, 1, no top-k). max_tokens defaults to the\n"
     "rest of the context for chat and to 16 for completions. Choices of one request (n) share its seed,\n"

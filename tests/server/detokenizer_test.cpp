@@ -1,5 +1,5 @@
-// Streaming text out of tokens: settled text goes out at once, an incomplete character and a possible start of
-// a stop string wait, and the pieces joined are the text of the whole generation up to its stop string.
+// Streaming text out of tokens: settled text goes out at once, an incomplete character and a possible start
+// of a stop string wait, and the pieces joined are the text of the whole generation up to its stop string.
 #include "tfm/server/detokenizer.h"
 
 #include <gtest/gtest.h>
@@ -12,14 +12,15 @@ namespace {
 // Tokens are byte strings; decoding joins them, shows a trailing incomplete UTF-8 character as U+FFFD (as the
 // tokenizers library does) and, like a SentencePiece decoder, drops the text's leading space.
 const std::map<int64_t, std::string> kVocab = {
-    {1, "Hel"}, {2, "lo"}, {3, " world"}, {4, "\xC3"}, {5, "\xA9"}, {6, "EN"}, {7, "Dxyz"}, {8, "ough"},
-    {9, "xxENDyy"}, {10, "E"}, {11, " Hello"}, {12, "abc"}, {13, ""},
+    {1, "Hel"},  {2, "lo"},      {3, " world"}, {4, "\xC3"},    {5, "\xA9"}, {6, "EN"}, {7, "Dxyz"},
+    {8, "ough"}, {9, "xxENDyy"}, {10, "E"},     {11, " Hello"}, {12, "abc"}, {13, ""},
 };
 
 std::string decode(const std::vector<int64_t>& ids) {
   std::string text;
   for (int64_t id : ids) text += kVocab.at(id);
-  if (!text.empty() && static_cast<unsigned char>(text.back()) >= 0xC0) text.replace(text.size() - 1, 1, "\xEF\xBF\xBD");
+  if (!text.empty() && static_cast<unsigned char>(text.back()) >= 0xC0)
+    text.replace(text.size() - 1, 1, "\xEF\xBF\xBD");
   if (text.starts_with(" ")) text.erase(0, 1);
   return text;
 }

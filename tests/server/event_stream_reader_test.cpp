@@ -14,7 +14,8 @@ TEST(EventStreamReader, SplitsEventsWhereverThePiecesEnd) {
     EventStreamReader reader;
     Events events;
     for (size_t at = 0; at < stream.size(); at += piece) {
-      for (std::string& e : reader.add(std::string_view(stream).substr(at, piece))) events.push_back(std::move(e));
+      for (std::string& e : reader.add(std::string_view(stream).substr(at, piece)))
+        events.push_back(std::move(e));
     }
     EXPECT_EQ(events, (Events{"{\"a\": 1}", "{\"b\": 2}", "[DONE]"})) << "pieces of " << piece;
   }

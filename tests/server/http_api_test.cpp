@@ -1,9 +1,8 @@
 // The OpenAI-compatible API over raw HTTP, against the demo model served from inside the test: answers match
-// what generate() gives for the same prompt, streamed answers the whole ones, and every error comes in OpenAI's
-// shape with its status.
+// what generate() gives for the same prompt, streamed answers the whole ones, and every error comes in
+// OpenAI's shape with its status.
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <memory>
 #include <set>
 
@@ -51,9 +50,10 @@ const tokenizer::Tokenizer& tokenizer() {
 
 // What generate() makes of `ids` greedily, as text.
 std::string greedy_text(const std::vector<int64_t>& ids, int64_t max_new_tokens) {
-  static AutoModelForCausalLM model =
-      AutoModelForCausalLM::from_pretrained(kDemoModel, {.dtype = "float32", .device_map = "cpu", .progress = false});
-  const GenerateOutput out = model.generate({ids}, {{"max_new_tokens", max_new_tokens}, {"do_sample", false}});
+  static AutoModelForCausalLM model = AutoModelForCausalLM::from_pretrained(
+      kDemoModel, {.dtype = "float32", .device_map = "cpu", .progress = false});
+  const GenerateOutput out =
+      model.generate({ids}, {{"max_new_tokens", max_new_tokens}, {"do_sample", false}});
   return tokenizer().decode(out.tokens[0], /*skip_special_tokens=*/true);
 }
 
@@ -87,7 +87,8 @@ TEST_F(ServerApi, CompletionIsWhatGenerateGives) {
   EXPECT_EQ(choice.at("finish_reason").as_string(), "length");
   EXPECT_TRUE(choice.at("logprobs").is_null());
   const Value& usage = r.body.at("usage");
-  EXPECT_EQ(usage.at("prompt_tokens").as_int(), static_cast<int64_t>(tokenizer().encode("The old man said").size()));
+  EXPECT_EQ(usage.at("prompt_tokens").as_int(),
+            static_cast<int64_t>(tokenizer().encode("The old man said").size()));
   EXPECT_EQ(usage.at("completion_tokens").as_int(), 24);
   EXPECT_EQ(usage.at("total_tokens").as_int(), usage.at("prompt_tokens").as_int() + 24);
 }
@@ -96,8 +97,8 @@ TEST_F(ServerApi, CompletionTakesTokenIdsAndSeveralPrompts) {
   const std::vector<int64_t> ids = tokenizer().encode("Once upon a time");
   Array id_prompt;
   for (int64_t id : ids) id_prompt.push_back(id);
-  const Reply r = completions(
-      Object{{"prompt", Array{id_prompt, Array{int64_t{5}, int64_t{6}}}}, {"max_tokens", 8}, {"temperature", 0}});
+  const Reply r = completions(Object{
+      {"prompt", Array{id_prompt, Array{int64_t{5}, int64_t{6}}}}, {"max_tokens", 8}, {"temperature", 0}});
   ASSERT_EQ(r.status, 200) << json::dump(r.body);
   ASSERT_EQ(r.body.at("choices").size(), 2u);
   EXPECT_EQ(r.body.at("choices")[0].at("text").as_string(), greedy_text(ids, 8));
@@ -109,8 +110,8 @@ TEST_F(ServerApi, CompletionTakesTokenIdsAndSeveralPrompts) {
 }
 
 TEST_F(ServerApi, ChatGoesThroughTheChatTemplate) {
-  const Reply r = chat(Object{{"model", kModelName}, {"messages", kHello}, {"max_completion_tokens", 12},
-                              {"temperature", 0}});
+  const Reply r = chat(
+      Object{{"model", kModelName}, {"messages", kHello}, {"max_completion_tokens", 12}, {"temperature", 0}});
   ASSERT_EQ(r.status, 200) << json::dump(r.body);
   EXPECT_EQ(r.body.at("object").as_string(), "chat.completion");
   EXPECT_TRUE(r.body.at("id").as_string().starts_with("chatcmpl-"));
@@ -161,7 +162,8 @@ TEST_F(ServerApi, StreamedChatOpensWithTheRoleAndClosesWithTheReason) {
   const Value& last = s.events.back().at("choices")[0];
   EXPECT_EQ(last.at("delta"), Value(Object{}));
   EXPECT_EQ(last.at("finish_reason").as_string(), "length");
-  EXPECT_EQ(streamed_text(s, "delta"), chat(request).body.at("choices")[0].at("message").at("content").as_string());
+  EXPECT_EQ(streamed_text(s, "delta"),
+            chat(request).body.at("choices")[0].at("message").at("content").as_string());
   for (const Value& e : s.events) EXPECT_FALSE(e.contains("usage")) << "usage was not asked for";
 }
 
@@ -186,8 +188,12 @@ TEST_F(ServerApi, StopStringEndsTheText) {
 }
 
 TEST_F(ServerApi, SeededChoicesRepeatAndDifferFromEachOther) {
-  const Object request{{"prompt", "The old man said"}, {"max_tokens", 16}, {"temperature", 1.0},
-                       {"top_p", 0.95},           {"seed", 7},         {"n", 3}};
+  const Object request{{"prompt", "The old man said"},
+                       {"max_tokens", 16},
+                       {"temperature", 1.0},
+                       {"top_p", 0.95},
+                       {"seed", 7},
+                       {"n", 3}};
   const Reply a = completions(request);
   const Reply b = completions(request);
   ASSERT_EQ(a.status, 200) << json::dump(a.body);
@@ -203,8 +209,8 @@ TEST_F(ServerApi, SeededChoicesRepeatAndDifferFromEachOther) {
 }
 
 TEST_F(ServerApi, CompletionLogprobsDescribeEachToken) {
-  const Reply r = completions(Object{{"prompt", "The old man said"}, {"max_tokens", 8}, {"temperature", 0},
-                                     {"logprobs", 3}});
+  const Reply r = completions(
+      Object{{"prompt", "The old man said"}, {"max_tokens", 8}, {"temperature", 0}, {"logprobs", 3}});
   ASSERT_EQ(r.status, 200) << json::dump(r.body);
   const Value& choice = r.body.at("choices")[0];
   const Value& lp = choice.at("logprobs");
@@ -220,14 +226,15 @@ TEST_F(ServerApi, CompletionLogprobsDescribeEachToken) {
     for (const auto& [token, logprob] : top.as_object()) best = std::max(best, logprob.as_double());
     EXPECT_DOUBLE_EQ(lp.at("token_logprobs")[i].as_double(), best);
     EXPECT_LE(best, 0.0);
-    EXPECT_EQ(lp.at("text_offset")[i].as_int(), static_cast<int64_t>(joined.size() - lp.at("tokens")[i].as_string().size()));
+    EXPECT_EQ(lp.at("text_offset")[i].as_int(),
+              static_cast<int64_t>(joined.size() - lp.at("tokens")[i].as_string().size()));
   }
   EXPECT_EQ(joined, choice.at("text").as_string());
 }
 
 TEST_F(ServerApi, ChatLogprobsDescribeEachToken) {
-  const Reply r = chat(Object{{"messages", kHello}, {"max_tokens", 6}, {"temperature", 0}, {"logprobs", true},
-                              {"top_logprobs", 2}});
+  const Reply r = chat(Object{
+      {"messages", kHello}, {"max_tokens", 6}, {"temperature", 0}, {"logprobs", true}, {"top_logprobs", 2}});
   ASSERT_EQ(r.status, 200) << json::dump(r.body);
   const Value& content = r.body.at("choices")[0].at("logprobs").at("content");
   ASSERT_EQ(content.size(), 6u);
@@ -266,9 +273,10 @@ TEST_F(ServerApi, ModelsHealthAndMetrics) {
   EXPECT_EQ(to_reply(c.Get("/health")).status, 200);
   completions(Object{{"prompt", "The old man said"}, {"max_tokens", 4}});
   const std::string m = metrics_text(c);
-  for (const char* name : {"tfm_requests_waiting", "tfm_requests_running", "tfm_kv_cache_blocks_used",
-                           "tfm_kv_cache_blocks_free", "tfm_prefix_cache_hit_rate", "tfm_generation_tokens_total",
-                           "tfm_time_to_first_token_seconds_count", "tfm_inter_token_latency_seconds_count"}) {
+  for (const char* name :
+       {"tfm_requests_waiting", "tfm_requests_running", "tfm_kv_cache_blocks_used",
+        "tfm_kv_cache_blocks_free", "tfm_prefix_cache_hit_rate", "tfm_generation_tokens_total",
+        "tfm_time_to_first_token_seconds_count", "tfm_inter_token_latency_seconds_count"}) {
     EXPECT_GE(metric(m, name), 0) << name << " missing from\n" << m;
   }
   EXPECT_GE(metric(m, "tfm_generation_tokens_total"), 4);
@@ -289,7 +297,8 @@ void expect_error(const Reply& r, int status, const std::string& type, const std
 
 TEST_F(ServerApi, MalformedJsonIs400) {
   auto c = client();
-  expect_error(post(c, "/v1/completions", std::string("{\"prompt\": ")), 400, "invalid_request_error", "", "");
+  expect_error(post(c, "/v1/completions", std::string("{\"prompt\": ")), 400, "invalid_request_error", "",
+               "");
   expect_error(post(c, "/v1/chat/completions", std::string("[1, 2]")), 400, "invalid_request_error", "", "");
   expect_error(post(c, "/v1/chat/completions", std::string("")), 400, "invalid_request_error", "", "");
 }
@@ -305,10 +314,10 @@ TEST_F(ServerApi, WrongFieldTypesAre400NamingTheField) {
                "temperature", "invalid_type");
   expect_error(chat(Object{{"messages", kHello}, {"stream", "yes"}}), 400, "invalid_request_error", "stream",
                "invalid_type");
-  expect_error(chat(Object{{"messages", kHello}, {"temperature", 3}}), 400, "invalid_request_error", "temperature",
-               "invalid_value");
-  expect_error(chat(Object{{"messages", kHello}, {"stop", Array{1}}}), 400, "invalid_request_error", "stop[0]",
-               "invalid_type");
+  expect_error(chat(Object{{"messages", kHello}, {"temperature", 3}}), 400, "invalid_request_error",
+               "temperature", "invalid_value");
+  expect_error(chat(Object{{"messages", kHello}, {"stop", Array{1}}}), 400, "invalid_request_error",
+               "stop[0]", "invalid_type");
   expect_error(chat(Object{{"messages", kHello}, {"top_logprobs", 2}}), 400, "invalid_request_error",
                "top_logprobs", "invalid_value");
   expect_error(chat(Object{{"messages", kHello}, {"stream_options", Object{{"include_usage", true}}}}), 400,
@@ -349,8 +358,8 @@ TEST_F(ServerApi, DisconnectingMidStreamCancelsTheRequest) {
   const double generated_before = metric(metrics_text(c), "tfm_generation_tokens_total");
   const std::string aborted = "tfm_requests_finished_total{finish_reason=\"abort\"}";
   const double aborted_before = std::max(0.0, metric(metrics_text(c), aborted));
-  const Value request = Object{{"prompt", "The old man said"}, {"max_tokens", 480}, {"temperature", 0},
-                               {"stream", true}};
+  const Value request =
+      Object{{"prompt", "The old man said"}, {"max_tokens", 480}, {"temperature", 0}, {"stream", true}};
   auto streaming = client();
   const Stream s = post_stream(streaming, "/v1/completions", request,
                                [](const std::vector<Value>& events) { return events.size() < 3; });
@@ -382,20 +391,10 @@ TEST(ServerAuth, ApiKeyGuardsTheApiButNotHealthOrMetrics) {
 TEST(ServerShutdown, RequestsInFlightFinishAndNewOnesAreRefused) {
   LiveServer server;
   auto c = server.client();
-  std::atomic<bool> started = false;
-  Stream s;
-  std::thread reader([&] {
-    auto streaming = server.client();
-    s = post_stream(streaming, "/v1/completions",
-                    Object{{"prompt", "The old man said"}, {"max_tokens", 120}, {"temperature", 0}, {"stream", true}},
-                    [&](const std::vector<Value>& events) {
-                      started = !events.empty();
-                      return true;
-                    });
-  });
-  while (!started) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  server.http().shutdown();
-  reader.join();
+  const Stream s = stream_interrupted(
+      server.port(), "/v1/completions",
+      Object{{"prompt", "The old man said"}, {"max_tokens", 120}, {"temperature", 0}, {"stream", true}}, 1,
+      [&] { server.http().shutdown(); });
   ASSERT_TRUE(s.done) << s.raw;
   EXPECT_FALSE(s.events.back().at("choices")[0].at("finish_reason").is_null());
   EXPECT_FALSE(streamed_text(s, "text").empty());
@@ -406,20 +405,10 @@ TEST(ServerShutdown, RequestsPastTheGracePeriodEndWithAnError) {
   ServerConfig config;
   config.shutdown_grace = std::chrono::milliseconds(0);
   LiveServer server(config);
-  std::atomic<bool> started = false;
-  Stream s;
-  std::thread reader([&] {
-    auto streaming = server.client();
-    s = post_stream(streaming, "/v1/completions",
-                    Object{{"prompt", "The old man said"}, {"max_tokens", 480}, {"temperature", 0}, {"stream", true}},
-                    [&](const std::vector<Value>& events) {
-                      started = !events.empty();
-                      return true;
-                    });
-  });
-  while (!started) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  server.http().shutdown();
-  reader.join();
+  const Stream s = stream_interrupted(
+      server.port(), "/v1/completions",
+      Object{{"prompt", "The old man said"}, {"max_tokens", 480}, {"temperature", 0}, {"stream", true}}, 1,
+      [&] { server.http().shutdown(); });
   ASSERT_TRUE(s.done) << s.raw;
   ASSERT_TRUE(s.events.back().contains("error")) << s.raw;
   EXPECT_EQ(s.events.back().at("error").at("type").as_string(), "server_error");

@@ -1,10 +1,12 @@
-// What the server tests share: the demo model served on a free port of 127.0.0.1 from inside the test (float32
-// on the CPU, so that outputs are exact), and HTTP calls to it as any client makes them.
+// What the server tests share: the demo model served on a free port of 127.0.0.1 from inside the test
+// (float32 on the CPU, so that outputs are exact), and HTTP calls to it as any client makes them.
 #pragma once
 
 #include <httplib.h>
 
+#include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -84,8 +86,8 @@ struct Stream {
 
 // POSTs `body` and reads the event stream; `keep_reading(events so far)` returning false hangs up.
 template <typename KeepReading>
-Stream post_stream(httplib::Client& c, const std::string& path, const json::Value& body, KeepReading keep_reading,
-                   const httplib::Headers& headers = {}) {
+Stream post_stream(httplib::Client& c, const std::string& path, const json::Value& body,
+                   KeepReading keep_reading, const httplib::Headers& headers = {}) {
   Stream s;
   EventStreamReader reader;
   httplib::Request req;
@@ -118,12 +120,33 @@ Stream post_stream(httplib::Client& c, const std::string& path, const json::Valu
 
 inline Stream post_stream(httplib::Client& c, const std::string& path, const json::Value& body,
                           const httplib::Headers& headers = {}) {
-  return post_stream(c, path, body, [](const std::vector<json::Value>&) { return true; }, headers);
+  return post_stream(
+      c, path, body, [](const std::vector<json::Value>&) { return true; }, headers);
+}
+
+// Streams `body` from the server at `port` on a thread of its own; once `events_before` events have arrived,
+// calls `interrupt` (a shutdown, a signal) and reads the stream to its end.
+inline Stream stream_interrupted(int port, const std::string& path, const json::Value& body,
+                                 size_t events_before, const std::function<void()>& interrupt) {
+  std::atomic<bool> started = false;
+  Stream s;
+  std::thread reader([&] {
+    httplib::Client c("127.0.0.1", port);
+    s = post_stream(c, path, body, [&](const std::vector<json::Value>& events) {
+      started = events.size() >= events_before;
+      return true;
+    });
+  });
+  while (!started) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  interrupt();
+  reader.join();
+  return s;
 }
 
 // The value of an unlabelled sample in Prometheus text, or -1 when it is absent.
 inline double metric(const std::string& text, const std::string& name) {
-  // Searched with a newline before it, so that the name is matched whole; `at` is then where it starts in text.
+  // Searched with a newline before it, so that the name is matched whole; `at` is then where it starts in
+  // text.
   const size_t at = ("\n" + text).find("\n" + name + " ");
   if (at == std::string::npos) return -1;
   return std::stod(text.substr(at + name.size() + 1));

@@ -32,11 +32,12 @@ struct Case {
 
 // Long shared openings, so that requests find each other's blocks in the prefix cache.
 const char* const kOpenings[] = {
-    "In the village by the river there lived an old man and his wife, who had no children and a small field. ",
+    "In the village by the river there lived an old man and his wife, who had no children and a small "
+    "field. ",
     "The ship had been at sea for forty days when the captain called the crew together on the deck and said ",
 };
-const char* const kEndings[] = {"One day", "The old man said", "Then", "At night the wind",
-                                "Nobody knew why",  "She asked him", "They walked", "In the morning"};
+const char* const kEndings[] = {"One day",         "The old man said", "Then",        "At night the wind",
+                                "Nobody knew why", "She asked him",    "They walked", "In the morning"};
 
 std::vector<Case> cases() {
   std::vector<Case> out;
@@ -84,7 +85,8 @@ void add_choice(Outcome& o, const Value& choice, bool chat, bool stream) {
       for (const Value& t : lp.at("tokens").as_array()) o.tokens.push_back(t.as_string());
     }
   }
-  if (const Value& reason = choice.at("finish_reason"); !reason.is_null()) o.finish_reason = reason.as_string();
+  if (const Value& reason = choice.at("finish_reason"); !reason.is_null())
+    o.finish_reason = reason.as_string();
 }
 
 Outcome serve(const LiveServer& server, const Case& c) {

@@ -1,6 +1,6 @@
 // The official `openai` Python client (installed by scripts/setup) against the server started here: see
-// openai_client_check.py. Skipped when python3 or the package is missing; the C++ tests beside it cover the same
-// ground over raw HTTP.
+// openai_client_check.py. Skipped when python3 or the package is missing; the C++ tests beside it cover the
+// same ground over raw HTTP.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -27,13 +27,15 @@ ShellRun shell(const std::string& command) {
 }
 
 TEST(OpenAiClient, ChatCompletionsErrorsAndAClosedStream) {
-  if (shell("python3 -c 'import openai'").status != 0) GTEST_SKIP() << "python3 with the openai package is missing";
+  if (shell("python3 -c 'import openai'").status != 0)
+    GTEST_SKIP() << "python3 with the openai package is missing";
   ServerConfig config;
   config.api_key = "sk-client-test";
   LiveServer server(config);
-  const ShellRun r = shell("python3 " + std::string(TFM_SOURCE_DIR) +
-                           "/tests/server/openai_client_check.py http://127.0.0.1:" +
-                      std::to_string(server.port()) + "/v1 sk-client-test");
+  const ShellRun r =
+      shell("python3 " + std::string(TFM_SOURCE_DIR) +
+            "/tests/server/openai_client_check.py http://127.0.0.1:" + std::to_string(server.port()) +
+            "/v1 sk-client-test");
   EXPECT_EQ(r.status, 0) << r.output;
 }
 

@@ -6,9 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cstdio>
-#include <thread>
 
 #include "live_server.h"
 
@@ -37,7 +35,8 @@ class ServeProcess {
     if (stdout_ && fgets(line, sizeof line, stdout_)) {
       const std::string text = line;
       const size_t colon = text.rfind(':');
-      if (text.find("listening on http://127.0.0.1:") != std::string::npos) port_ = std::stoi(text.substr(colon + 1));
+      if (text.find("listening on http://127.0.0.1:") != std::string::npos)
+        port_ = std::stoi(text.substr(colon + 1));
     }
   }
   ~ServeProcess() {
@@ -71,23 +70,13 @@ TEST(ServeCommand, SigtermLetsTheRequestInFlightFinishThenExitsZero) {
   httplib::Client c("127.0.0.1", serve.port());
   ASSERT_EQ(to_reply(c.Get("/health")).status, 200);
 
-  std::atomic<bool> started = false;
-  Stream s;
-  std::thread reader([&] {
-    httplib::Client streaming("127.0.0.1", serve.port());
-    s = post_stream(streaming, "/v1/chat/completions",
-                    json::Object{{"messages", json::Array{json::Object{{"role", "user"}, {"content", "Hello"}}}},
-                                 {"max_tokens", 200},
-                                 {"temperature", 0},
-                                 {"stream", true}},
-                    [&](const std::vector<json::Value>& events) {
-                      started = events.size() > 1;
-                      return true;
-                    });
-  });
-  while (!started) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  serve.signal(SIGTERM);
-  reader.join();
+  const Stream s = stream_interrupted(
+      serve.port(), "/v1/chat/completions",
+      json::Object{{"messages", json::Array{json::Object{{"role", "user"}, {"content", "Hello"}}}},
+                   {"max_tokens", 200},
+                   {"temperature", 0},
+                   {"stream", true}},
+      2, [&] { serve.signal(SIGTERM); });
   EXPECT_EQ(serve.wait(), 0);
   ASSERT_TRUE(s.done) << s.raw;
   EXPECT_FALSE(s.events.back().contains("error")) << s.raw;
@@ -99,11 +88,11 @@ TEST(ServeCommand, SigtermLetsTheRequestInFlightFinishThenExitsZero) {
 TEST(BenchServeCommand, MeasuresEveryRequestOfTheWorkload) {
   LiveServer server;
   for (const char* prompt : {"ids", "text"}) {
-    FILE* pipe = popen((std::string(TFM_BINARY) + " bench serve --url http://127.0.0.1:" +
-                        std::to_string(server.port()) + " --num-prompts 8 --request-rate 40 --input-len 12" +
-                        " --output-len 5 --json --prompt " + prompt)
-                           .c_str(),
-                       "r");
+    FILE* pipe = popen(
+        (std::string(TFM_BINARY) + " bench serve --url http://127.0.0.1:" + std::to_string(server.port()) +
+         " --num-prompts 8 --request-rate 40 --input-len 12" + " --output-len 5 --json --prompt " + prompt)
+            .c_str(),
+        "r");
     ASSERT_NE(pipe, nullptr);
     std::string out;
     char buffer[4096];

@@ -8,7 +8,8 @@ namespace tfm::server {
 namespace {
 
 int64_t code_points(std::string_view text) {
-  return std::count_if(text.begin(), text.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; });
+  return std::count_if(text.begin(), text.end(),
+                       [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; });
 }
 
 ChoiceDelta& delta_of(std::vector<ChoiceDelta>& deltas, size_t index) {
@@ -35,8 +36,8 @@ Completion::~Completion() {
 void Completion::submit(const std::vector<int64_t>& prompt, const RequestOptions& options,
                         const std::vector<std::string>& stop) {
   const size_t index = choices_.size();
-  choices_.push_back(
-      Choice{IncrementalDetokenizer([&s = service_](const std::vector<int64_t>& ids) { return s.decode(ids); }, stop)});
+  choices_.push_back(Choice{IncrementalDetokenizer(
+      [&s = service_](const std::vector<int64_t>& ids) { return s.decode(ids); }, stop)});
   try {
     choices_.back().request =
         service_.engine_.submit(prompt, options, [inbox = inbox_, index](const RequestOutput& output) {
@@ -96,7 +97,8 @@ void Completion::process(Arrival& arrival, std::vector<ChoiceDelta>& deltas) {
     lp.token = service_.token_text(out.new_tokens[i]);
     lp.logprob = out.logprobs[i].logprob;
     lp.text_offset = c.logprob_text_offset;
-    for (const auto& [id, logprob] : out.logprobs[i].top) lp.top.emplace_back(service_.token_text(id), logprob);
+    for (const auto& [id, logprob] : out.logprobs[i].top)
+      lp.top.emplace_back(service_.token_text(id), logprob);
     c.logprob_text_offset += code_points(lp.token);
     d.logprobs.push_back(std::move(lp));
   }
@@ -122,6 +124,9 @@ void Completion::finish(Choice& choice, const std::string& reason) {
 }
 
 void Completion::cancel() {
+  // Outputs that already arrived count first: a choice that finished before its client left ended as it
+  // ended.
+  next(std::chrono::milliseconds(0));
   for (Choice& c : choices_) {
     if (c.finished) continue;
     service_.engine_.cancel(c.request);
@@ -159,8 +164,8 @@ CompletionService::CompletionService(AsyncEngine& engine, const tokenizer::Token
 std::unique_ptr<Completion> CompletionService::start(const CompletionRequest& request) {
   const auto arrival = Completion::Clock::now();
   if (request.model && *request.model != model_name_) {
-    throw ApiError(404, "The model `" + *request.model + "` does not exist.", "invalid_request_error", "model",
-                   "model_not_found");
+    throw ApiError(404, "The model `" + *request.model + "` does not exist.", "invalid_request_error",
+                   "model", "model_not_found");
   }
   const std::vector<std::vector<int64_t>> prompts = tokenize(request);
   std::vector<RequestOptions> options;
@@ -220,10 +225,12 @@ std::vector<std::vector<int64_t>> CompletionService::tokenize(const CompletionRe
   return prompts;
 }
 
-RequestOptions CompletionService::request_options(const CompletionRequest& request, int64_t prompt_length) const {
+RequestOptions CompletionService::request_options(const CompletionRequest& request,
+                                                  int64_t prompt_length) const {
   const bool chat = request.endpoint == Endpoint::chat_completions;
   const std::string what = chat ? "messages" : "prompt";
-  const std::string context = "This model's maximum context length is " + std::to_string(context_length_) + " tokens. ";
+  const std::string context =
+      "This model's maximum context length is " + std::to_string(context_length_) + " tokens. ";
   if (prompt_length >= context_length_) {
     throw ApiError(400,
                    context + "However, your " + what + " resulted in " + std::to_string(prompt_length) +
@@ -235,8 +242,8 @@ RequestOptions CompletionService::request_options(const CompletionRequest& reque
     throw ApiError(400,
                    context + "However, you requested " + std::to_string(prompt_length + *request.max_tokens) +
                        " tokens (" + std::to_string(prompt_length) + " in the " + what + ", " +
-                       std::to_string(*request.max_tokens) + " in the completion). Please reduce the length of the " +
-                       what + " or completion.",
+                       std::to_string(*request.max_tokens) +
+                       " in the completion). Please reduce the length of the " + what + " or completion.",
                    "invalid_request_error", what, "context_length_exceeded");
   }
   // OpenAI's defaults: a chat answer may fill the context, a completion is 16 tokens.

@@ -1,11 +1,11 @@
 // Generated tokens to text while they come, for streaming: text is handed out as soon as it is settled, and
 // what is handed out, joined, is the text of the whole generation.
 //
-// Settled means: the last character is whole (the decoder gives U+FFFD for a character whose bytes are not all
-// there yet, as TextStreamer relies on), and no stop string can still begin in it. Each step decodes a short
-// window of tokens, not the whole generation: the window starts one settled piece back, so a decoder that
-// treats the first token of a text differently (a stripped leading space) sees the same context it sees in
-// the whole text.
+// Settled means: the last character is whole (the decoder gives U+FFFD for a character whose bytes are not
+// all there yet, as TextStreamer relies on), and no stop string can still begin in it. Each step decodes a
+// short window of tokens, not the whole generation: the window starts one settled piece back, so a decoder
+// that treats the first token of a text differently (a stripped leading space) sees the same context it sees
+// in the whole text.
 //
 // Stop strings end the text where they begin; a suffix that could be the start of one is held back until the
 // next tokens decide.

@@ -34,7 +34,8 @@ int64_t unix_seconds() {
 // Compares two digests of the same length in time that does not depend on where they differ.
 bool same_digest(std::string_view a, std::string_view b) {
   unsigned char difference = a.size() != b.size();
-  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) difference |= static_cast<unsigned char>(a[i] ^ b[i]);
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i)
+    difference |= static_cast<unsigned char>(a[i] ^ b[i]);
   return difference == 0;
 }
 
@@ -55,7 +56,8 @@ class EventStream {
   bool pump(httplib::DataSink& sink) {
     std::string events;
     if (!opened_) {
-      for (const json::Value& chunk : opening_chunks(header_, completion_->num_choices())) events += sse_event(chunk);
+      for (const json::Value& chunk : opening_chunks(header_, completion_->num_choices()))
+        events += sse_event(chunk);
       opened_ = true;
     }
     for (const ChoiceDelta& delta : completion_->next(kStreamPoll)) {
@@ -91,7 +93,9 @@ HttpServer::HttpServer(CompletionService& service, ServerConfig config)
       http_(std::make_unique<httplib::Server>()) {
   if (config_.api_key) api_key_digest_ = io::sha256_hex(*config_.api_key);
   check(config_.max_connections > 0, "max_connections must be positive, got ", config_.max_connections);
-  http_->new_task_queue = [n = static_cast<size_t>(config_.max_connections)] { return new httplib::ThreadPool(n); };
+  http_->new_task_queue = [n = static_cast<size_t>(config_.max_connections)] {
+    return new httplib::ThreadPool(n);
+  };
   // httplib's default options let another process bind the same port (SO_REUSEPORT); a taken port must be an
   // error instead. The socket is kept for shutdown() and for a longer backlog.
   http_->set_socket_options([this](socket_t socket) {
@@ -136,12 +140,14 @@ HttpServer::HttpServer(CompletionService& service, ServerConfig config)
   http_->Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
     handle_completion(Endpoint::completions, req, res);
   });
-  // Whatever httplib answers by itself (an unknown path, an unreadable request) gets OpenAI's error shape too.
+  // Whatever httplib answers by itself (an unknown path, an unreadable request) gets OpenAI's error shape
+  // too.
   http_->set_error_handler(
       httplib::Server::HandlerWithResponse([](const httplib::Request& req, httplib::Response& res) {
         if (!res.body.empty()) return Handled::Unhandled;
-        send_error(res, ApiError(res.status, res.status == 404 ? "Invalid URL (" + req.method + " " + req.path + ")"
-                                                                : "The request could not be read."));
+        send_error(
+            res, ApiError(res.status, res.status == 404 ? "Invalid URL (" + req.method + " " + req.path + ")"
+                                                        : "The request could not be read."));
         return Handled::Handled;
       }));
   http_->set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr e) {
@@ -183,8 +189,8 @@ void HttpServer::shutdown() {
     ::close(listen_socket_);
     return;
   }
-  // The accept loop fails on the shut socket, closes it and ends; httplib's pool then finishes the connections
-  // it has (their new requests get 503) before listen_after_bind returns.
+  // The accept loop fails on the shut socket, closes it and ends; httplib's pool then finishes the
+  // connections it has (their new requests get 503) before listen_after_bind returns.
   ::shutdown(listen_socket_, SHUT_RDWR);
   if (!service_.wait_idle(config_.shutdown_grace)) service_.abort_all(shutting_down());
   thread_.join();
@@ -195,9 +201,10 @@ bool HttpServer::authorized(const httplib::Request& req, httplib::Response& res)
   constexpr std::string_view kBearer = "Bearer ";
   const std::string header = req.get_header_value("Authorization");
   if (!header.starts_with(kBearer)) {
-    send_error(res, ApiError(401,
-                             "You didn't provide an API key. You need to provide your API key in an Authorization "
-                             "header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY)."));
+    send_error(res,
+               ApiError(401,
+                        "You didn't provide an API key. You need to provide your API key in an Authorization "
+                        "header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY)."));
     return false;
   }
   if (!same_digest(io::sha256_hex(std::string_view(header).substr(kBearer.size())), api_key_digest_)) {

@@ -3,8 +3,8 @@
 //   GET  /v1/models, /v1/models/{id}
 //   GET  /health   (no API key needed; 503 once shutting down, so a load balancer stops sending)
 //   GET  /metrics  (Prometheus text; no API key needed)
-// Each connection is served by a thread of a fixed pool; a streaming request's thread writes its events as the
-// engine produces them, and a client that goes away cancels its request.
+// Each connection is served by a thread of a fixed pool; a streaming request's thread writes its events as
+// the engine produces them, and a client that goes away cancels its request.
 #pragma once
 
 #include <atomic>
@@ -29,8 +29,8 @@ struct ResponseHeader;
 
 struct ServerConfig {
   std::string host = "127.0.0.1";
-  int port = 8000;  // 0: any free port
-  std::optional<std::string> api_key;  // set: /v1/ requests need "Authorization: Bearer <key>"
+  int port = 8000;                                  // 0: any free port
+  std::optional<std::string> api_key;               // set: /v1/ requests need "Authorization: Bearer <key>"
   std::chrono::milliseconds shutdown_grace{30000};  // how long shutdown() lets requests in flight run
   int64_t max_connections = 512;  // connections served at once (one thread each); more wait for a thread
 };
@@ -60,7 +60,7 @@ class HttpServer {
   CompletionService& service_;
   ServerConfig config_;
   std::string api_key_digest_;  // SHA-256 of the key, compared in constant time
-  int64_t created_ = 0;          // start time, the model's "created"
+  int64_t created_ = 0;         // start time, the model's "created"
   std::unique_ptr<httplib::Server> http_;
   int listen_socket_ = -1;
   int port_ = 0;

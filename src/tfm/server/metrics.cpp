@@ -32,7 +32,8 @@ void counter(std::string& out, std::string_view name, std::string_view help, int
 
 }  // namespace
 
-Histogram::Histogram(std::vector<double> bounds) : bounds_(std::move(bounds)), counts_(bounds_.size() + 1, 0) {}
+Histogram::Histogram(std::vector<double> bounds)
+    : bounds_(std::move(bounds)), counts_(bounds_.size() + 1, 0) {}
 
 void Histogram::observe(double value) {
   const auto bucket = std::lower_bound(bounds_.begin(), bounds_.end(), value) - bounds_.begin();
@@ -56,7 +57,8 @@ void Histogram::render(std::string& out, std::string_view name, std::string_view
 
 std::string render_metrics(const EngineStats& engine, const ServingMetrics& serving) {
   std::string out;
-  gauge(out, "tfm_requests_waiting", "Requests waiting for their first step.", std::to_string(engine.waiting));
+  gauge(out, "tfm_requests_waiting", "Requests waiting for their first step.",
+        std::to_string(engine.waiting));
   gauge(out, "tfm_requests_running", "Requests being computed.", std::to_string(engine.running));
   gauge(out, "tfm_kv_cache_blocks_used", "KV cache blocks held by requests or the prefix cache.",
         std::to_string(engine.blocks_used));
@@ -66,14 +68,16 @@ std::string render_metrics(const EngineStats& engine, const ServingMetrics& serv
           engine.prefix_queries);
   counter(out, "tfm_prefix_cache_hits_total", "Prompt blocks found in the prefix cache.", engine.prefix_hits);
   gauge(out, "tfm_prefix_cache_hit_rate", "Prefix cache hits per query since the start.",
-        number(engine.prefix_queries ? static_cast<double>(engine.prefix_hits) /
-                                           static_cast<double>(engine.prefix_queries)
-                                     : 0.0));
-  counter(out, "tfm_preemptions_total", "Requests preempted because the KV cache ran out.", engine.preemptions);
+        number(engine.prefix_queries
+                   ? static_cast<double>(engine.prefix_hits) / static_cast<double>(engine.prefix_queries)
+                   : 0.0));
+  counter(out, "tfm_preemptions_total", "Requests preempted because the KV cache ran out.",
+          engine.preemptions);
   counter(out, "tfm_engine_steps_total", "Forward steps run.", engine.steps);
   counter(out, "tfm_prompt_tokens_total", "Prompt tokens of the requests accepted.", serving.prompt_tokens);
   counter(out, "tfm_generation_tokens_total", "Tokens generated.", engine.generated_tokens);
-  header(out, "tfm_requests_finished_total", "counter", "Requests (one per choice) finished, by how they ended.");
+  header(out, "tfm_requests_finished_total", "counter",
+         "Requests (one per choice) finished, by how they ended.");
   for (const auto& [reason, n] : serving.finished) {
     sample(out, "tfm_requests_finished_total", std::to_string(n), "{finish_reason=\"" + reason + "\"}");
   }

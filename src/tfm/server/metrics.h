@@ -28,11 +28,10 @@ class Histogram {
 
 // What the completion service measures itself (the engine counts the rest).
 struct ServingMetrics {
-  Histogram time_to_first_token{{0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5,
-                                 7.5, 10, 20, 40, 80}};
-  Histogram inter_token_latency{
-      {0.001, 0.0025, 0.005, 0.01, 0.015, 0.02, 0.025, 0.03, 0.04, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5,
-       0.75, 1, 2.5, 5}};
+  Histogram time_to_first_token{
+      {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80}};
+  Histogram inter_token_latency{{0.001, 0.0025, 0.005, 0.01, 0.015, 0.02, 0.025, 0.03, 0.04, 0.05, 0.075,
+                                 0.1,   0.15,   0.2,   0.3,  0.4,   0.5,  0.75,  1,    2.5,  5}};
   int64_t prompt_tokens = 0;
   std::map<std::string, int64_t> finished;  // engine requests by how they ended: stop, length, abort, error
 };

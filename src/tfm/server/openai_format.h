@@ -1,5 +1,5 @@
-// OpenAI's response objects as JSON: whole responses, the chunks of a server-sent event stream, errors and the
-// model list. Plain functions of plain data; nothing here knows about HTTP.
+// OpenAI's response objects as JSON: whole responses, the chunks of a server-sent event stream, errors and
+// the model list. Plain functions of plain data; nothing here knows about HTTP.
 #pragma once
 
 #include <cstdint>
@@ -19,7 +19,7 @@ struct ResponseHeader {
   std::string id;       // chatcmpl-... or cmpl-...
   int64_t created = 0;  // Unix seconds
   std::string model;
-  bool logprobs = false;  // the request asked for log probabilities
+  bool logprobs = false;       // the request asked for log probabilities
   bool include_usage = false;  // stream_options.include_usage: every chunk has "usage", null until the last
 };
 
@@ -41,8 +41,8 @@ json::Value completion_response(const ResponseHeader& header, const std::vector<
 json::Value models_response(const std::string& model, int64_t created);
 json::Value model_json(const std::string& model, int64_t created);
 
-// Streaming. A chat stream opens with each choice's role; then each delta is a chunk (and, for chat, its finish
-// reason one more); a final chunk with no choices carries the usage when it was asked for.
+// Streaming. A chat stream opens with each choice's role; then each delta is a chunk (and, for chat, its
+// finish reason one more); a final chunk with no choices carries the usage when it was asked for.
 std::vector<json::Value> opening_chunks(const ResponseHeader& header, size_t num_choices);
 std::vector<json::Value> delta_chunks(const ResponseHeader& header, const ChoiceDelta& delta);
 json::Value usage_chunk(const ResponseHeader& header, const Usage& usage);

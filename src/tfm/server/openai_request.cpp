@@ -21,7 +21,7 @@ namespace {
 
 std::string number_text(double x) {
   return x == static_cast<double>(static_cast<int64_t>(x)) ? std::to_string(static_cast<int64_t>(x))
-                                                            : json::python_float_repr(x);
+                                                           : json::python_float_repr(x);
 }
 
 // The members of one JSON object, read by name. Every member a request may have is asked for; whatever is
@@ -71,10 +71,12 @@ class Fields {
     if (!v) return std::nullopt;
     if (!v->is_int()) wrong_type(param(name), "an integer", *v);
     const int64_t x = v->as_int();
-    if (x < min) invalid_value(param(name), "expected a value >= " + std::to_string(min) + ", but got " +
-                                                std::to_string(x) + " instead.");
-    if (x > max) invalid_value(param(name), "expected a value <= " + std::to_string(max) + ", but got " +
-                                                std::to_string(x) + " instead.");
+    if (x < min)
+      invalid_value(param(name), "expected a value >= " + std::to_string(min) + ", but got " +
+                                     std::to_string(x) + " instead.");
+    if (x > max)
+      invalid_value(param(name), "expected a value <= " + std::to_string(max) + ", but got " +
+                                     std::to_string(x) + " instead.");
     return x;
   }
 
@@ -83,10 +85,12 @@ class Fields {
     if (!v) return std::nullopt;
     if (!v->is_number()) wrong_type(param(name), "a number", *v);
     const double x = v->as_double();
-    if (!(x >= min)) invalid_value(param(name), "expected a value >= " + number_text(min) + ", but got " +
-                                                    number_text(x) + " instead.");
-    if (!(x <= max)) invalid_value(param(name), "expected a value <= " + number_text(max) + ", but got " +
-                                                    number_text(x) + " instead.");
+    if (!(x >= min))
+      invalid_value(param(name),
+                    "expected a value >= " + number_text(min) + ", but got " + number_text(x) + " instead.");
+    if (!(x <= max))
+      invalid_value(param(name),
+                    "expected a value <= " + number_text(max) + ", but got " + number_text(x) + " instead.");
     return x;
   }
 
@@ -157,7 +161,8 @@ json::Value message_content(const json::Value& content, const std::string& param
     Fields part(as_object(parts[i], p), p + ".");
     const std::string type = part.string("type").value_or("");
     if (type != "text") {
-      throw ApiError(400, "Content parts of type '" + type + "' are not supported: this server takes text only.",
+      throw ApiError(400,
+                     "Content parts of type '" + type + "' are not supported: this server takes text only.",
                      "invalid_request_error", p + ".type", "invalid_value");
     }
     if (i > 0) text += "\n";
@@ -178,8 +183,8 @@ json::Value read_messages(const json::Value& value) {
     json::Value message = as_object(messages[i], p);
     const json::Value* role = message.find("role");
     if (!role) {
-      throw ApiError(400, "Missing required parameter: '" + p + ".role'.", "invalid_request_error", p + ".role",
-                     "missing_required_parameter");
+      throw ApiError(400, "Missing required parameter: '" + p + ".role'.", "invalid_request_error",
+                     p + ".role", "missing_required_parameter");
     }
     if (!role->is_string()) wrong_type(p + ".role", "a string", *role);
     // Other members (name, tool_calls, ...) go to the chat template as they are.
@@ -197,8 +202,9 @@ std::vector<std::string> read_stop(const json::Value& stop) {
     out.push_back(stop.as_string());
   } else {
     const json::Array& items = as_array(stop, "stop");
-    if (items.size() > 4) invalid_value("stop", "expected at most 4 stop sequences, but got " +
-                                                    std::to_string(items.size()) + ".");
+    if (items.size() > 4)
+      invalid_value("stop",
+                    "expected at most 4 stop sequences, but got " + std::to_string(items.size()) + ".");
     for (size_t i = 0; i < items.size(); ++i) {
       if (!items[i].is_string()) wrong_type("stop[" + std::to_string(i) + "]", "a string", items[i]);
       out.push_back(items[i].as_string());

@@ -1,6 +1,6 @@
 // The OpenAI API's request bodies for /v1/chat/completions and /v1/completions, read into plain structs and
-// checked field by field. Whatever a client can get wrong is an ApiError carrying the HTTP status and the error
-// object OpenAI answers with, naming the field.
+// checked field by field. Whatever a client can get wrong is an ApiError carrying the HTTP status and the
+// error object OpenAI answers with, naming the field.
 #pragma once
 
 #include <cstdint>
@@ -20,7 +20,10 @@ class ApiError : public std::runtime_error {
  public:
   ApiError(int status, std::string message, std::string type = "invalid_request_error",
            std::optional<std::string> param = std::nullopt, std::optional<std::string> code = std::nullopt)
-      : std::runtime_error(message), status(status), type(std::move(type)), param(std::move(param)),
+      : std::runtime_error(message),
+        status(status),
+        type(std::move(type)),
+        param(std::move(param)),
         code(std::move(code)) {}
   int status;
   std::string type;
@@ -48,8 +51,10 @@ struct CompletionRequest {
   std::optional<int64_t> seed;
   double presence_penalty = 0;
   double frequency_penalty = 0;
-  std::optional<int64_t> top_logprobs;  // set: log probabilities of the chosen and this many most likely tokens
-  bool ignore_eos = false;  // vLLM's extension: generate max_tokens whatever the model says (benchmarks use it)
+  std::optional<int64_t>
+      top_logprobs;  // set: log probabilities of the chosen and this many most likely tokens
+  bool ignore_eos =
+      false;  // vLLM's extension: generate max_tokens whatever the model says (benchmarks use it)
 };
 
 // Parses and checks a request body (JSON text) for the endpoint; throws ApiError.

@@ -1,5 +1,5 @@
-// One model, ready to serve: loaded with its tokenizer and chat templates, an engine stepping on a thread of its
-// own, and the completion service over it.
+// One model, ready to serve: loaded with its tokenizer and chat templates, an engine stepping on a thread of
+// its own, and the completion service over it.
 #pragma once
 
 #include <string>
