@@ -8,6 +8,7 @@
 
 #include "tfm/backend/backend.h"
 #include "tfm/core/error.h"
+#include "tfm/core/logging.h"
 #include "tfm/core/floats.h"
 #include "tfm/io/progress_bar.h"
 #include "tfm/model/layers.h"
@@ -170,8 +171,13 @@ struct CausalLM::Impl {
     g.graph = backend->capture(device.index_or_zero(), work);
     if (!g.graph) {
       device_graphs = false;  // the device has none: later steps run as they are
+      logging::log_once(logging::Level::info, device.str() + " has no device graphs: decode steps run kernel by kernel");
       return g.logits.narrow(0, R);
     }
+    logging::log(logging::Level::debug, "captured the decode step of " + std::to_string(rows) +
+                                            " sequences (block tables " + std::to_string(max_blocks) +
+                                            " wide) as a device graph on " + device.str());
+    logging::log_once(logging::Level::info, "decode steps run as device graphs on " + device.str());
     Tensor logits = g.logits.narrow(0, R);
     graphs.emplace(std::pair{rows, max_blocks}, std::move(g));
     return logits;
