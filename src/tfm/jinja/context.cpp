@@ -1,6 +1,7 @@
 #include "tfm/jinja/context.h"
 
 #include "tfm/core/error.h"
+#include "tfm/core/stack.h"
 
 namespace tfm::jinja {
 
@@ -42,6 +43,8 @@ Context* Context::active() {
 
 NestingGuard::NestingGuard(size_t& level, size_t max, const char* what) : level_(level) {
   if (level_ >= max) throw_error(what, " nested more than ", max, " deep");
+  if (!stack_space_left())
+    throw_error(what, " nested more than ", level_, " deep, as deep as the stack allows");
   ++level_;
 }
 

@@ -94,7 +94,8 @@ class Context {
 };
 
 // One more level of a nesting that is bounded (the C++ stack grows with it): counts `level` up while it
-// lives, and throws "<what> nested more than <max> deep" beyond `max`.
+// lives, and throws "<what> nested more than <max> deep" beyond `max`, or sooner where the thread's stack
+// is nearly used up (see core/stack.h).
 class NestingGuard {
  public:
   NestingGuard(size_t& level, size_t max, const char* what);

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "tfm/core/error.h"
+#include "tfm/core/stack.h"
 #include "tfm/jinja/context.h"
 
 namespace tfm::jinja {
@@ -200,6 +201,10 @@ class Walk {
       if (++w.nodes_ > kMaxNodes)
         throw_error("a value is too large to handle (over ", kMaxNodes, " elements)");
       if (++w.depth_ > kMaxDepth) throw_error("a value is nested more than ", kMaxDepth, " levels deep");
+      // A walk is leaf work below a template's own nesting: it needs room only for itself and an error.
+      if (!stack_space_left(size_t{256} << 10))
+        throw_error("a value is nested more than ", w.depth_ - 1,
+                    " levels deep, as deep as the stack allows");
       w.work(kNodeWork);
     }
     ~Level() { --w.depth_; }
