@@ -135,7 +135,8 @@ XpuDevice::XpuDevice(cl_platform_id platform, cl_device_id id, int index)
       context(create_context(platform, id, where)),
       queue(create_queue(context.get(), id, where)),
       programs(context.get(), id, where),
-      info(read_info(id, index)) {}
+      info(read_info(id, index)),
+      compute_units(device_value<cl_uint>(id, CL_DEVICE_MAX_COMPUTE_UNITS, "CL_DEVICE_MAX_COMPUTE_UNITS")) {}
 
 XpuBackend::XpuBackend(SelectionEnv env) : env_(std::move(env)) {}
 

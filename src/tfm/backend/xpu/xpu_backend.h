@@ -28,7 +28,7 @@ struct XpuDevice {
   ClQueue queue;  // in order: every command of this device goes through it
   ProgramCache programs;
   DeviceInfo info;            // everything but free_memory, which is read when asked
-  size_t max_allocation = 0;  // CL_DEVICE_MAX_MEM_ALLOC_SIZE
+  int64_t compute_units;      // CL_DEVICE_MAX_COMPUTE_UNITS: how many work-groups run at once, roughly
   std::atomic<size_t> allocated{0};  // bytes of the buffers tensors hold now
 };
 

@@ -18,14 +18,20 @@ namespace {
 
 // Work-group shapes; the programs get them as build options, so host and kernels agree.
 constexpr size_t kPointGroup = 64;  // items along the columns of the pointwise kernels
-constexpr size_t kRmsGroup = 128;   // rms_norm: items per row
+constexpr size_t kRmsGroup = 128;   // rms_norm: items per row; qkv_rope_cache: per head
+constexpr int64_t kMaxHeadDim = 512;  // qkv_rope_cache keeps a head in local memory
+constexpr size_t kArgmaxGroup = 256;  // argmax_rows: items per row
 constexpr size_t kTile = 64;        // linear_tiled: a 64x64 block of y per work-group,
 constexpr size_t kTileK = 16;       // staged 16 columns of K at a time,
 constexpr size_t kTileReg = 4;      // 4x4 outputs per item: 16x16 items
 constexpr size_t kTileItems = kTile / kTileReg;
 constexpr int64_t kRowsMax = 8;         // linear_rows serves x of up to 8 rows (decode steps),
-constexpr size_t kRowsGroup = 64;       // with 64 items per output column
+constexpr size_t kRowsGroup = 64;       // with work-groups of 64 items
+constexpr size_t kRowsCols = 4;         // computing 4 output columns each
+static_assert(kRowsCols * kRowsMax <= kRowsGroup, "linear_rows writes one output per item");
 constexpr size_t kAttentionGroup = 64;  // items per (query row, head)
+constexpr int64_t kMinSplitKeys = 128;  // the flash form splits a row's keys in parts of at least this many,
+constexpr int64_t kMaxSplits = 32;      // into at most this many
 
 using ClBuffer = ClHandle<cl_mem, clReleaseMemObject>;
 
@@ -108,20 +114,32 @@ Program cast_program(DType from, DType to) {
 
 Program pointwise_program(DType d) {
   return {"pointwise", kernel_sources::pointwise,
-          dtype_option(d) + " -DRMS_GROUP=" + std::to_string(kRmsGroup)};
+          dtype_option(d) + " -DRMS_GROUP=" + std::to_string(kRmsGroup) + " -DMAX_HEAD_DIM=" +
+              std::to_string(kMaxHeadDim) + " -DARGMAX_GROUP=" + std::to_string(kArgmaxGroup)};
 }
 
 Program linear_program(DType d) {
   return {"linear", kernel_sources::linear,
           dtype_option(d) + " -DTILE=" + std::to_string(kTile) + " -DTILE_K=" + std::to_string(kTileK) +
               " -DTILE_REG=" + std::to_string(kTileReg) + " -DROWS_MAX=" + std::to_string(kRowsMax) +
-              " -DROWS_GROUP=" + std::to_string(kRowsGroup)};
+              " -DROWS_GROUP=" + std::to_string(kRowsGroup) + " -DROWS_COLS=" + std::to_string(kRowsCols)};
 }
 
 Program attention_program(DType d, int64_t head_dim) {
   return {"attention", kernel_sources::attention,
           dtype_option(d) + " -DHEAD_DIM=" + std::to_string(head_dim) +
               " -DATT_GROUP=" + std::to_string(kAttentionGroup)};
+}
+
+// Parts each query row's keys are split into for the flash form: enough work-groups for two per compute unit
+// when the rows alone are too few (a decode step), no part shorter than kMinSplitKeys of the longest context
+// the block tables hold. Depends only on shapes, so a recorded command sequence stays valid.
+int64_t attention_splits(const op::PagedAttention& a, const XpuDevice& device) {
+  const int64_t groups = std::max<int64_t>(1, a.q.size(0) * a.q.size(1));
+  const int64_t capacity = a.meta.block_tables.size(1) * a.cache_k.size(1);
+  const int64_t by_length = (capacity + kMinSplitKeys - 1) / kMinSplitKeys;
+  const int64_t by_device = (2 * device.compute_units + groups - 1) / groups;
+  return std::clamp<int64_t>(std::min(by_length, by_device), 1, kMaxSplits);
 }
 
 }  // namespace
@@ -231,10 +249,11 @@ void XpuKernels::run(const op::Linear& a) {
   std::lock_guard lock(devices_->mutex);
   const int64_t M = a.x.size(0), K = a.x.size(1), N = a.w.size(0);
   const auto m = to_int(M, "rows"), k = to_int(K, "inner size"), n = to_int(N, "columns");
+  if (M == 0) return;
   if (M <= kRowsMax) {
     devices_->kernel(a.y, linear_program(a.dtype()), "linear_rows", kRowsGroup)
         .args(a.x, a.w, a.bias, a.y, m, k, n)
-        .run({static_cast<size_t>(N) * kRowsGroup, 1}, {kRowsGroup, 1});
+        .run({(static_cast<size_t>(N) + kRowsCols - 1) / kRowsCols * kRowsGroup, 1}, {kRowsGroup, 1});
   } else {
     const auto tiles = [](int64_t size) {
       return (static_cast<size_t>(size) + kTile - 1) / kTile * kTileItems;
@@ -268,6 +287,24 @@ void XpuKernels::run(const op::Rope& a) {
       .args(a.x, a.cos, a.sin, to_int(heads, "heads"), to_int(a.x.size(2), "head size"),
             to_int(a.cos.size(1), "rotary size"), to_int(T, "tokens"))
       .run({static_cast<size_t>(heads * half), static_cast<size_t>(T)}, {kPointGroup, 1});
+}
+
+void XpuKernels::run(const op::QkvRopeCache& a) {
+  std::lock_guard lock(devices_->mutex);
+  const int64_t T = a.q.size(0), heads = a.q.size(1), D = a.q.size(2), kv_heads = a.cache_k.size(2);
+  check(D <= kMaxHeadDim, "xpu kernel qkv_rope_cache: head size ", D, " is over its ", kMaxHeadDim);
+  devices_->kernel(a.q, pointwise_program(a.dtype()), "qkv_rope_cache", kRmsGroup)
+      .args(a.qkv, a.q_norm, a.k_norm, a.eps, a.cos, a.sin, a.slots, a.q, a.cache_k, a.cache_v,
+            to_int(heads, "heads"), to_int(kv_heads, "KV heads"), to_int(D, "head size"),
+            to_int(a.cos.size(1), "rotary size"))
+      .run({static_cast<size_t>(heads + kv_heads) * kRmsGroup, static_cast<size_t>(T)}, {kRmsGroup, 1});
+}
+
+void XpuKernels::run(const op::ArgmaxRows& a) {
+  std::lock_guard lock(devices_->mutex);
+  devices_->kernel(a.ids, pointwise_program(a.dtype()), "argmax_rows", kArgmaxGroup)
+      .args(a.x, a.ids, to_int(a.x.size(1), "row size"))
+      .run({static_cast<size_t>(a.x.size(0)) * kArgmaxGroup, 1}, {kArgmaxGroup, 1});
 }
 
 void XpuKernels::run(const op::SiluMul& a) {
@@ -305,9 +342,17 @@ void XpuKernels::run(const op::PagedAttention& a, AttentionForm form) {
                 a.out, extra...);
   };
   if (form == AttentionForm::flash) {
+    const int64_t groups = T * heads, splits = attention_splits(a, devices_->backend.device(a.out.device().index));
+    const size_t state_bytes = static_cast<size_t>(groups * splits * (a.q.size(2) + 2)) * sizeof(float);
+    const cl_mem partial = splits > 1 ? devices_->scratch(a.out, state_bytes) : cl_mem{nullptr};
     Launch launch = devices_->kernel(a.out, program, "attention_flash", kAttentionGroup);
-    common(launch);
-    launch.run({static_cast<size_t>(T * heads) * kAttentionGroup, 1}, {kAttentionGroup, 1});
+    common(launch, partial);
+    launch.run({static_cast<size_t>(groups) * kAttentionGroup, static_cast<size_t>(splits)}, {kAttentionGroup, 1});
+    if (splits > 1) {
+      devices_->kernel(a.out, program, "attention_combine", kAttentionGroup)
+          .args(partial, to_int(splits, "splits"), a.out)
+          .run({static_cast<size_t>(groups) * kAttentionGroup, 1}, {kAttentionGroup, 1});
+    }
     return;
   }
   if (T == 0) return;
@@ -356,6 +401,8 @@ void register_kernels(KernelRegistry& r) {
     r.add<op::RmsNorm>(xpu, d, "default", {.run = run_on_xpu<op::RmsNorm>, .is_default = true});
     r.add<op::AddRmsNorm>(xpu, d, "fused", {.run = run_on_xpu<op::AddRmsNorm>});
     r.add<op::Rope>(xpu, d, "default", {.run = run_on_xpu<op::Rope>, .is_default = true});
+    r.add<op::QkvRopeCache>(xpu, d, "default", {.run = run_on_xpu<op::QkvRopeCache>, .is_default = true});
+    r.add<op::ArgmaxRows>(xpu, d, "default", {.run = run_on_xpu<op::ArgmaxRows>, .is_default = true});
     r.add<op::SiluMul>(xpu, d, "default", {.run = run_on_xpu<op::SiluMul>, .is_default = true});
     r.add<op::Linear>(xpu, d, "default", {.run = run_on_xpu<op::Linear>, .is_default = true});
     r.add<op::PagedAttention>(xpu, d, "flash",

@@ -37,6 +37,8 @@ class XpuKernels {
   void run(const op::RmsNorm& a);
   void run(const op::AddRmsNorm& a);  // the fused kernel; the registry's default is add then rms_norm
   void run(const op::Rope& a);
+  void run(const op::QkvRopeCache& a);
+  void run(const op::ArgmaxRows& a);
   void run(const op::SiluMul& a);
   void run(const op::Add& a);
   void run(const op::Cast& a);

@@ -39,9 +39,16 @@ long cache_row(const Keys* keys, int j, int block_size, int kv_heads) {
   return ((block * block_size + j % block_size) * kv_heads + keys->kv_head) * HEAD_DIM;
 }
 
-// q . k in float, q in local memory and k the key at element `k_row` of the cache.
+// q . k in float, q in local memory and k the key at element `k_row` of the cache: eight elements (16 bytes in
+// the 2-byte dtypes) a load where the cache allows it.
 float key_dot(__local const float* q, __global const ELEM* cache_k, long k_row) {
   float d = 0.0f;
+#if HEAD_DIM % 8 == 0
+  if ((k_row & 7) == 0) {
+    for (int i = 0; i < HEAD_DIM; i += 8) d += sum8(vload8(i / 8, q) * LOAD8(cache_k, k_row + i));
+    return d;
+  }
+#endif
   for (int i = 0; i < HEAD_DIM; ++i) d += q[i] * LOAD(cache_k, k_row + i);
   return d;
 }
@@ -71,16 +78,22 @@ float key_dot(__local const float* q, __global const ELEM* cache_k, long k_row) 
 
 // The fused form (flash, as sdpa): one pass with a running maximum, in float but for the weights of the values,
 // ATT_GROUP keys at a time: each item scores one key of the tile, then every item rescales what it summed under
-// the old maximum and adds the tile's values for its dimensions.
-__kernel __attribute__((reqd_work_group_size(ATT_GROUP, 1, 1))) void attention_flash(ATTENTION_ARGS) {
+// the old maximum and adds the tile's values for its dimensions. A row's keys may be split into
+// get_num_groups(1) equal parts (a decode step has too few rows to fill the device): each part then writes its
+// state (maximum, denominator, unnormalised output) to `partial`, and attention_combine merges them.
+__kernel __attribute__((reqd_work_group_size(ATT_GROUP, 1, 1))) void attention_flash(ATTENTION_ARGS,
+                                                                                     __global float* partial) {
   ATTENTION_PROLOGUE(get_group_id(0));
+  const int split = get_group_id(1), splits = get_num_groups(1);
+  const int chunk = (keys.last - keys.first + 1 + splits - 1) / splits;
+  const int begin = keys.first + split * chunk, end = min(keys.last + 1, begin + chunk);
   __local float p[ATT_GROUP];
   __local long rows[ATT_GROUP];
   float acc[DIMS_PER_ITEM];
   for (int i = 0; i < DIMS_PER_ITEM; ++i) acc[i] = 0.0f;
   float max_score = -INFINITY, denom = 0.0f;
-  for (int j0 = keys.first; j0 <= keys.last; j0 += ATT_GROUP) {
-    const int count = min(ATT_GROUP, keys.last - j0 + 1);
+  for (int j0 = begin; j0 < end; j0 += ATT_GROUP) {
+    const int count = min(ATT_GROUP, end - j0);
     float score = -INFINITY;
     if (lid < count) {
       rows[lid] = cache_row(&keys, j0 + lid, block_size, kv_heads);
@@ -112,10 +125,46 @@ __kernel __attribute__((reqd_work_group_size(ATT_GROUP, 1, 1))) void attention_f
     max_score = new_max;
     barrier(CLK_LOCAL_MEM_FENCE);  // p and rows are rewritten by the next tile
   }
-  const float inv = keys.last >= keys.first ? 1.0f / denom : 0.0f;
+  if (splits > 1) {
+    __global float* state = partial + ((long)get_group_id(0) * splits + split) * (HEAD_DIM + 2);
+    if (lid == 0) {
+      state[0] = max_score;
+      state[1] = denom;
+    }
+    for (int d = 0; d < DIMS_PER_ITEM; ++d) {
+      const int dim = lid + d * ATT_GROUP;
+      if (dim < HEAD_DIM) state[2 + dim] = acc[d];
+    }
+    return;
+  }
+  const float inv = end > begin ? 1.0f / denom : 0.0f;
   for (int d = 0; d < DIMS_PER_ITEM; ++d) {
     const int dim = lid + d * ATT_GROUP;
     if (dim < HEAD_DIM) STORE(acc[d] * inv, out, o + dim);
+  }
+}
+
+// The output of (row, head) group from the `splits` partial states attention_flash wrote for it: each split's
+// sums rescaled to the largest maximum. A row with no keys (all splits empty) gets zeros.
+__kernel __attribute__((reqd_work_group_size(ATT_GROUP, 1, 1))) void attention_combine(
+    __global const float* partial, int splits, __global ELEM* out, long out_off) {
+  const int lid = get_local_id(0), group = get_group_id(0);
+  __global const float* states = partial + (long)group * splits * (HEAD_DIM + 2);
+  float overall = -INFINITY;
+  for (int s = 0; s < splits; ++s) overall = fmax(overall, states[s * (HEAD_DIM + 2)]);
+  float denom = 0.0f;
+  for (int s = 0; s < splits; ++s) {
+    const float m = states[s * (HEAD_DIM + 2)];
+    if (m > -INFINITY) denom += states[s * (HEAD_DIM + 2) + 1] * exp(m - overall);
+  }
+  const float inv = denom > 0.0f ? 1.0f / denom : 0.0f;
+  for (int dim = lid; dim < HEAD_DIM; dim += ATT_GROUP) {
+    float a = 0.0f;
+    for (int s = 0; s < splits; ++s) {
+      const float m = states[s * (HEAD_DIM + 2)];
+      if (m > -INFINITY) a += states[s * (HEAD_DIM + 2) + 2 + dim] * exp(m - overall);
+    }
+    STORE(a * inv, out, out_off + (long)group * HEAD_DIM + dim);
   }
 }
 

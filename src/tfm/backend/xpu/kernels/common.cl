@@ -48,6 +48,22 @@ float round_to_f16(float v) {
 #define bf16_ROUND(v) bf16_to_float(float_to_bf16(v))
 #define f16_ROUND(v) round_to_f16(v)
 
+// Eight consecutive elements from element i of p as a float8, in one 16-byte load for the 2-byte dtypes (two for
+// float32). The address must be aligned to the load: i and p's element offset multiples of 8.
+float8 bf16x8_to_float(uint4 u) {
+  const uint4 lo = u << 16, hi = u & 0xffff0000u;  // element 2j is the low half of word j
+  return (float8)(as_float(lo.s0), as_float(hi.s0), as_float(lo.s1), as_float(hi.s1), as_float(lo.s2),
+                  as_float(hi.s2), as_float(lo.s3), as_float(hi.s3));
+}
+#define f32_LOAD8(p, i) (*(__global const float8*)((p) + (i)))
+#define bf16_LOAD8(p, i) bf16x8_to_float(*(__global const uint4*)((p) + (i)))
+#define f16_LOAD8(p, i) vload_half8((i) / 8, (p))  // no arithmetic on a half pointer without cl_khr_fp16
+
+float sum8(float8 v) {
+  const float4 s = v.lo + v.hi;
+  return (s.x + s.y) + (s.z + s.w);
+}
+
 #define ELEM_AS(dtype) CAT(dtype, _ELEM)
 #define LOAD_AS(dtype, p, i) CAT(dtype, _LOAD)(p, i)
 #define STORE_AS(dtype, v, p, i) CAT(dtype, _STORE)(v, p, i)
@@ -55,6 +71,7 @@ float round_to_f16(float v) {
 #define LOAD(p, i) LOAD_AS(DTYPE, p, i)
 #define STORE(v, p, i) STORE_AS(DTYPE, v, p, i)
 #define ROUND(v) CAT(DTYPE, _ROUND)(v)
+#define LOAD8(p, i) CAT(DTYPE, _LOAD8)(p, i)
 
 // The sum or maximum of one value per item over the whole work-group, returned to every item. `scratch` holds
 // one float per item; the work-group size is a power of two. Every item of the group must call it.

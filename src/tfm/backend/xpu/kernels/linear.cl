@@ -46,28 +46,46 @@ __kernel __attribute__((reqd_work_group_size(TILE_ITEMS, TILE_ITEMS, 1))) void l
 }
 
 // A few rows of x (M <= ROWS_MAX, a decode step): tiles would mostly hold padding, and the time goes into
-// reading w once. One work-group of ROWS_GROUP items per output column n strides along w[n] (coalesced), then
-// sums its partial dot products in local memory. Runs over (N * ROWS_GROUP).
+// reading w once. A work-group of ROWS_GROUP items computes ROWS_COLS columns: the items stride along those rows
+// of w eight elements (16 bytes in the 2-byte dtypes) at a time, neighbouring items reading neighbouring bytes,
+// and their partial dot products meet in local memory. Runs over (ceil(N / ROWS_COLS) * ROWS_GROUP).
 __kernel __attribute__((reqd_work_group_size(ROWS_GROUP, 1, 1))) void linear_rows(
     __global const ELEM* x, long x_off, __global const ELEM* w, long w_off, __global const ELEM* bias,
     long bias_off, __global ELEM* y, long y_off, int M, int K, int N) {
-  __local float partial[ROWS_MAX][ROWS_GROUP];
-  const int lid = get_local_id(0), n = get_group_id(0);
-  const long wn = w_off + (long)n * K;
-  float acc[ROWS_MAX];
-  for (int m = 0; m < ROWS_MAX; ++m) acc[m] = 0.0f;
-  for (int k = lid; k < K; k += ROWS_GROUP) {
-    const float wk = LOAD(w, wn + k);
-    for (int m = 0; m < ROWS_MAX; ++m)
-      if (m < M) acc[m] += LOAD(x, x_off + (long)m * K + k) * wk;
+  __local float partial[ROWS_COLS * ROWS_MAX][ROWS_GROUP];
+  const int lid = get_local_id(0), n0 = get_group_id(0) * ROWS_COLS;
+  float acc[ROWS_COLS][ROWS_MAX];
+  for (int c = 0; c < ROWS_COLS; ++c)
+    for (int m = 0; m < ROWS_MAX; ++m) acc[c][m] = 0.0f;
+  // Eight at a time needs every row of x and w to start on a multiple of eight elements; else one at a time.
+  const int vector_end = ((x_off | w_off | K) & 7) == 0 ? K : 0;
+  for (int k = lid * 8; k < vector_end; k += ROWS_GROUP * 8) {
+    for (int c = 0; c < ROWS_COLS; ++c) {
+      if (n0 + c >= N) break;
+      const float8 wk = LOAD8(w, w_off + (long)(n0 + c) * K + k);
+      for (int m = 0; m < ROWS_MAX; ++m)
+        if (m < M) acc[c][m] += sum8(LOAD8(x, x_off + (long)m * K + k) * wk);
+    }
   }
-  for (int m = 0; m < ROWS_MAX; ++m) partial[m][lid] = acc[m];
+  for (int k = vector_end + lid; k < K; k += ROWS_GROUP) {
+    for (int c = 0; c < ROWS_COLS; ++c) {
+      if (n0 + c >= N) break;
+      const float wk = LOAD(w, w_off + (long)(n0 + c) * K + k);
+      for (int m = 0; m < ROWS_MAX; ++m)
+        if (m < M) acc[c][m] += LOAD(x, x_off + (long)m * K + k) * wk;
+    }
+  }
+  for (int c = 0; c < ROWS_COLS; ++c)
+    for (int m = 0; m < ROWS_MAX; ++m) partial[c * ROWS_MAX + m][lid] = acc[c][m];
   barrier(CLK_LOCAL_MEM_FENCE);
   for (int stride = ROWS_GROUP / 2; stride > 0; stride /= 2) {
     if (lid < stride)
-      for (int m = 0; m < ROWS_MAX; ++m) partial[m][lid] += partial[m][lid + stride];
+      for (int e = 0; e < ROWS_COLS * ROWS_MAX; ++e)
+        if (e % ROWS_MAX < M) partial[e][lid] += partial[e][lid + stride];
     barrier(CLK_LOCAL_MEM_FENCE);
   }
-  if (lid < M)
-    STORE(partial[lid][0] + (bias ? LOAD(bias, bias_off + n) : 0.0f), y, y_off + (long)lid * N + n);
+  // Item c * M + m writes y[m, n0 + c].
+  const int c = lid / M, m = lid % M, n = n0 + c;
+  if (c < ROWS_COLS && n < N)
+    STORE(partial[c * ROWS_MAX + m][0] + (bias ? LOAD(bias, bias_off + n) : 0.0f), y, y_off + (long)m * N + n);
 }
