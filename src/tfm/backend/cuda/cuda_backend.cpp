@@ -6,10 +6,9 @@
 #include <cstring>
 #include <map>
 #include <mutex>
-#include <set>
 #include <string>
-#include <unordered_map>
 
+#include "tfm/backend/block_cache.h"
 #include "tfm/backend/cuda/cuda_backend.h"
 #include "tfm/backend/cuda/runtime.h"
 #include "tfm/core/error.h"
@@ -62,53 +61,14 @@ class CudaBackend final : public Backend {
     return d;
   }
 
-  // Freed memory is kept for reuse by size: a forward step allocates the same buffers every step, and
-  // cudaMalloc/cudaFree (which synchronizes the device) would otherwise dominate a decode step. All of a
-  // device's work runs on its one stream, so memory reused by a later kernel is ordered after earlier users.
-  // While a graph is captured, memory comes from a second pool kept for graphs: a replay writes the buffers its
-  // capture allocated, so they never go back to the general cache (all graphs of a device share the pool, as
-  // replays run one after another on the stream).
   void* allocate(int index, size_t bytes) override {
     use_device(index);
-    const size_t size = rounded(bytes);
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      auto& cached = capturing_.contains(index) ? graph_free_[index] : free_[index];
-      if (auto it = cached.find(size); it != cached.end()) {
-        void* p = it->second;
-        cached.erase(it);
-        count_in_use(index, p, bytes);
-        return p;
-      }
-    }
-    void* p = nullptr;
-    cudaError_t status = cudaMalloc(&p, size);
-    if (status == cudaErrorMemoryAllocation) {  // give the cached blocks back and try once more
-      cudaGetLastError();
-      release_cached(index);
-      status = cudaMalloc(&p, size);
-    }
-    if (status != cudaSuccess) {
-      cudaGetLastError();
-      throw_error("cuda:", index, ": cannot allocate ", bytes, " bytes: ", cudaGetErrorString(status));
-    }
-    std::lock_guard<std::mutex> lock(mutex_);
-    blocks_[p] = {size, 0, capturing_.contains(index)};
-    count_in_use(index, p, bytes);
+    void* p = blocks_.allocate(index, bytes);
+    if (!p) throw_error("cuda:", index, ": cannot allocate ", bytes, " bytes: out of memory");
     return p;
   }
-
-  void deallocate(int index, void* p) override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    Block& block = blocks_.at(p);
-    allocated_[index] -= block.counted;
-    (block.for_graphs ? graph_free_ : free_)[index].emplace(block.size, p);
-  }
-
-  size_t memory_allocated(int index) override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return allocated_[index];
-  }
+  void deallocate(int index, void* p) override { blocks_.deallocate(index, p); }
+  size_t memory_allocated(int index) override { return blocks_.allocated(index); }
 
   // Host-to-device copies return once the bytes are read: small ones are staged by the driver (which copies
   // pageable memory before cudaMemcpyAsync returns), large ones go through tfm's pinned buffers.
@@ -210,39 +170,25 @@ class CudaBackend final : public Backend {
     }
   }
 
-  // Sizes round up to 512 bytes, and to 2 MiB past 1 MiB, so that near sizes share blocks.
-  static size_t rounded(size_t bytes) {
-    const size_t unit = bytes > (size_t{1} << 20) ? (size_t{2} << 20) : 512;
-    return std::max<size_t>(1, (bytes + unit - 1) / unit) * unit;
-  }
-  void release_cached(int index) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (capturing_.contains(index)) return;  // cudaFree is not allowed while a graph is captured
-    for (const auto& [size, p] : free_[index]) {
-      cudaFree(p);
-      blocks_.erase(p);
-    }
-    free_[index].clear();
-  }
-  // torch.cuda.memory_allocated counts a tensor's bytes rounded up to its allocator's 512-byte unit.
-  void count_in_use(int index, void* p, size_t bytes) {
-    const size_t counted = std::max<size_t>(1, (bytes + 511) / 512) * 512;
-    blocks_[p].counted = counted;
-    allocated_[index] += counted;
-  }
   static char* address(DeviceSpan s) { return static_cast<char*>(s.base) + s.offset; }
 
-  struct Block {
-    size_t size;      // as allocated (rounded)
-    size_t counted;   // toward memory_allocated while in use
-    bool for_graphs;  // in the pool of graphs' memory
-  };
-  std::mutex mutex_;
-  std::map<int, std::multimap<size_t, void*>> free_;        // per device: cached blocks by size
-  std::map<int, std::multimap<size_t, void*>> graph_free_;  // per device: the graph pool's free blocks
-  std::set<int> capturing_;                                 // devices whose stream is being captured
-  std::unordered_map<void*, Block> blocks_;           // every block tfm holds, by address
-  std::map<int, size_t> allocated_;                   // per device: memory_allocated
+  // cudaMalloc and cudaFree (which synchronizes the device) kept out of steps; cudaFree is not called while a
+  // graph is captured (the cache keeps its blocks then).
+  BlockCache blocks_{[](int index, size_t size) -> void* {
+                       use_device(index);
+                       void* p = nullptr;
+                       const cudaError_t status = cudaMalloc(&p, size);
+                       if (status == cudaErrorMemoryAllocation) {
+                         cudaGetLastError();
+                         return nullptr;
+                       }
+                       check_cuda(status, "cudaMalloc");
+                       return p;
+                     },
+                     [](int index, void* p) {
+                       use_device(index);
+                       cudaFree(p);
+                     }};
 
   std::mutex staging_mutex_;
   void* staging_[2] = {};
@@ -268,14 +214,8 @@ class CudaGraph final : public DeviceGraph {
 std::unique_ptr<DeviceGraph> CudaBackend::capture(int index, const std::function<void()>& work) {
   use_device(index);
   const cudaStream_t s = cuda::stream(index);
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    check(capturing_.insert(index).second, "cuda:", index, ": a graph is already being captured");
-  }
-  auto stop_capturing = [&] {
-    std::lock_guard<std::mutex> lock(mutex_);
-    capturing_.erase(index);
-  };
+  blocks_.set_capturing(index, true);
+  auto stop_capturing = [&] { blocks_.set_capturing(index, false); };
   cudaGraph_t graph = nullptr;
   try {
     check_cuda(cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed), "cudaStreamBeginCapture");

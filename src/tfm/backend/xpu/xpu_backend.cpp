@@ -3,12 +3,17 @@
 #include <CL/cl_ext.h>
 
 #include <cstdlib>
+#include <cstring>
+#include <memory>
 #include <optional>
 
 #include "tfm/core/error.h"
 
 namespace tfm::xpu {
 namespace {
+
+// Host-to-device copies smaller than this are queued without waiting (copy_from_host).
+constexpr size_t kQueuedCopyBelow = size_t{1} << 20;
 
 // Intel's driver applies ZE_AFFINITY_MASK itself during its initialisation, which the first clGetPlatformIDs
 // of the process triggers. tfm applies the mask to its own ordered list (the same rules, on every platform),
@@ -136,9 +141,13 @@ XpuDevice::XpuDevice(cl_platform_id platform, cl_device_id id, int index)
       queue(create_queue(context.get(), id, where)),
       programs(context.get(), id, where),
       info(read_info(id, index)),
-      compute_units(device_value<cl_uint>(id, CL_DEVICE_MAX_COMPUTE_UNITS, "CL_DEVICE_MAX_COMPUTE_UNITS")) {}
+      compute_units(device_value<cl_uint>(id, CL_DEVICE_MAX_COMPUTE_UNITS, "CL_DEVICE_MAX_COMPUTE_UNITS")),
+      max_allocation(device_value<cl_ulong>(id, CL_DEVICE_MAX_MEM_ALLOC_SIZE, "CL_DEVICE_MAX_MEM_ALLOC_SIZE")) {}
 
-XpuBackend::XpuBackend(SelectionEnv env) : env_(std::move(env)) {}
+XpuBackend::XpuBackend(SelectionEnv env)
+    : env_(std::move(env)),
+      blocks_([this](int index, size_t size) -> void* { return new_buffer(index, size); },
+              [](int, void* buffer) { clReleaseMemObject(as_buffer(buffer)); }) {}
 
 const std::vector<std::unique_ptr<XpuDevice>>& XpuBackend::devices() {
   // A failed discovery (an invalid variable, a driver error) throws and is tried again on the next call.
@@ -177,33 +186,59 @@ DeviceInfo XpuBackend::info(int index) {
 
 void* XpuBackend::allocate(int index, size_t bytes) {
   XpuDevice& d = device(index);
-  cl_int status = CL_SUCCESS;
-  // OpenCL has no empty buffer; a zero-byte tensor still needs a distinct handle.
-  cl_mem buffer =
-      clCreateBuffer(d.context.get(), CL_MEM_READ_WRITE, bytes == 0 ? 1 : bytes, nullptr, &status);
-  cl_check(status, "clCreateBuffer", d.where + ": cannot allocate " + std::to_string(bytes) + " bytes");
-  d.allocated += bytes == 0 ? 1 : bytes;
+  void* buffer = blocks_.allocate(index, bytes);
+  if (!buffer) {
+    throw_error(d.where, ": cannot allocate ", bytes, " bytes: out of device memory (", d.info.total_memory,
+                " bytes in all)");
+  }
   return buffer;
 }
 
 void XpuBackend::deallocate(int index, void* p) {
-  // Runs from Storage's destructor, which cannot report a failure: a failed size query counts nothing.
-  size_t bytes = 0;
-  if (clGetMemObjectInfo(as_buffer(p), CL_MEM_SIZE, sizeof bytes, &bytes, nullptr) == CL_SUCCESS)
-    device(index).allocated -= bytes;
-  clReleaseMemObject(as_buffer(p));
+  blocks_.deallocate(index, p);
 }
 
 size_t XpuBackend::memory_allocated(int index) {
-  return device(index).allocated;
+  return blocks_.allocated(index);
+}
+
+cl_mem XpuBackend::new_buffer(int index, size_t size) {
+  XpuDevice& d = device(index);
+  check(size <= d.max_allocation, d.where, ": cannot allocate ", size, " bytes: one buffer may hold at most ",
+        d.max_allocation, " (CL_DEVICE_MAX_MEM_ALLOC_SIZE)");
+  cl_int status = CL_SUCCESS;
+  cl_mem buffer = clCreateBuffer(d.context.get(), CL_MEM_READ_WRITE, size, nullptr, &status);
+  if (status == CL_MEM_OBJECT_ALLOCATION_FAILURE || status == CL_OUT_OF_RESOURCES) return nullptr;
+  cl_check(status, "clCreateBuffer", d.where + ": cannot allocate " + std::to_string(size) + " bytes");
+  return buffer;
 }
 
 void XpuBackend::copy_from_host(int index, DeviceSpan dst, const void* src, size_t bytes) {
   if (bytes == 0) return;  // OpenCL rejects empty transfers
   const XpuDevice& d = device(index);
-  cl_check(clEnqueueWriteBuffer(d.queue.get(), as_buffer(dst.base), CL_TRUE, dst.offset, bytes, src, 0,
-                                nullptr, nullptr),
+  if (bytes >= kQueuedCopyBelow) {
+    cl_check(clEnqueueWriteBuffer(d.queue.get(), as_buffer(dst.base), CL_TRUE, dst.offset, bytes, src, 0,
+                                  nullptr, nullptr),
+             "clEnqueueWriteBuffer", d.where);
+    return;
+  }
+  // A blocking write would wait for every kernel queued before it. Small copies (a step's inputs) are queued
+  // from a copy of the bytes that the transfer owns and its completion frees.
+  auto owned = std::make_unique<char[]>(bytes);
+  std::memcpy(owned.get(), src, bytes);
+  cl_event done = nullptr;
+  cl_check(clEnqueueWriteBuffer(d.queue.get(), as_buffer(dst.base), CL_FALSE, dst.offset, bytes, owned.get(), 0,
+                                nullptr, &done),
            "clEnqueueWriteBuffer", d.where);
+  const auto free_bytes = [](cl_event, cl_int, void* p) { delete[] static_cast<char*>(p); };
+  const cl_int status = clSetEventCallback(done, CL_COMPLETE, free_bytes, owned.get());
+  if (status == CL_SUCCESS) {
+    owned.release();
+  } else {
+    clWaitForEvents(1, &done);  // the bytes must outlive the transfer
+  }
+  clReleaseEvent(done);
+  cl_check(status, "clSetEventCallback", d.where);
 }
 
 void XpuBackend::copy_to_host(int index, void* dst, DeviceSpan src, size_t bytes) {
@@ -220,7 +255,6 @@ void XpuBackend::copy_on_device(int index, DeviceSpan dst, DeviceSpan src, size_
   cl_check(clEnqueueCopyBuffer(d.queue.get(), as_buffer(src.base), as_buffer(dst.base), src.offset,
                                dst.offset, bytes, 0, nullptr, nullptr),
            "clEnqueueCopyBuffer", d.where);
-  cl_check(clFinish(d.queue.get()), "clFinish", d.where);  // the seam's copies block the host
 }
 
 void XpuBackend::synchronize(int index) {

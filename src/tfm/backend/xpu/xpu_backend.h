@@ -3,13 +3,13 @@
 // device_selection.h's rules from TFM_XPU_PLATFORM, ZE_ENABLE_PCI_ID_DEVICE_ORDER and ZE_AFFINITY_MASK.
 #pragma once
 
-#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
 #include "tfm/backend/backend.h"
+#include "tfm/backend/block_cache.h"
 #include "tfm/backend/kernel_registry.h"
 #include "tfm/backend/xpu/device_selection.h"
 #include "tfm/backend/xpu/opencl.h"
@@ -29,7 +29,7 @@ struct XpuDevice {
   ProgramCache programs;
   DeviceInfo info;            // everything but free_memory, which is read when asked
   int64_t compute_units;      // CL_DEVICE_MAX_COMPUTE_UNITS: how many work-groups run at once, roughly
-  std::atomic<size_t> allocated{0};  // bytes of the buffers tensors hold now
+  size_t max_allocation;      // CL_DEVICE_MAX_MEM_ALLOC_SIZE
 };
 
 class XpuBackend final : public Backend {
@@ -55,10 +55,13 @@ class XpuBackend final : public Backend {
 
  private:
   const std::vector<std::unique_ptr<XpuDevice>>& devices();
+  // A new buffer of `size` bytes, or nullptr when the device is out of memory.
+  cl_mem new_buffer(int index, size_t size);
 
   SelectionEnv env_;
   std::once_flag discovered_;
   std::vector<std::unique_ptr<XpuDevice>> devices_;
+  BlockCache blocks_;  // clCreateBuffer and clReleaseMemObject kept out of steps
 };
 
 // The backend of the process, configured from the environment.
