@@ -115,7 +115,20 @@ if want tokenizer; then
 fi
 
 if want xpu; then
+  step "OpenCL platforms: extensions that decide the xpu paths (command buffers, sub-groups, fp16)"
+  clinfo 2>/dev/null | grep -E "Platform Name|Device Name|Driver Version|command_buffer|subgroup|cl_khr_fp16|Max compute units" | sort | uniq -c
   step xpu kernels on the NVIDIA OpenCL platform
-  for dtype in float32 bfloat16; do TFM_XPU_PLATFORM="NVIDIA CUDA" timeout 120 $b/bin/xpu_ops_bench --dtype $dtype; done
+  TFM_XPU_PLATFORM="NVIDIA CUDA" timeout 120 stdbuf -oL $b/bin/xpu_ops_bench --dtype bfloat16
+  gpu_model qwen3-0.6b
+  gpu_model qwen3-8b
+  xpu_latency() { TFM_XPU_PLATFORM="NVIDIA CUDA" timeout 300 $b/bin/tfm bench latency --device xpu --json "$@" 2>&1 | tail -3; }
+  step "tfm bench latency on xpu (NVIDIA OpenCL, the portable kernels), --use-kernels; then cuda in the same run"
+  xpu_latency --model /tmp/qwen3-0.6b --dtype bfloat16 --batch-size 1 --input-len 128 --output-len 256 --use-kernels
+  xpu_latency --model /tmp/qwen3-0.6b --dtype float32 --batch-size 1 --input-len 128 --output-len 256 --use-kernels
+  xpu_latency --model /tmp/qwen3-8b --dtype bfloat16 --batch-size 1 --input-len 128 --output-len 128 --use-kernels
+  for model in qwen3-0.6b qwen3-8b; do
+    timeout 200 $b/bin/tfm bench latency --device cuda --dtype bfloat16 --json --model /tmp/$model --batch-size 1 \
+      --input-len 128 --output-len 128 --use-kernels 2>&1 | tail -1
+  done
 fi
 echo; echo "=== done"

@@ -1,11 +1,11 @@
-// Times the xpu op kernels on the OpenCL platform TFM_XPU_PLATFORM names (Intel GPUs when unset): linear at
-// decode and prefill shapes of 8B-class models, and paged attention for one decode step (both forms).
+// Times the xpu op kernels on the OpenCL platform TFM_XPU_PLATFORM names (Intel GPUs when unset): a launch,
+// linear at the decode shapes of Qwen3-0.6B and Qwen3-8B and one prefill shape, and paged attention for one
+// decode step (both forms).
 //
 //   TFM_XPU_PLATFORM="NVIDIA CUDA" xpu_ops_bench [--quick] [--dtype float32|bfloat16|float16]
 //
 // --quick uses smaller shapes, for CPU platforms such as PoCL; --dtype the tensors' dtype (float32 by
-// default). Each case runs once to build its kernels, then repeats until about 0.5 s have passed; times are
-// per call, waited for with synchronize().
+// default). Each case runs once to build its kernels, then repeats until about 0.3 s have passed.
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -42,8 +42,10 @@ Tensor ints_on_xpu(const std::vector<int32_t>& values) {
   return to_device(t, kXpu);
 }
 
-// Seconds per call of `op`, after one untimed call.
+// Seconds per call of `op`, after one untimed call: calls are issued kBatch at a time between waits, so a
+// short kernel's time is the device's (or the host's issuing, when that is slower), not a round trip's.
 double time_per_call(const std::function<void()>& op) {
+  constexpr int kBatch = 20;
   Backend& backend = *find_backend(DeviceType::xpu);
   op();
   backend.synchronize(0);
@@ -52,12 +54,20 @@ double time_per_call(const std::function<void()>& op) {
   int calls = 0;
   double elapsed = 0;
   do {
-    op();
+    for (int i = 0; i < kBatch; ++i) op();
     backend.synchronize(0);
-    ++calls;
+    calls += kBatch;
     elapsed = std::chrono::duration<double>(clock::now() - start).count();
-  } while (elapsed < 0.5);
+  } while (elapsed < 0.3);
   return elapsed / calls;
+}
+
+// The shortest kernel: a pointwise add over `n` elements, for the cost of one launch.
+void bench_launch(int64_t n, DType dtype, std::mt19937& rng) {
+  Tensor x = random_on_xpu({n}, dtype, rng);
+  const Tensor y = random_on_xpu({n}, dtype, rng);
+  const double s = time_per_call([&] { ops::add_(x, y); });
+  std::printf("launch    add of %lld elements %9.3f ms\n", static_cast<long long>(n), s * 1e3);
 }
 
 void bench_linear(int64_t M, int64_t K, int64_t N, DType dtype, std::mt19937& rng) {
@@ -132,14 +142,25 @@ int main(int argc, char** argv) {
     std::printf("xpu:0 %s (%s), %s\n", info.name.c_str(), info.driver_version.c_str(),
                 std::string(dtype_name(dtype)).c_str());
     std::mt19937 rng(1);
-    const int64_t H = quick ? 1024 : 4096, I = quick ? 2816 : 14336;
-    for (int64_t M : {int64_t{1}, int64_t{8}, quick ? int64_t{64} : int64_t{512}}) {
-      bench_linear(M, H, H, dtype, rng);
-      bench_linear(M, H, 2 * I, dtype, rng);
-    }
+    bench_launch(1024, dtype, rng);
+    // The matrices of a decode step of the Qwen3-0.6B and Qwen3-8B shapes: fused q/k/v, o, fused gate/up, down,
+    // and the vocabulary head (0.6B ties it to the embedding); then one prefill-sized matmul.
+    struct Matrix {
+      int64_t K, N;
+    };
+    const std::vector<Matrix> matrices =
+        quick ? std::vector<Matrix>{{1024, 4096}, {3072, 1024}}
+              : std::vector<Matrix>{{1024, 4096},  {2048, 1024},  {1024, 6144},   {3072, 1024},
+                                    {1024, 151936}, {4096, 6144}, {4096, 4096},   {4096, 24576},
+                                    {12288, 4096}, {4096, 151936}};
+    for (int64_t M : {int64_t{1}, int64_t{8}})
+      for (const Matrix& m : matrices) bench_linear(M, m.K, m.N, dtype, rng);
+    bench_linear(quick ? 64 : 512, matrices[0].K, matrices[0].N, dtype, rng);
     for (int64_t batch : {1, 8}) {
-      for (int64_t context : {512, quick ? 2048 : 8192})
+      for (int64_t context : {256, 512, quick ? 2048 : 8192}) {
+        bench_attention(batch, context, 16, 8, 128, dtype, rng);
         bench_attention(batch, context, 32, 8, 128, dtype, rng);
+      }
     }
   } catch (const tfm::Error& e) {
     std::fprintf(stderr, "xpu_ops_bench: %s\n", e.what());

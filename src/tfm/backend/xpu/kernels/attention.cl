@@ -93,22 +93,21 @@ __kernel __attribute__((reqd_work_group_size(ATT_GROUP, 1, 1))) void attention_f
   for (int i = 0; i < DIMS_PER_ITEM; ++i) acc[i] = 0.0f;
   float max_score = -INFINITY, denom = 0.0f;
   for (int j0 = begin; j0 < end; j0 += ATT_GROUP) {
+    // The loops below run over the whole tile, a constant count the compiler unrolls so that many loads are in
+    // flight at once: the items past the keys' end weigh 0 and point at the last key.
     const int count = min(ATT_GROUP, end - j0);
-    float score = -INFINITY;
-    if (lid < count) {
-      rows[lid] = cache_row(&keys, j0 + lid, block_size, kv_heads);
-      score = key_dot(qs, cache_k, cache_k_off + rows[lid]) * scale;
-    }
+    rows[lid] = cache_row(&keys, j0 + min(lid, count - 1), block_size, kv_heads);
+    const float score = lid < count ? key_dot(qs, cache_k, cache_k_off + rows[lid]) * scale : -INFINITY;
     p[lid] = score;
     barrier(CLK_LOCAL_MEM_FENCE);
     float new_max = max_score;
-    for (int i = 0; i < count; ++i) new_max = fmax(new_max, p[i]);
+    for (int i = 0; i < ATT_GROUP; ++i) new_max = fmax(new_max, p[i]);
     barrier(CLK_LOCAL_MEM_FENCE);
     p[lid] = lid < count ? exp(score - new_max) : 0.0f;
     barrier(CLK_LOCAL_MEM_FENCE);
     const float c = exp(max_score - new_max);  // 0 on the first tile
     float tile_sum = 0.0f;
-    for (int i = 0; i < count; ++i) tile_sum += p[i];
+    for (int i = 0; i < ATT_GROUP; ++i) tile_sum += p[i];
     denom = denom * c + tile_sum;
     // Each weight multiplies the values rounded to the dtype, while the denominator sums it unrounded, as
     // torch's flash attention kernels compute P V in the dtype.
@@ -119,7 +118,7 @@ __kernel __attribute__((reqd_work_group_size(ATT_GROUP, 1, 1))) void attention_f
       const int dim = lid + d * ATT_GROUP;
       if (dim >= HEAD_DIM) break;
       float a = acc[d] * c;
-      for (int i = 0; i < count; ++i) a += p[i] * LOAD(cache_v, cache_v_off + rows[i] + dim);
+      for (int i = 0; i < ATT_GROUP; ++i) a += p[i] * LOAD(cache_v, cache_v_off + rows[i] + dim);
       acc[d] = a;
     }
     max_score = new_max;

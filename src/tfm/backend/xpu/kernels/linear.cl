@@ -59,6 +59,8 @@ __kernel __attribute__((reqd_work_group_size(ROWS_GROUP, 1, 1))) void linear_row
     for (int m = 0; m < ROWS_MAX; ++m) acc[c][m] = 0.0f;
   // Eight at a time needs every row of x and w to start on a multiple of eight elements; else one at a time.
   const int vector_end = ((x_off | w_off | K) & 7) == 0 ? K : 0;
+  // Unrolled so that each item has several rounds of loads in flight (a long row, few work-groups: down_proj).
+#pragma unroll 4
   for (int k = lid * 8; k < vector_end; k += ROWS_GROUP * 8) {
     for (int c = 0; c < ROWS_COLS; ++c) {
       if (n0 + c >= N) break;
