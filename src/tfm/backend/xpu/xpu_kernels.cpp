@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -26,9 +27,9 @@ constexpr size_t kTileK = 16;       // staged 16 columns of K at a time,
 constexpr size_t kTileReg = 4;      // 4x4 outputs per item: 16x16 items
 constexpr size_t kTileItems = kTile / kTileReg;
 constexpr int64_t kRowsMax = 8;         // linear_rows serves x of up to 8 rows (decode steps),
-constexpr size_t kRowsGroup = 64;       // with work-groups of 64 items
-constexpr size_t kRowsCols = 4;         // computing 4 output columns each
-static_assert(kRowsCols * kRowsMax <= kRowsGroup, "linear_rows writes one output per item");
+constexpr size_t kRowsGroup = 256;      // with work-groups of 256 items,
+constexpr size_t kRowsLanes = 32;       // 32 of them on each output column
+static_assert(kRowsMax <= kRowsLanes, "linear_rows writes one output row per lane");
 constexpr size_t kAttentionGroup = 64;  // items per (query row, head)
 constexpr int64_t kMinSplitKeys = 128;  // the flash form splits a row's keys in parts of at least this many,
 constexpr int64_t kMaxSplits = 32;      // into at most this many
@@ -118,11 +119,13 @@ Program pointwise_program(DType d) {
               std::to_string(kMaxHeadDim) + " -DARGMAX_GROUP=" + std::to_string(kArgmaxGroup)};
 }
 
-Program linear_program(DType d) {
+// linear_rows is built for a bound on the rows (1, 2, 4 or 8) so that a decode step of one sequence keeps one
+// accumulator a column in registers, not eight: fewer registers, more work-groups resident at once.
+Program linear_program(DType d, int64_t rows_max = kRowsMax) {
   return {"linear", kernel_sources::linear,
           dtype_option(d) + " -DTILE=" + std::to_string(kTile) + " -DTILE_K=" + std::to_string(kTileK) +
-              " -DTILE_REG=" + std::to_string(kTileReg) + " -DROWS_MAX=" + std::to_string(kRowsMax) +
-              " -DROWS_GROUP=" + std::to_string(kRowsGroup) + " -DROWS_COLS=" + std::to_string(kRowsCols)};
+              " -DTILE_REG=" + std::to_string(kTileReg) + " -DROWS_MAX=" + std::to_string(rows_max) +
+              " -DROWS_GROUP=" + std::to_string(kRowsGroup) + " -DROWS_LANES=" + std::to_string(kRowsLanes)};
 }
 
 Program attention_program(DType d, int64_t head_dim) {
@@ -251,9 +254,10 @@ void XpuKernels::run(const op::Linear& a) {
   const auto m = to_int(M, "rows"), k = to_int(K, "inner size"), n = to_int(N, "columns");
   if (M == 0) return;
   if (M <= kRowsMax) {
-    devices_->kernel(a.y, linear_program(a.dtype()), "linear_rows", kRowsGroup)
+    const int64_t rows_max = std::bit_ceil(static_cast<uint64_t>(M));
+    devices_->kernel(a.y, linear_program(a.dtype(), rows_max), "linear_rows", kRowsGroup)
         .args(a.x, a.w, a.bias, a.y, m, k, n)
-        .run({(static_cast<size_t>(N) + kRowsCols - 1) / kRowsCols * kRowsGroup, 1}, {kRowsGroup, 1});
+        .run({(static_cast<size_t>(N) * kRowsLanes + kRowsGroup - 1) / kRowsGroup * kRowsGroup, 1}, {kRowsGroup, 1});
   } else {
     const auto tiles = [](int64_t size) {
       return (static_cast<size_t>(size) + kTile - 1) / kTile * kTileItems;

@@ -46,48 +46,43 @@ __kernel __attribute__((reqd_work_group_size(TILE_ITEMS, TILE_ITEMS, 1))) void l
 }
 
 // A few rows of x (M <= ROWS_MAX, a decode step): tiles would mostly hold padding, and the time goes into
-// reading w once. A work-group of ROWS_GROUP items computes ROWS_COLS columns: the items stride along those rows
-// of w eight elements (16 bytes in the 2-byte dtypes) at a time, neighbouring items reading neighbouring bytes,
-// and their partial dot products meet in local memory. Runs over (ceil(N / ROWS_COLS) * ROWS_GROUP).
+// reading w once. A work-group of ROWS_GROUP items computes ROWS_GROUP / ROWS_LANES columns: ROWS_LANES items
+// stream each column's row of w eight elements (16 bytes in the 2-byte dtypes) at a time, neighbouring items
+// reading neighbouring bytes, then sum their partial dot products in local memory. Runs over
+// (ceil(N / (ROWS_GROUP / ROWS_LANES)) * ROWS_GROUP).
 __kernel __attribute__((reqd_work_group_size(ROWS_GROUP, 1, 1))) void linear_rows(
     __global const ELEM* x, long x_off, __global const ELEM* w, long w_off, __global const ELEM* bias,
     long bias_off, __global ELEM* y, long y_off, int M, int K, int N) {
-  __local float partial[ROWS_COLS * ROWS_MAX][ROWS_GROUP];
-  const int lid = get_local_id(0), n0 = get_group_id(0) * ROWS_COLS;
-  float acc[ROWS_COLS][ROWS_MAX];
-  for (int c = 0; c < ROWS_COLS; ++c)
-    for (int m = 0; m < ROWS_MAX; ++m) acc[c][m] = 0.0f;
-  // Eight at a time needs every row of x and w to start on a multiple of eight elements; else one at a time.
-  const int vector_end = ((x_off | w_off | K) & 7) == 0 ? K : 0;
-  // Unrolled so that each item has several rounds of loads in flight (a long row, few work-groups: down_proj).
+  __local float partial[ROWS_MAX][ROWS_GROUP];
+  const int lid = get_local_id(0), lane = lid % ROWS_LANES;
+  const int n = get_group_id(0) * (ROWS_GROUP / ROWS_LANES) + lid / ROWS_LANES;
+  const long w_row = w_off + (long)n * K;
+  float acc[ROWS_MAX];
+  for (int m = 0; m < ROWS_MAX; ++m) acc[m] = 0.0f;
+  // Items past the last column skip the loops but not the barriers. Eight elements at a time needs every row
+  // of x and w to start on a multiple of eight; else one at a time.
+  const int k_end = n < N ? K : 0;
+  const int vector_end = ((x_off | w_off | K) & 7) == 0 ? k_end : 0;
+  // Unrolled so that each item has several loads in flight.
 #pragma unroll 4
-  for (int k = lid * 8; k < vector_end; k += ROWS_GROUP * 8) {
-    for (int c = 0; c < ROWS_COLS; ++c) {
-      if (n0 + c >= N) break;
-      const float8 wk = LOAD8(w, w_off + (long)(n0 + c) * K + k);
-      for (int m = 0; m < ROWS_MAX; ++m)
-        if (m < M) acc[c][m] += sum8(LOAD8(x, x_off + (long)m * K + k) * wk);
-    }
+  for (int k = lane * 8; k < vector_end; k += ROWS_LANES * 8) {
+    const float8 wk = LOAD8(w, w_row + k);
+    for (int m = 0; m < ROWS_MAX; ++m)
+      if (m < M) acc[m] += sum8(LOAD8(x, x_off + (long)m * K + k) * wk);
   }
-  for (int k = vector_end + lid; k < K; k += ROWS_GROUP) {
-    for (int c = 0; c < ROWS_COLS; ++c) {
-      if (n0 + c >= N) break;
-      const float wk = LOAD(w, w_off + (long)(n0 + c) * K + k);
-      for (int m = 0; m < ROWS_MAX; ++m)
-        if (m < M) acc[c][m] += LOAD(x, x_off + (long)m * K + k) * wk;
-    }
+  for (int k = vector_end + lane; k < k_end; k += ROWS_LANES) {
+    const float wk = LOAD(w, w_row + k);
+    for (int m = 0; m < ROWS_MAX; ++m)
+      if (m < M) acc[m] += LOAD(x, x_off + (long)m * K + k) * wk;
   }
-  for (int c = 0; c < ROWS_COLS; ++c)
-    for (int m = 0; m < ROWS_MAX; ++m) partial[c * ROWS_MAX + m][lid] = acc[c][m];
+  for (int m = 0; m < ROWS_MAX; ++m) partial[m][lid] = acc[m];
   barrier(CLK_LOCAL_MEM_FENCE);
-  for (int stride = ROWS_GROUP / 2; stride > 0; stride /= 2) {
-    if (lid < stride)
-      for (int e = 0; e < ROWS_COLS * ROWS_MAX; ++e)
-        if (e % ROWS_MAX < M) partial[e][lid] += partial[e][lid + stride];
+  for (int stride = ROWS_LANES / 2; stride > 0; stride /= 2) {
+    if (lane < stride)
+      for (int m = 0; m < ROWS_MAX; ++m) partial[m][lid] += partial[m][lid + stride];
     barrier(CLK_LOCAL_MEM_FENCE);
   }
-  // Item c * M + m writes y[m, n0 + c].
-  const int c = lid / M, m = lid % M, n = n0 + c;
-  if (c < ROWS_COLS && n < N)
-    STORE(partial[c * ROWS_MAX + m][0] + (bias ? LOAD(bias, bias_off + n) : 0.0f), y, y_off + (long)m * N + n);
+  // Lane m of a column writes y[m, n].
+  if (n < N && lane < M)
+    STORE(partial[lane][lid - lane] + (bias ? LOAD(bias, bias_off + n) : 0.0f), y, y_off + (long)lane * N + n);
 }
