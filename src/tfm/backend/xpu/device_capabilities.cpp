@@ -58,7 +58,7 @@ DeviceCapabilities read_capabilities(cl_platform_id platform, cl_device_id devic
   c.eu_count = static_cast<int>(
       device_value<cl_uint>(device, CL_DEVICE_MAX_COMPUTE_UNITS, "CL_DEVICE_MAX_COMPUTE_UNITS"));
   if (lists("cl_intel_required_subgroup_size")) c.sub_group_sizes = sub_group_sizes(device);
-  c.intel_subgroups = lists("cl_intel_subgroups");
+  c.intel_subgroups = lists("cl_intel_subgroups") && lists("cl_intel_subgroups_short");
   c.fp16 = lists("cl_khr_fp16");
   c.bf16 = true;
   c.bf16_conversions = lists("cl_intel_bfloat16_conversions");

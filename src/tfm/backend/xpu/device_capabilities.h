@@ -20,7 +20,9 @@ struct DeviceCapabilities {
   // CL_DEVICE_SUB_GROUP_SIZES_INTEL where the device has cl_intel_required_subgroup_size, else empty: the sizes
   // an intel_reqd_sub_group_size attribute may ask for.
   std::vector<size_t> sub_group_sizes;
-  bool intel_subgroups = false;   // cl_intel_subgroups: sub-group shuffles, reductions and block reads
+  // cl_intel_subgroups and cl_intel_subgroups_short (which Intel's drivers list together): sub-group
+  // reductions and block reads of 32- and 16-bit elements
+  bool intel_subgroups = false;
   bool fp16 = false;              // cl_khr_fp16: arithmetic in half
   // bfloat16 tensors compute here. torch.xpu.is_bf16_supported() is true on every xpu device by default
   // (including_emulation=True); only with including_emulation=False does it ask for hardware conversions

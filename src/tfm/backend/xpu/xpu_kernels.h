@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "tfm/backend/op_set.h"
+#include "tfm/backend/xpu/intel_linear.h"
 
 namespace tfm::xpu {
 
@@ -33,7 +34,7 @@ class XpuKernels {
   void run(const op::GatherRows& a);
   void run(const op::SplitColumns& a);
   void run(const op::KvCacheWrite& a);
-  void run(const op::Linear& a);
+  void run(const op::Linear& a, LinearVariant variant = LinearVariant::automatic);
   void run(const op::RmsNorm& a);
   void run(const op::AddRmsNorm& a);  // the fused kernel; the registry's default is add then rms_norm
   void run(const op::Rope& a);
