@@ -25,14 +25,14 @@ DeviceDescription intel_device(std::optional<uint32_t> ip, std::string extension
 }
 
 TEST(DeviceCapabilities, DpasByIpVersionOnIntelsDriver) {
-  EXPECT_FALSE(has_dpas(intel_device(intel_ip_version(12, 0, 0))));    // tgllp: compiles, invalid ISA
-  EXPECT_FALSE(has_dpas(intel_device(intel_ip_version(12, 10, 0))));   // dg1
-  EXPECT_TRUE(has_dpas(intel_device(intel_ip_version(12, 55, 8))));    // dg2 / acm-g10
-  EXPECT_TRUE(has_dpas(intel_device(intel_ip_version(12, 56, 5))));    // acm-g11
-  EXPECT_TRUE(has_dpas(intel_device(intel_ip_version(12, 60, 7))));    // pvc
-  EXPECT_FALSE(has_dpas(intel_device(intel_ip_version(12, 70, 4))));   // Meteor Lake: no XMX
-  EXPECT_TRUE(has_dpas(intel_device(intel_ip_version(20, 1, 0))));     // Battlemage
-  EXPECT_FALSE(has_dpas(intel_device(std::nullopt)));                  // no IP query, no extension
+  EXPECT_FALSE(has_dpas(intel_device(intel_ip_version(12, 0, 0))));   // tgllp: compiles, invalid ISA
+  EXPECT_FALSE(has_dpas(intel_device(intel_ip_version(12, 10, 0))));  // dg1
+  EXPECT_TRUE(has_dpas(intel_device(intel_ip_version(12, 55, 8))));   // dg2 / acm-g10
+  EXPECT_TRUE(has_dpas(intel_device(intel_ip_version(12, 56, 5))));   // acm-g11
+  EXPECT_TRUE(has_dpas(intel_device(intel_ip_version(12, 60, 7))));   // pvc
+  EXPECT_FALSE(has_dpas(intel_device(intel_ip_version(12, 70, 4))));  // Meteor Lake: no XMX
+  EXPECT_TRUE(has_dpas(intel_device(intel_ip_version(20, 1, 0))));    // Battlemage
+  EXPECT_FALSE(has_dpas(intel_device(std::nullopt)));                 // no IP query, no extension
 }
 
 TEST(DeviceCapabilities, DpasByExtensionOnlyOnIntelsPlatform) {

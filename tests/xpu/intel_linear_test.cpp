@@ -48,8 +48,8 @@ TEST(IntelLinear, DecodeRowsTakeTheSubGroupKernelWhereBlockReadsAreAligned) {
     EXPECT_EQ(chosen(LinearArgs(1, 4096, 4096, d), kTigerLake), "linear_subgroup_rows");
     EXPECT_EQ(chosen(LinearArgs(8, 264, 77, d), kArc), "linear_subgroup_rows");
     EXPECT_EQ(chosen(LinearArgs(8, 264, 77, d), kMax), "linear_subgroup_rows");
-    EXPECT_EQ(chosen(LinearArgs(3, 67, 33, d), kArc), std::nullopt);         // rows not 16-byte aligned
-    EXPECT_EQ(chosen(LinearArgs(3, 64, 33, d, 1), kArc), std::nullopt);      // w's offset not aligned
+    EXPECT_EQ(chosen(LinearArgs(3, 67, 33, d), kArc), std::nullopt);     // rows not 16-byte aligned
+    EXPECT_EQ(chosen(LinearArgs(3, 64, 33, d, 1), kArc), std::nullopt);  // w's offset not aligned
     EXPECT_EQ(chosen(LinearArgs(1, 4096, 4096, d), kPortableOnly), std::nullopt);
   }
   EXPECT_EQ(chosen(LinearArgs(9, 4096, 4096, DType::float32), kTigerLake), std::nullopt);  // prefill: tiled
@@ -90,7 +90,8 @@ TEST(IntelLinear, NamedVariantsRefuseWhatTheyCannotRun) {
     intel_linear_launch(LinearVariant::dpas, a.op(), kPortableOnly);
     FAIL() << "no error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("the dpas kernel cannot run 16x64 by 64 in bfloat16"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("the dpas kernel cannot run 16x64 by 64 in bfloat16"),
+              std::string::npos)
         << e.what();
   }
 }

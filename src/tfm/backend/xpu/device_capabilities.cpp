@@ -52,7 +52,8 @@ DeviceCapabilities read_capabilities(cl_platform_id platform, cl_device_id devic
   description.extensions = device_string(device, CL_DEVICE_EXTENSIONS, "CL_DEVICE_EXTENSIONS");
   const auto lists = [&](std::string_view name) { return lists_extension(description.extensions, name); };
   if (lists("cl_intel_device_attribute_query"))
-    description.ip_version = device_value<cl_uint>(device, CL_DEVICE_IP_VERSION_INTEL, "CL_DEVICE_IP_VERSION_INTEL");
+    description.ip_version =
+        device_value<cl_uint>(device, CL_DEVICE_IP_VERSION_INTEL, "CL_DEVICE_IP_VERSION_INTEL");
 
   DeviceCapabilities c;
   c.eu_count = static_cast<int>(
@@ -65,8 +66,8 @@ DeviceCapabilities read_capabilities(cl_platform_id platform, cl_device_id devic
   c.dpas = has_dpas(description);
   c.max_work_group_size =
       device_value<size_t>(device, CL_DEVICE_MAX_WORK_GROUP_SIZE, "CL_DEVICE_MAX_WORK_GROUP_SIZE");
-  c.unified_memory =
-      device_value<cl_bool>(device, CL_DEVICE_HOST_UNIFIED_MEMORY, "CL_DEVICE_HOST_UNIFIED_MEMORY") != CL_FALSE;
+  c.unified_memory = device_value<cl_bool>(device, CL_DEVICE_HOST_UNIFIED_MEMORY,
+                                           "CL_DEVICE_HOST_UNIFIED_MEMORY") != CL_FALSE;
   c.driver_version = device_string(device, CL_DRIVER_VERSION, "CL_DRIVER_VERSION");
   return c;
 }

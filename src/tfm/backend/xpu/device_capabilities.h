@@ -1,6 +1,6 @@
 // What one xpu device offers the kernels, read once when the device is discovered: which kernel variants can
-// run on it (Intel sub-groups, DPAS), and what `tfm devices --json` reports. The struct and the classification
-// rules use no OpenCL types, so that the rules are testable on described devices.
+// run on it (Intel sub-groups, DPAS), and what `tfm devices --json` reports. The struct and the
+// classification rules use no OpenCL types, so that the rules are testable on described devices.
 #pragma once
 
 #include <cstddef>
@@ -17,20 +17,20 @@ namespace tfm::xpu {
 
 struct DeviceCapabilities {
   int eu_count = 0;  // CL_DEVICE_MAX_COMPUTE_UNITS: execution units on Intel GPUs, cores on PoCL
-  // CL_DEVICE_SUB_GROUP_SIZES_INTEL where the device has cl_intel_required_subgroup_size, else empty: the sizes
-  // an intel_reqd_sub_group_size attribute may ask for.
+  // CL_DEVICE_SUB_GROUP_SIZES_INTEL where the device has cl_intel_required_subgroup_size, else empty: the
+  // sizes an intel_reqd_sub_group_size attribute may ask for.
   std::vector<size_t> sub_group_sizes;
   // cl_intel_subgroups and cl_intel_subgroups_short (which Intel's drivers list together): sub-group
   // reductions and block reads of 32- and 16-bit elements
   bool intel_subgroups = false;
-  bool fp16 = false;              // cl_khr_fp16: arithmetic in half
+  bool fp16 = false;  // cl_khr_fp16: arithmetic in half
   // bfloat16 tensors compute here. torch.xpu.is_bf16_supported() is true on every xpu device by default
   // (including_emulation=True); only with including_emulation=False does it ask for hardware conversions
   // (has_bfloat16_conversions, which is cl_intel_bfloat16_conversions). tfm's kernels store bfloat16 as the
   // top half of a float and compute in float32 on every device, which is that emulation: the same answer.
   bool bf16 = false;
-  bool bf16_conversions = false;  // cl_intel_bfloat16_conversions: conversions in hardware
-  bool dpas = false;              // DPAS (XMX) matrix instructions run correctly (has_dpas below)
+  bool bf16_conversions = false;   // cl_intel_bfloat16_conversions: conversions in hardware
+  bool dpas = false;               // DPAS (XMX) matrix instructions run correctly (has_dpas below)
   size_t max_work_group_size = 0;  // CL_DEVICE_MAX_WORK_GROUP_SIZE
   bool unified_memory = false;     // CL_DEVICE_HOST_UNIFIED_MEMORY: shares the host's memory (an iGPU)
   std::string driver_version;      // CL_DRIVER_VERSION

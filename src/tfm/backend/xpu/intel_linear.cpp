@@ -79,15 +79,17 @@ std::optional<IntelLinearLaunch> intel_linear_launch(LinearVariant variant, cons
     }
   }
   check(intel_linear_supports(variant, a, device), "xpu linear: the ",
-        variant == LinearVariant::dpas ? "dpas" : "intel_subgroup", " kernel cannot run ", M, "x", a.x.size(1),
-        " by ", N, " in ", dtype_name(a.dtype()), " on this device");
+        variant == LinearVariant::dpas ? "dpas" : "intel_subgroup", " kernel cannot run ", M, "x",
+        a.x.size(1), " by ", N, " in ", dtype_name(a.dtype()), " on this device");
   if (variant == LinearVariant::dpas) {
     const auto sub_group = static_cast<size_t>(device.dpas_sub_group_size());
-    return IntelLinearLaunch{dpas_program(a.dtype(), device.dpas_sub_group_size()), "linear_dpas",
+    return IntelLinearLaunch{dpas_program(a.dtype(), device.dpas_sub_group_size()),
+                             "linear_dpas",
                              {blocks(N, sub_group) * sub_group, blocks(M, kDpasRows)},
                              {sub_group, kDpasSubGroups}};
   }
-  return IntelLinearLaunch{gemv_program(a.dtype()), "linear_subgroup_rows",
+  return IntelLinearLaunch{gemv_program(a.dtype()),
+                           "linear_subgroup_rows",
                            {static_cast<size_t>(N) * kGemvSubGroup, 1},
                            {kGemvSubGroup * kGemvColumns, 1}};
 }

@@ -22,7 +22,7 @@ enum class LinearVariant {
   dpas,            // linear_dpas
 };
 
-// A kernel of the Intel programs and its launch shape; the arguments are linear.cl's (x, w, bias, y, M, K, N).
+// A kernel of the Intel programs and its launch shape; it takes linear.cl's arguments (x, w, bias, y, M, K, N).
 struct IntelLinearLaunch {
   Program program;
   const char* kernel;
@@ -33,8 +33,8 @@ struct IntelLinearLaunch {
 // Whether the Intel kernel of `variant` (intel_subgroup or dpas) runs `a` on a device with `device`.
 bool intel_linear_supports(LinearVariant variant, const op::Linear& a, const DeviceCapabilities& device);
 
-// The Intel kernel that computes `a` under `variant`, or nullopt for the portable kernels. A named variant the
-// device or the arguments do not support is a tfm::Error.
+// The Intel kernel that computes `a` under `variant`, or nullopt for the portable kernels. A named variant
+// the device or the arguments do not support is a tfm::Error.
 std::optional<IntelLinearLaunch> intel_linear_launch(LinearVariant variant, const op::Linear& a,
                                                      const DeviceCapabilities& device);
 
