@@ -22,7 +22,7 @@ enum class LinearVariant {
   dpas,            // linear_dpas
 };
 
-// A kernel of the Intel programs and its launch shape; it takes linear.cl's arguments (x, w, bias, y, M, K, N).
+// A kernel of the Intel programs and its launch shape. Its arguments are linear.cl's: x, w, bias, y, M, K, N.
 struct IntelLinearLaunch {
   Program program;
   const char* kernel;
