@@ -26,8 +26,10 @@ bool offers_sub_group(const DeviceCapabilities& device, size_t size) {
          device.sub_group_sizes.end();
 }
 
-bool is_dpas_dtype(DType d) {
-  return d == DType::bfloat16 || d == DType::float16;
+// DPAS multiplies bf16 and f16 here, at a sub-group size the device must accept as required.
+bool runs_dpas(DType d, const DeviceCapabilities& device) {
+  return device.dpas && (d == DType::bfloat16 || d == DType::float16) &&
+         offers_sub_group(device, static_cast<size_t>(device.dpas_sub_group_size()));
 }
 
 Program gemv_program(DType d) {
@@ -55,8 +57,8 @@ bool intel_linear_supports(LinearVariant variant, const op::Linear& a, const Dev
       return device.intel_subgroups && offers_sub_group(device, kGemvSubGroup) && M >= 1 && M <= kRowsMax &&
              rows_block_aligned(a.w, K);
     case LinearVariant::dpas:
-      return device.dpas && is_dpas_dtype(a.dtype()) && M >= 1 && K % kDpasK == 0 &&
-             rows_block_aligned(a.x, K) && rows_block_aligned(a.w, K);
+      return runs_dpas(a.dtype(), device) && M >= 1 && K % kDpasK == 0 && rows_block_aligned(a.x, K) &&
+             rows_block_aligned(a.w, K);
     case LinearVariant::automatic:
     case LinearVariant::portable:
       return true;
@@ -97,7 +99,7 @@ std::optional<IntelLinearLaunch> intel_linear_launch(LinearVariant variant, cons
 std::vector<Program> intel_linear_programs(DType d, const DeviceCapabilities& device) {
   std::vector<Program> programs;
   if (device.intel_subgroups && offers_sub_group(device, kGemvSubGroup)) programs.push_back(gemv_program(d));
-  if (device.dpas && is_dpas_dtype(d)) programs.push_back(dpas_program(d, device.dpas_sub_group_size()));
+  if (runs_dpas(d, device)) programs.push_back(dpas_program(d, device.dpas_sub_group_size()));
   return programs;
 }
 
