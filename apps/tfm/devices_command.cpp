@@ -64,8 +64,9 @@ int run(Args& args) {
 
 const Command kDevicesCommand{"devices", "list the devices tfm can use",
                               "usage: tfm devices [--json]\n\n"
-                              "Lists cpu, cuda:N and xpu:N devices with name, memory and driver version; for xpu devices also what\n"
-                              "the kernels use (EUs, sub-group sizes, fp16, bf16, DPAS, work-group size, unified memory).\n",
+                              "Lists cpu, cuda:N and xpu:N devices with name, memory and driver version; for\n"
+                              "xpu devices also what the kernels use (EUs, sub-group sizes, fp16, bf16, DPAS,\n"
+                              "work-group size, unified memory).\n",
                               run};
 
 }  // namespace tfm::cli

@@ -328,7 +328,8 @@ void register_kernels(KernelRegistry& r) {
                        .supports = xpu_linear_supports<LinearVariant::intel_subgroup>});
     if (d != DType::float32) {  // DPAS multiplies bf16 and f16 only
       r.add<op::Linear>(xpu, d, "dpas",
-                        {.run = linear_on_xpu<LinearVariant::dpas>, .supports = xpu_linear_supports<LinearVariant::dpas>});
+                        {.run = linear_on_xpu<LinearVariant::dpas>,
+                         .supports = xpu_linear_supports<LinearVariant::dpas>});
     }
     r.add<op::PagedAttention>(xpu, d, "flash",
                               {.run = attention_on_xpu<AttentionForm::flash>, .is_default = true});
