@@ -107,6 +107,12 @@ Device resolve_device(std::string_view spec) {
   return d;
 }
 
+bool is_bf16_supported(Device device) {
+  Backend* b = find_backend(device.type);
+  const int index = device.index_or_zero();
+  return b && index < b->device_count() && b->supports_dtype(index, DType::bfloat16);
+}
+
 Tensor empty(const Shape& shape, DType dtype, Device device) {
   if (device.type == DeviceType::cpu) return Tensor::cpu(shape, dtype);
   Backend* b = &compiled_backend(device.type);

@@ -7,10 +7,12 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "tfm/backend/xpu/device_capabilities.h"
 #include "tfm/core/device.h"
 #include "tfm/core/tensor.h"
 
@@ -23,6 +25,7 @@ struct DeviceInfo {
   size_t free_memory = 0;      // bytes
   std::string driver_version;  // as the backend's runtime reports it
   int compute_capability = 0;  // CUDA devices: major * 10 + minor
+  std::optional<xpu::DeviceCapabilities> xpu_capabilities;  // xpu devices
 };
 
 // Device memory as an allocation and a byte offset into it: OpenCL buffers cannot be offset like pointers.
@@ -93,6 +96,10 @@ std::vector<DeviceInfo> list_devices();
 // Resolves a user's device string: "auto" picks the first available of cuda, xpu, cpu (as Transformers'
 // pipeline does); "cuda" means "cuda:0". A device that is absent is an error listing those present.
 Device resolve_device(std::string_view spec);
+
+// Whether `device` computes in bfloat16, what Trainer asks torch.cuda / torch.xpu.is_bf16_supported() before
+// training in bf16; false for a device that is absent or whose backend tfm was built without.
+bool is_bf16_supported(Device device);
 
 // A tensor of uninitialised memory on a device (zeroed on the cpu).
 Tensor empty(const Shape& shape, DType dtype, Device device);

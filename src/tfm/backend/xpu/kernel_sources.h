@@ -8,6 +8,8 @@ extern const char* const copy;       // kernels/copy.cl: row copies, by element 
 extern const char* const cast;       // kernels/cast.cl: dtype conversion
 extern const char* const pointwise;  // kernels/pointwise.cl: pointwise ops, RMSNorm
 extern const char* const linear;     // kernels/linear.cl: tiled and few-row matmul
+extern const char* const intel_gemv;  // kernels/intel_gemv.cl: sub-group matmul of a few rows (Intel)
+extern const char* const intel_dpas;  // kernels/intel_dpas.cl: DPAS matmul, bf16 and f16 (Intel XMX)
 extern const char* const attention;  // kernels/attention.cl: paged attention, eager and flash
 
 }  // namespace tfm::xpu::kernel_sources

@@ -103,7 +103,7 @@ ClQueue create_queue(cl_context context, cl_device_id id, const std::string& whe
   return queue;
 }
 
-DeviceInfo read_info(cl_device_id id, int index) {
+DeviceInfo read_info(cl_device_id id, int index, const DeviceCapabilities& capabilities) {
   DeviceInfo d;
   d.device = Device{DeviceType::xpu, index};
   d.name = device_string(id, CL_DEVICE_NAME, "CL_DEVICE_NAME");
@@ -112,8 +112,8 @@ DeviceInfo read_info(cl_device_id id, int index) {
   // CL_DEVICE_VERSION is "OpenCL <major>.<minor> <driver-specific text>"; the first two words are the API.
   const std::string version = device_string(id, CL_DEVICE_VERSION, "CL_DEVICE_VERSION");
   const size_t api_end = version.find(' ', version.find(' ') + 1);
-  d.driver_version =
-      version.substr(0, api_end) + ", driver " + device_string(id, CL_DRIVER_VERSION, "CL_DRIVER_VERSION");
+  d.driver_version = version.substr(0, api_end) + ", driver " + capabilities.driver_version;
+  d.xpu_capabilities = capabilities;
   return d;
 }
 
@@ -140,8 +140,8 @@ XpuDevice::XpuDevice(cl_platform_id platform, cl_device_id id, int index)
       context(create_context(platform, id, where)),
       queue(create_queue(context.get(), id, where)),
       programs(context.get(), id, where),
-      info(read_info(id, index)),
-      compute_units(device_value<cl_uint>(id, CL_DEVICE_MAX_COMPUTE_UNITS, "CL_DEVICE_MAX_COMPUTE_UNITS")),
+      capabilities(read_capabilities(platform, id)),
+      info(read_info(id, index, capabilities)),
       max_allocation(device_value<cl_ulong>(id, CL_DEVICE_MAX_MEM_ALLOC_SIZE, "CL_DEVICE_MAX_MEM_ALLOC_SIZE")) {}
 
 XpuBackend::XpuBackend(SelectionEnv env)
@@ -262,8 +262,9 @@ void XpuBackend::synchronize(int index) {
   cl_check(clFinish(d.queue.get()), "clFinish", d.where);
 }
 
-bool XpuBackend::supports_dtype(int, DType dtype) {
-  return dtype == DType::float32 || dtype == DType::bfloat16 || dtype == DType::float16;
+bool XpuBackend::supports_dtype(int index, DType dtype) {
+  if (dtype == DType::bfloat16) return device(index).capabilities.bf16;
+  return dtype == DType::float32 || dtype == DType::float16;
 }
 
 XpuBackend& xpu_backend() {

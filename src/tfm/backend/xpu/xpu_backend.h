@@ -11,6 +11,7 @@
 #include "tfm/backend/backend.h"
 #include "tfm/backend/block_cache.h"
 #include "tfm/backend/kernel_registry.h"
+#include "tfm/backend/xpu/device_capabilities.h"
 #include "tfm/backend/xpu/device_selection.h"
 #include "tfm/backend/xpu/opencl.h"
 #include "tfm/backend/xpu/program_cache.h"
@@ -27,8 +28,8 @@ struct XpuDevice {
   ClContext context;
   ClQueue queue;  // in order: every command of this device goes through it
   ProgramCache programs;
+  DeviceCapabilities capabilities;
   DeviceInfo info;            // everything but free_memory, which is read when asked
-  int64_t compute_units;      // CL_DEVICE_MAX_COMPUTE_UNITS: how many work-groups run at once, roughly
   size_t max_allocation;      // CL_DEVICE_MAX_MEM_ALLOC_SIZE
 };
 
@@ -47,8 +48,9 @@ class XpuBackend final : public Backend {
   void copy_on_device(int index, DeviceSpan dst, DeviceSpan src, size_t bytes) override;
   void synchronize(int index) override;
   size_t memory_allocated(int index) override;
-  // The kernels store every dtype as it is and compute in float32, which any OpenCL device can.
-  bool supports_dtype(int, DType dtype) override;
+  // The kernels store every dtype as it is and compute in float32, which any OpenCL device can; bfloat16 as
+  // DeviceCapabilities::bf16 says.
+  bool supports_dtype(int index, DType dtype) override;
 
   // The OpenCL objects of xpu:`index`; throws tfm::Error when there is no such device.
   XpuDevice& device(int index);

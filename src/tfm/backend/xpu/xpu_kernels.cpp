@@ -6,10 +6,11 @@
 #include <limits>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "tfm/backend/kernel_registry.h"
-#include "tfm/backend/xpu/kernel_sources.h"
+#include "tfm/backend/xpu/programs.h"
 #include "tfm/backend/xpu/xpu_backend.h"
 #include "tfm/core/error.h"
 #include "tfm/core/floats.h"
@@ -17,20 +18,6 @@
 namespace tfm::xpu {
 namespace {
 
-// Work-group shapes; the programs get them as build options, so host and kernels agree.
-constexpr size_t kPointGroup = 64;  // items along the columns of the pointwise kernels
-constexpr size_t kRmsGroup = 128;   // rms_norm: items per row; qkv_rope_cache: per head
-constexpr int64_t kMaxHeadDim = 512;  // qkv_rope_cache keeps a head in local memory
-constexpr size_t kArgmaxGroup = 256;  // argmax_rows: items per row
-constexpr size_t kTile = 64;        // linear_tiled: a 64x64 block of y per work-group,
-constexpr size_t kTileK = 16;       // staged 16 columns of K at a time,
-constexpr size_t kTileReg = 4;      // 4x4 outputs per item: 16x16 items
-constexpr size_t kTileItems = kTile / kTileReg;
-constexpr int64_t kRowsMax = 8;         // linear_rows serves x of up to 8 rows (decode steps),
-constexpr size_t kRowsGroup = 256;      // with work-groups of 256 items,
-constexpr size_t kRowsLanes = 32;       // 32 of them on each output column
-static_assert(kRowsMax <= kRowsLanes, "linear_rows writes one output row per lane");
-constexpr size_t kAttentionGroup = 64;  // items per (query row, head)
 constexpr int64_t kMinSplitKeys = 128;  // the flash form splits a row's keys in parts of at least this many,
 constexpr int64_t kMaxSplits = 32;      // into at most this many
 
@@ -91,49 +78,6 @@ class Launch {
   cl_uint index_ = 0;
 };
 
-// A source of kernels/ with the options it is built with: one program per dtype (and shape constants).
-struct Program {
-  const char* name;
-  const char* source;
-  std::string options;
-};
-
-// The DTYPE option of common.cl's storage macros.
-std::string dtype_option(DType d, const char* macro = "DTYPE") {
-  const char* name = d == DType::float32 ? "f32" : d == DType::bfloat16 ? "bf16" : "f16";
-  return std::string("-D") + macro + "=" + name;
-}
-
-// Copies move bits, so one program serves every dtype of an element size.
-Program copy_program(DType d) {
-  return {"copy", kernel_sources::copy, dtype_size(d) == 2 ? "-DWORD=ushort" : "-DWORD=uint"};
-}
-
-Program cast_program(DType from, DType to) {
-  return {"cast", kernel_sources::cast, dtype_option(from) + " " + dtype_option(to, "OUT_DTYPE")};
-}
-
-Program pointwise_program(DType d) {
-  return {"pointwise", kernel_sources::pointwise,
-          dtype_option(d) + " -DRMS_GROUP=" + std::to_string(kRmsGroup) + " -DMAX_HEAD_DIM=" +
-              std::to_string(kMaxHeadDim) + " -DARGMAX_GROUP=" + std::to_string(kArgmaxGroup)};
-}
-
-// linear_rows is built for a bound on the rows (1, 2, 4 or 8) so that a decode step of one sequence keeps one
-// accumulator a column in registers, not eight: fewer registers, more work-groups resident at once.
-Program linear_program(DType d, int64_t rows_max = kRowsMax) {
-  return {"linear", kernel_sources::linear,
-          dtype_option(d) + " -DTILE=" + std::to_string(kTile) + " -DTILE_K=" + std::to_string(kTileK) +
-              " -DTILE_REG=" + std::to_string(kTileReg) + " -DROWS_MAX=" + std::to_string(rows_max) +
-              " -DROWS_GROUP=" + std::to_string(kRowsGroup) + " -DROWS_LANES=" + std::to_string(kRowsLanes)};
-}
-
-Program attention_program(DType d, int64_t head_dim) {
-  return {"attention", kernel_sources::attention,
-          dtype_option(d) + " -DHEAD_DIM=" + std::to_string(head_dim) +
-              " -DATT_GROUP=" + std::to_string(kAttentionGroup)};
-}
-
 // Parts each query row's keys are split into for the flash form: enough work-groups for two per compute unit
 // when the rows alone are too few (a decode step), no part shorter than kMinSplitKeys of the longest context
 // the block tables hold. Depends only on shapes, so a recorded command sequence stays valid.
@@ -141,7 +85,7 @@ int64_t attention_splits(const op::PagedAttention& a, const XpuDevice& device) {
   const int64_t groups = std::max<int64_t>(1, a.q.size(0) * a.q.size(1));
   const int64_t capacity = a.meta.block_tables.size(1) * a.cache_k.size(1);
   const int64_t by_length = (capacity + kMinSplitKeys - 1) / kMinSplitKeys;
-  const int64_t by_device = (2 * device.compute_units + groups - 1) / groups;
+  const int64_t by_device = (2 * device.capabilities.eu_count + groups - 1) / groups;
   return std::clamp<int64_t>(std::min(by_length, by_device), 1, kMaxSplits);
 }
 
@@ -164,8 +108,7 @@ struct XpuKernels::Devices {
     const std::string key = std::string(program.name) + " " + program.options + " " + name;
     auto it = state.kernels.find(key);
     if (it == state.kernels.end()) {
-      const cl_program built = device.programs.get(
-          program.name, std::string(kernel_sources::common) + program.source, program.options);
+      const cl_program built = device.programs.get(program.name, program.text(), program.options);
       cl_int status = CL_SUCCESS;
       ClKernel created(clCreateKernel(built, name, &status));
       cl_check(status, std::string("clCreateKernel(") + name + ")", device.where);
@@ -248,12 +191,17 @@ void XpuKernels::run(const op::KvCacheWrite& a) {
       .run({static_cast<size_t>(kv_dim), static_cast<size_t>(T)}, {kPointGroup, 1});
 }
 
-void XpuKernels::run(const op::Linear& a) {
+void XpuKernels::run(const op::Linear& a, LinearVariant variant) {
   std::lock_guard lock(devices_->mutex);
   const int64_t M = a.x.size(0), K = a.x.size(1), N = a.w.size(0);
   const auto m = to_int(M, "rows"), k = to_int(K, "inner size"), n = to_int(N, "columns");
   if (M == 0) return;
-  if (M <= kRowsMax) {
+  const DeviceCapabilities& capabilities = devices_->backend.device(a.y.device().index).capabilities;
+  if (const std::optional<IntelLinearLaunch> intel = intel_linear_launch(variant, a, capabilities)) {
+    devices_->kernel(a.y, intel->program, intel->kernel, intel->group[0] * intel->group[1])
+        .args(a.x, a.w, a.bias, a.y, m, k, n)
+        .run(intel->items, intel->group);
+  } else if (M <= kRowsMax) {
     const int64_t rows_max = std::bit_ceil(static_cast<uint64_t>(M));
     devices_->kernel(a.y, linear_program(a.dtype(), rows_max), "linear_rows", kRowsGroup)
         .args(a.x, a.w, a.bias, a.y, m, k, n)
@@ -386,6 +334,16 @@ void run_on_xpu(const Op& a) {
   xpu_kernels().run(a);
 }
 
+template <LinearVariant Variant>
+void linear_on_xpu(const op::Linear& a) {
+  xpu_kernels().run(a, Variant);
+}
+
+template <LinearVariant Variant>
+bool xpu_linear_supports(const op::Linear& a) {
+  return intel_linear_supports(Variant, a, xpu_backend().device(a.y.device().index).capabilities);
+}
+
 template <AttentionForm Form>
 void attention_on_xpu(const op::PagedAttention& a) {
   xpu_kernels().run(a, Form);
@@ -408,7 +366,16 @@ void register_kernels(KernelRegistry& r) {
     r.add<op::QkvRopeCache>(xpu, d, "default", {.run = run_on_xpu<op::QkvRopeCache>, .is_default = true});
     r.add<op::ArgmaxRows>(xpu, d, "default", {.run = run_on_xpu<op::ArgmaxRows>, .is_default = true});
     r.add<op::SiluMul>(xpu, d, "default", {.run = run_on_xpu<op::SiluMul>, .is_default = true});
-    r.add<op::Linear>(xpu, d, "default", {.run = run_on_xpu<op::Linear>, .is_default = true});
+    r.add<op::Linear>(xpu, d, "default", {.run = linear_on_xpu<LinearVariant::automatic>, .is_default = true});
+    r.add<op::Linear>(xpu, d, "portable", {.run = linear_on_xpu<LinearVariant::portable>});
+    r.add<op::Linear>(xpu, d, "intel_subgroup",
+                      {.run = linear_on_xpu<LinearVariant::intel_subgroup>,
+                       .supports = xpu_linear_supports<LinearVariant::intel_subgroup>});
+    if (d != DType::float32) {  // DPAS multiplies bf16 and f16 only
+      r.add<op::Linear>(xpu, d, "dpas",
+                        {.run = linear_on_xpu<LinearVariant::dpas>,
+                         .supports = xpu_linear_supports<LinearVariant::dpas>});
+    }
     r.add<op::PagedAttention>(xpu, d, "flash",
                               {.run = attention_on_xpu<AttentionForm::flash>, .is_default = true});
     r.add<op::PagedAttention>(xpu, d, "eager", {.run = attention_on_xpu<AttentionForm::eager>});

@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "tfm/backend/op_set.h"
+#include "tfm/backend/xpu/intel_linear.h"
 
 namespace tfm::xpu {
 
@@ -33,7 +34,8 @@ class XpuKernels {
   void run(const op::GatherRows& a);
   void run(const op::SplitColumns& a);
   void run(const op::KvCacheWrite& a);
-  void run(const op::Linear& a);
+  // linear: Intel's sub-group or DPAS kernel where the device and shape allow (intel_linear.h), else portable.
+  void run(const op::Linear& a, LinearVariant variant = LinearVariant::automatic);
   void run(const op::RmsNorm& a);
   void run(const op::AddRmsNorm& a);  // the fused kernel; the registry's default is add then rms_norm
   void run(const op::Rope& a);

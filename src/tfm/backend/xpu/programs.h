@@ -1,0 +1,56 @@
+// The OpenCL C programs of the xpu kernels with their build options, and the work-group shapes those options
+// fix. The runtime builds them from these functions, and the ocloc gate (tests/ocloc) compiles every one of
+// them for Intel targets through every_program, so the options exist once.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tfm/backend/xpu/device_capabilities.h"
+#include "tfm/core/dtype.h"
+
+namespace tfm::xpu {
+
+// Work-group shapes; the programs get them as build options, so host and kernels agree.
+inline constexpr size_t kPointGroup = 64;  // items along the columns of the pointwise kernels
+inline constexpr size_t kRmsGroup = 128;   // rms_norm: items per row; qkv_rope_cache: per head
+inline constexpr int64_t kMaxHeadDim = 512;  // qkv_rope_cache keeps a head in local memory
+inline constexpr size_t kArgmaxGroup = 256;  // argmax_rows: items per row
+inline constexpr size_t kTile = 64;        // linear_tiled: a 64x64 block of y per work-group,
+inline constexpr size_t kTileK = 16;       // staged 16 columns of K at a time,
+inline constexpr size_t kTileReg = 4;      // 4x4 outputs per item: 16x16 items
+inline constexpr size_t kTileItems = kTile / kTileReg;
+inline constexpr int64_t kRowsMax = 8;         // linear_rows serves x of up to 8 rows (decode steps),
+inline constexpr size_t kRowsGroup = 256;      // with work-groups of 256 items,
+inline constexpr size_t kRowsLanes = 32;       // 32 of them on each output column
+static_assert(kRowsMax <= kRowsLanes, "linear_rows writes one output row per lane");
+inline constexpr size_t kAttentionGroup = 64;  // items per (query row, head)
+
+// A source of kernels/ with the options it is built with: one program per dtype (and shape constants).
+struct Program {
+  const char* name;
+  const char* source;  // without kernels/common.cl
+  std::string options;
+
+  // What is compiled: common.cl, then the source.
+  std::string text() const;
+};
+
+// The DTYPE option of common.cl's storage macros ("-DDTYPE=bf16"), or another macro's.
+std::string dtype_option(DType d, const char* macro = "DTYPE");
+
+Program copy_program(DType d);  // copies move bits: one program per element size
+Program cast_program(DType from, DType to);
+Program pointwise_program(DType d);
+// linear_rows is built for a bound on the rows (1, 2, 4 or 8) so that a decode step of one sequence keeps one
+// accumulator a column in registers, not eight: fewer registers, more work-groups resident at once.
+Program linear_program(DType d, int64_t rows_max = kRowsMax);
+Program attention_program(DType d, int64_t head_dim);
+
+// Every program the kernels may build on a device with `device`'s capabilities: the portable ones in every
+// dtype (attention at the usual head sizes, its only open-ended option) and the Intel variants it can run.
+std::vector<Program> every_program(const DeviceCapabilities& device);
+
+}  // namespace tfm::xpu
