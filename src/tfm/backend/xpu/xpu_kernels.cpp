@@ -9,6 +9,7 @@
 
 #include "tfm/backend/kernel_registry.h"
 #include "tfm/backend/xpu/kernel_sources.h"
+#include "tfm/backend/xpu/onednn_matmul.h"
 #include "tfm/backend/xpu/xpu_backend.h"
 #include "tfm/core/error.h"
 #include "tfm/core/floats.h"
@@ -26,8 +27,6 @@ constexpr size_t kTileItems = kTile / kTileReg;
 constexpr int64_t kRowsMax = 8;         // linear_rows serves x of up to 8 rows (decode steps),
 constexpr size_t kRowsGroup = 64;       // with 64 items per output column
 constexpr size_t kAttentionGroup = 64;  // items per (query row, head)
-
-using ClBuffer = ClHandle<cl_mem, clReleaseMemObject>;
 
 int32_t to_int(int64_t v, const char* what) {
   check(v >= 0 && v <= std::numeric_limits<int32_t>::max(), "xpu kernels: ", what, " ", v,
@@ -342,6 +341,20 @@ void attention_on_xpu(const op::PagedAttention& a) {
   xpu_kernels().run(a, Form);
 }
 
+// Linears of more rows than linear_rows serves go to oneDNN on the devices it takes (onednn_matmul.h).
+void linear_on_xpu(const op::Linear& a) {
+  if (a.x.size(0) > kRowsMax && onednn_linear().accepts(a)) return onednn_linear().run(a);
+  xpu_kernels().run(a);
+}
+
+void linear_on_onednn(const op::Linear& a) {
+  onednn_linear().run(a);
+}
+
+bool onednn_takes(const op::Linear& a) {
+  return onednn_linear().accepts(a);
+}
+
 }  // namespace
 
 void register_kernels(KernelRegistry& r) {
@@ -357,7 +370,8 @@ void register_kernels(KernelRegistry& r) {
     r.add<op::AddRmsNorm>(xpu, d, "fused", {.run = run_on_xpu<op::AddRmsNorm>});
     r.add<op::Rope>(xpu, d, "default", {.run = run_on_xpu<op::Rope>, .is_default = true});
     r.add<op::SiluMul>(xpu, d, "default", {.run = run_on_xpu<op::SiluMul>, .is_default = true});
-    r.add<op::Linear>(xpu, d, "default", {.run = run_on_xpu<op::Linear>, .is_default = true});
+    r.add<op::Linear>(xpu, d, "default", {.run = linear_on_xpu, .is_default = true});
+    r.add<op::Linear>(xpu, d, "onednn", {.run = linear_on_onednn, .supports = onednn_takes});
     r.add<op::PagedAttention>(xpu, d, "flash",
                               {.run = attention_on_xpu<AttentionForm::flash>, .is_default = true});
     r.add<op::PagedAttention>(xpu, d, "eager", {.run = attention_on_xpu<AttentionForm::eager>});
