@@ -27,6 +27,13 @@ bool accumulates_in_float32(const dnnl::matmul::primitive_desc& pd, dnnl::memory
          std::string_view(pd.impl_info_str()).starts_with("jit:xe_hp:gemm");
 }
 
+// oneDNN's reference matmul and GEMM ("ocl:ref", its fallback where no optimised GEMM takes the dtype on the
+// GPU) run one work-item per output column, looping over every row and all of K with no tiling: tfm's tiled
+// kernel is the better choice there.
+bool is_reference(const dnnl::matmul::primitive_desc& pd) {
+  return std::string_view(pd.impl_info_str()).starts_with("ocl:ref");
+}
+
 // What oneDNN has of one device: an engine and a stream over tfm's own context and queue, or why it refused.
 struct Served {
   dnnl::engine engine;
@@ -91,7 +98,7 @@ std::optional<dnnl::matmul> linear_matmul(const dnnl::engine& engine, const Line
   } catch (const dnnl::error&) {  // no implementation for this dtype and shape on this engine
     return std::nullopt;
   }
-  if (!accumulates_in_float32(pd, descs.x.data_type())) return std::nullopt;
+  if (is_reference(pd) || !accumulates_in_float32(pd, descs.x.data_type())) return std::nullopt;
   try {
     return dnnl::matmul(pd);  // compiles its kernels
   } catch (const dnnl::error& e) {

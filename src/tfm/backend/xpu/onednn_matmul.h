@@ -23,7 +23,7 @@ namespace tfm::xpu {
 class XpuBackend;
 
 // The matmul of a Linear on `engine`, with the bias added inside it when `with_bias`; nullopt where oneDNN
-// has no implementation there that accumulates in float32.
+// has no implementation there but its reference one, or none that accumulates in float32.
 std::optional<dnnl::matmul> linear_matmul(const dnnl::engine& engine, const LinearDescs& descs, bool with_bias);
 
 class OneDnnLinear {
