@@ -1,6 +1,5 @@
 #include "tfm/backend/xpu/onednn_matmul.h"
 
-#include <list>
 #include <map>
 #include <mutex>
 #include <string_view>
@@ -12,6 +11,7 @@
 #include <oneapi/dnnl/dnnl_ocl.hpp>
 
 #include "tfm/backend/xpu/buffer_view.h"
+#include "tfm/backend/xpu/lru_cache.h"
 #include "tfm/backend/xpu/xpu_backend.h"
 #include "tfm/core/error.h"
 #include "tfm/core/logging.h"
@@ -61,33 +61,10 @@ Served serve(const XpuDevice& device) {
   return s;
 }
 
-// The GEMMs oneDNN made (or could not make), by device, dtype, M, K, N and bias; past kCapacity the least
-// recently used is dropped: a server's prefills come in many row counts, and each GEMM holds compiled kernels.
-class GemmCache {
- public:
-  using Key = std::tuple<int, DType, int64_t, int64_t, int64_t, bool>;
-
-  // The entry of `key`, made by `make` when there is none.
-  template <typename Make>
-  const std::optional<dnnl::matmul>& get(const Key& key, Make&& make) {
-    if (auto it = index_.find(key); it != index_.end()) {
-      order_.splice(order_.begin(), order_, it->second);  // now the most recent
-      return it->second->second;
-    }
-    order_.emplace_front(key, make());
-    index_.emplace(key, order_.begin());
-    if (order_.size() > kCapacity) {
-      index_.erase(order_.back().first);
-      order_.pop_back();
-    }
-    return order_.front().second;
-  }
-
- private:
-  static constexpr size_t kCapacity = 256;
-  std::list<std::pair<Key, std::optional<dnnl::matmul>>> order_;  // most recent first
-  std::map<Key, decltype(order_)::iterator> index_;
-};
+// The GEMMs oneDNN made (or could not make), by device, dtype, M, K, N and bias. A server's prefills come in
+// many row counts, and each GEMM holds compiled kernels, so only the most recently used are kept.
+using GemmKey = std::tuple<int, DType, int64_t, int64_t, int64_t, bool>;
+constexpr size_t kCachedGemms = 256;
 
 }  // namespace
 
@@ -134,7 +111,7 @@ struct OneDnnLinear::State {
   XpuBackend& backend;
   std::mutex mutex;
   std::map<int, Served> devices;
-  GemmCache gemms;
+  LruCache<GemmKey, std::optional<dnnl::matmul>> gemms{kCachedGemms};
 };
 
 OneDnnLinear::OneDnnLinear(XpuBackend& backend) : state_(std::make_unique<State>(backend)) {}
