@@ -567,7 +567,8 @@ std::string test_name(const KernelInfo& k) {
 // Intel GPUs (onednn_matmul.h).
 std::string refusal(const KernelInfo& k, Device device) {
 #ifdef TFM_HAVE_XPU
-  if (k.device == DeviceType::xpu && k.variant == "onednn") return xpu::onednn_linear().refusal(device.index_or_zero());
+  if (k.device == DeviceType::xpu && k.variant == "onednn")
+    return xpu::onednn_linear().refusal(device.index_or_zero());
 #endif
   return {};
 }

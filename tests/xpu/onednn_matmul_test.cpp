@@ -1,5 +1,5 @@
-// The oneDNN path of the xpu linear. On PoCL (or NVIDIA) oneDNN refuses the device, and the default linear and
-// the "onednn" variant must still equal the CPU reference (tfm's own kernels serve); on an Intel GPU
+// The oneDNN path of the xpu linear. On PoCL (or NVIDIA) oneDNN refuses the device, and the default linear
+// and the "onednn" variant must still equal the CPU reference (tfm's own kernels serve); on an Intel GPU
 // (TFM_XPU_PLATFORM=Intel) the same tests run oneDNN. What runs here of oneDNN's side: the shape and layout
 // descriptions, checked on oneDNN's CPU engine, and the sub-buffers its memory objects are made over.
 #include "tfm/backend/xpu/onednn_matmul.h"
@@ -70,7 +70,8 @@ void expect_close(const Tensor& got_anywhere, const Tensor& want, const std::str
 
 // What oneDNN's GPU engine takes: a GPU of Intel's platform.
 bool intel_gpu(const XpuDevice& d) {
-  return platform_string(d.platform, CL_PLATFORM_VENDOR, "CL_PLATFORM_VENDOR").find("Intel") != std::string::npos &&
+  return platform_string(d.platform, CL_PLATFORM_VENDOR, "CL_PLATFORM_VENDOR").find("Intel") !=
+             std::string::npos &&
          (device_value<cl_device_type>(d.id, CL_DEVICE_TYPE, "CL_DEVICE_TYPE") & CL_DEVICE_TYPE_GPU) != 0;
 }
 
@@ -94,10 +95,12 @@ TEST_F(OneDnnXpuTest, RefusesAnythingButAnIntelGpuWithAReasonLoggedOnce) {
     EXPECT_TRUE(log.at(logging::Level::info).empty());
     return;
   }
-  EXPECT_NE(why.find("does not take xpu:0 (" + xpu_backend().info(0).name + " on platform '"), std::string::npos)
+  EXPECT_NE(why.find("does not take xpu:0 (" + xpu_backend().info(0).name + " on platform '"),
+            std::string::npos)
       << why;
   EXPECT_NE(why.find("could not create an engine"), std::string::npos) << why;
-  EXPECT_EQ(log.at(logging::Level::info), std::vector<std::string>{why + ". tfm's own kernels run the linears there"});
+  EXPECT_EQ(log.at(logging::Level::info),
+            std::vector<std::string>{why + ". tfm's own kernels run the linears there"});
 
   std::mt19937 rng(1);
   const Tensor x = to_device(random_cpu({20, 16}, DType::float32, rng), device_);
@@ -129,8 +132,9 @@ TEST_P(OneDnnLinearTest, DefaultAndOneDnnVariantEqualTheCpuReference) {
       for (const char* variant : {"", "onednn"}) {
         Tensor y = poisoned({M, N}, dtype, device_);
         ops::linear(x_dev, w_dev, bias_dev, y, variant);
-        expect_close(y, want,
-                     std::string("variant '") + variant + "', M " + std::to_string(M) + (with_bias ? ", bias" : ""));
+        expect_close(
+            y, want,
+            std::string("variant '") + variant + "', M " + std::to_string(M) + (with_bias ? ", bias" : ""));
       }
     }
   }
@@ -157,8 +161,8 @@ TEST_P(OneDnnLinearTest, SubBuffersViewExactlyATensorsElements) {
   cl_check(clGetMemObjectInfo(view.get(), CL_MEM_SIZE, sizeof view_bytes, &view_bytes, nullptr), "size");
   EXPECT_EQ(view_bytes, aligned.nbytes());
   std::vector<unsigned char> read(aligned.nbytes());
-  cl_check(clEnqueueReadBuffer(device.queue.get(), view.get(), CL_TRUE, 0, read.size(), read.data(), 0, nullptr,
-                               nullptr),
+  cl_check(clEnqueueReadBuffer(device.queue.get(), view.get(), CL_TRUE, 0, read.size(), read.data(), 0,
+                               nullptr, nullptr),
            "clEnqueueReadBuffer");
   EXPECT_EQ(std::memcmp(read.data(), host.narrow(aligned_row, 6).raw(), read.size()), 0);
 
@@ -181,8 +185,10 @@ TEST_P(OneDnnLinearTest, ViewsAtOffsetsEqualTheCpuReference) {
   std::mt19937 rng(9);
   const Tensor x_all = random_cpu({M + 40, K}, dtype, rng), w = random_cpu({N, K}, dtype, rng),
                bias = random_cpu({N}, dtype, rng);
-  const Tensor x_dev = to_device(x_all, device_), w_dev = to_device(w, device_), bias_dev = to_device(bias, device_);
-  for (int64_t first : {int64_t{1}, static_cast<int64_t>(alignment / std::gcd(alignment, K * dtype_size(dtype)))}) {
+  const Tensor x_dev = to_device(x_all, device_), w_dev = to_device(w, device_),
+               bias_dev = to_device(bias, device_);
+  for (int64_t first :
+       {int64_t{1}, static_cast<int64_t>(alignment / std::gcd(alignment, K * dtype_size(dtype)))}) {
     Tensor want = Tensor::cpu({M, N}, dtype);
     ops::linear(x_all.narrow(first, M), w, bias, want, "reference");
     Tensor y_all = poisoned({M + 2 * first, N}, dtype, device_);
@@ -192,8 +198,10 @@ TEST_P(OneDnnLinearTest, ViewsAtOffsetsEqualTheCpuReference) {
     const Tensor around = to_device(y_all, Device{});
     visit_float(dtype, [&]<typename T>() {
       for (int64_t i = 0; i < first * N; ++i) {
-        EXPECT_TRUE(std::isnan(to_float(around.data<T>()[i]))) << "element " << i << " before the view written";
-        EXPECT_TRUE(std::isnan(to_float(around.data<T>()[(first + M) * N + i]))) << "element after the view written";
+        EXPECT_TRUE(std::isnan(to_float(around.data<T>()[i])))
+            << "element " << i << " before the view written";
+        EXPECT_TRUE(std::isnan(to_float(around.data<T>()[(first + M) * N + i])))
+            << "element after the view written";
       }
     });
   }

@@ -68,7 +68,8 @@ constexpr size_t kCachedGemms = 256;
 
 }  // namespace
 
-std::optional<dnnl::matmul> linear_matmul(const dnnl::engine& engine, const LinearDescs& descs, bool with_bias) {
+std::optional<dnnl::matmul> linear_matmul(const dnnl::engine& engine, const LinearDescs& descs,
+                                          bool with_bias) {
   dnnl::matmul::primitive_desc pd;
   try {
     pd = dnnl::matmul::primitive_desc(descs.matmul(with_bias), engine);
@@ -136,7 +137,8 @@ void OneDnnLinear::run(const op::Linear& a) {
   const dnnl::matmul* gemm = state_->gemm(a);
   const std::string& where = state_->backend.device(index).where;
   check(gemm != nullptr, where, ": oneDNN does not take the linear ", a.x.str(), " @ ", a.w.str(), "^T",
-        a.bias.defined() ? " + bias" : "", ": it has no float32-accumulating GEMM for it, or a tensor starts off ",
+        a.bias.defined() ? " + bias" : "",
+        ": it has no float32-accumulating GEMM for it, or a tensor starts off ",
         "the device's sub-buffer alignment of ", s.alignment, " bytes");
   const LinearDescs descs(a.dtype(), a.x.size(0), a.x.size(1), a.w.size(0));
   std::vector<ClBuffer> views;  // alive until the GEMM is enqueued; OpenCL keeps them for it after that

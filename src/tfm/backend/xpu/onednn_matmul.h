@@ -5,8 +5,8 @@
 //
 // oneDNN's buffers take no offset (its GPU GEMMs ignore a memory descriptor's offset0), so each tensor is
 // passed as a sub-buffer (buffer_view.h); a tensor at an offset the device cannot place one at is left to
-// tfm's kernels. GEMMs are cached per (device, dtype, M, K, N, bias): oneDNN 2.6's GPU GEMMs refuse a run-time
-// M (DNNL_RUNTIME_DIM_VAL), which only its slow reference matmul would take.
+// tfm's kernels. GEMMs are cached per (device, dtype, M, K, N, bias): oneDNN 2.6's GPU GEMMs refuse a
+// run-time M (DNNL_RUNTIME_DIM_VAL), which only its slow reference matmul would take.
 #pragma once
 
 #include <memory>
@@ -24,7 +24,8 @@ class XpuBackend;
 
 // The matmul of a Linear on `engine`, with the bias added inside it when `with_bias`; nullopt where oneDNN
 // has no implementation there but its reference one, or none that accumulates in float32.
-std::optional<dnnl::matmul> linear_matmul(const dnnl::engine& engine, const LinearDescs& descs, bool with_bias);
+std::optional<dnnl::matmul> linear_matmul(const dnnl::engine& engine, const LinearDescs& descs,
+                                          bool with_bias);
 
 class OneDnnLinear {
  public:
