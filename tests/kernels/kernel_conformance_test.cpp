@@ -20,6 +20,9 @@
 #include "tfm/backend/kernel_registry.h"
 #include "tfm/backend/op_set.h"
 #include "tfm/core/floats.h"
+#ifdef TFM_HAVE_XPU
+#include "tfm/backend/xpu/onednn_matmul.h"
+#endif
 
 namespace tfm {
 namespace {
@@ -560,14 +563,18 @@ std::string test_name(const KernelInfo& k) {
          "_" + std::string(dtype_name(k.dtype)) + "_" + k.variant;
 }
 
-// The capability an xpu variant for one class of Intel GPU needs and `device` lacks (it refuses every case
-// there), or empty.
-std::string missing_capability(const KernelInfo& k, Device device) {
-  if (k.device != DeviceType::xpu) return "";
+// Why a variant for other hardware does not run on `device` at all (it would refuse every case), or empty: the
+// Intel variants need their capability, oneDNN's linear an Intel GPU (onednn_matmul.h).
+std::string refusal(const KernelInfo& k, Device device) {
+#ifdef TFM_HAVE_XPU
+  if (k.device != DeviceType::xpu) return {};
   const DeviceInfo info = find_backend(DeviceType::xpu)->info(device.index);
-  if (k.variant == "intel_subgroup" && !info.xpu_capabilities->intel_subgroups) return "Intel sub-groups";
-  if (k.variant == "dpas" && !info.xpu_capabilities->dpas) return "DPAS";
-  return "";
+  if (k.variant == "intel_subgroup" && !info.xpu_capabilities->intel_subgroups)
+    return device.str() + " has no Intel sub-groups";
+  if (k.variant == "dpas" && !info.xpu_capabilities->dpas) return device.str() + " has no DPAS";
+  if (k.variant == "onednn") return xpu::onednn_linear().refusal(device.index_or_zero());
+#endif
+  return {};
 }
 
 class Conformance : public testing::TestWithParam<KernelInfo> {};
@@ -576,8 +583,7 @@ TEST_P(Conformance, MatchesTheReferenceOnTheSameInputs) {
   const KernelInfo& k = GetParam();
   const std::optional<Device> device = device_of_kind(k.device);
   if (!device) GTEST_SKIP() << "no " << device_type_name(k.device) << " device here";
-  if (const std::string missing = missing_capability(k, *device); !missing.empty())
-    GTEST_SKIP() << device->str() << " has no " << missing;
+  if (const std::string why = refusal(k, *device); !why.empty()) GTEST_SKIP() << why;
   const auto cases = all_cases().find(k.op);
   ASSERT_NE(cases, all_cases().end()) << "op " << k.op << " has kernels but no test cases";
   const KernelCall kernel = kernel_call(k.op, k.device, k.dtype, k.variant);

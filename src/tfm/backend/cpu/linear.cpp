@@ -16,18 +16,12 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "tfm/backend/cpu/cpu_backend.h"
+#include "tfm/backend/onednn_linear.h"
 #include "tfm/core/floats.h"
 #include "tfm/core/parallel.h"
 
 namespace tfm::cpu {
 namespace {
-
-using dt = dnnl::memory::data_type;
-using tag = dnnl::memory::format_tag;
-
-dt onednn_type(DType d) {
-  return d == DType::float32 ? dt::f32 : d == DType::bfloat16 ? dt::bf16 : dt::f16;
-}
 
 // oneDNN matmul primitives by shape and dtype, created once (creation costs far more than a decode step's
 // small matmul); whether oneDNN has one for a dtype on this CPU is asked once.
@@ -48,9 +42,7 @@ class OneDnn {
   // y (M, N) = x (M, K) @ w^T, w (N, K) row-major; all of dtype d; bias (N) of dtype d or null.
   void matmul(const void* x, const void* w, const void* bias, void* y, int64_t M, int64_t K, int64_t N,
               DType d) {
-    const dt type = onednn_type(d);
-    const dnnl::memory::desc x_md({M, K}, type, tag::ab), w_md({K, N}, type, tag::ba), y_md({M, N}, type, tag::ab),
-        bias_md({1, N}, type, tag::ab);
+    const LinearDescs descs(d, M, K, N);
     std::lock_guard lock(mutex_);
     const auto key = std::make_tuple(M, K, N, d, bias != nullptr);
     auto it = primitives_.find(key);
@@ -60,23 +52,19 @@ class OneDnn {
             " on this CPU");
       it = primitives_.emplace(key, *created).first;
     }
-    std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, dnnl::memory(x_md, engine_, const_cast<void*>(x))},
-                                               {DNNL_ARG_WEIGHTS, dnnl::memory(w_md, engine_, const_cast<void*>(w))},
-                                               {DNNL_ARG_DST, dnnl::memory(y_md, engine_, y)}};
-    if (bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory(bias_md, engine_, const_cast<void*>(bias)));
+    std::unordered_map<int, dnnl::memory> args{
+        {DNNL_ARG_SRC, dnnl::memory(descs.x, engine_, const_cast<void*>(x))},
+        {DNNL_ARG_WEIGHTS, dnnl::memory(descs.w, engine_, const_cast<void*>(w))},
+        {DNNL_ARG_DST, dnnl::memory(descs.y, engine_, y)}};
+    if (bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory(descs.bias, engine_, const_cast<void*>(bias)));
     it->second.execute(stream_, args);
     stream_.wait();
   }
 
  private:
   std::optional<dnnl::matmul> create(int64_t M, int64_t K, int64_t N, DType d, bool with_bias) {
-    const dt type = onednn_type(d);
-    const dnnl::memory::desc x_md({M, K}, type, tag::ab), w_md({K, N}, type, tag::ba), y_md({M, N}, type, tag::ab),
-        bias_md({1, N}, type, tag::ab);
     try {
-      const dnnl::matmul::desc desc =
-          with_bias ? dnnl::matmul::desc(x_md, w_md, bias_md, y_md) : dnnl::matmul::desc(x_md, w_md, y_md);
-      return dnnl::matmul(dnnl::matmul::primitive_desc(desc, engine_));
+      return dnnl::matmul(dnnl::matmul::primitive_desc(LinearDescs(d, M, K, N).matmul(with_bias), engine_));
     } catch (const dnnl::error&) {  // unimplemented for this dtype on this CPU
       return std::nullopt;
     }

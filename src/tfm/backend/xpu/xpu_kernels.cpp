@@ -10,6 +10,7 @@
 #include <string>
 
 #include "tfm/backend/kernel_registry.h"
+#include "tfm/backend/xpu/onednn_matmul.h"
 #include "tfm/backend/xpu/programs.h"
 #include "tfm/backend/xpu/xpu_backend.h"
 #include "tfm/core/error.h"
@@ -20,8 +21,6 @@ namespace {
 
 constexpr int64_t kMinSplitKeys = 128;  // the flash form splits a row's keys in parts of at least this many,
 constexpr int64_t kMaxSplits = 32;      // into at most this many
-
-using ClBuffer = ClHandle<cl_mem, clReleaseMemObject>;
 
 int32_t to_int(int64_t v, const char* what) {
   check(v >= 0 && v <= std::numeric_limits<int32_t>::max(), "xpu kernels: ", what, " ", v,
@@ -336,6 +335,9 @@ void run_on_xpu(const Op& a) {
 
 template <LinearVariant Variant>
 void linear_on_xpu(const op::Linear& a) {
+  // Past the few rows of decode steps, the default hands matmuls to oneDNN where it takes the device.
+  if (Variant == LinearVariant::automatic && a.x.size(0) > kRowsMax && onednn_linear().accepts(a))
+    return onednn_linear().run(a);
   xpu_kernels().run(a, Variant);
 }
 
@@ -347,6 +349,15 @@ bool xpu_linear_supports(const op::Linear& a) {
 template <AttentionForm Form>
 void attention_on_xpu(const op::PagedAttention& a) {
   xpu_kernels().run(a, Form);
+}
+
+// Linears of more rows than linear_rows serves go to oneDNN on the devices it takes (onednn_matmul.h).
+void linear_on_onednn(const op::Linear& a) {
+  onednn_linear().run(a);
+}
+
+bool onednn_takes(const op::Linear& a) {
+  return onednn_linear().accepts(a);
 }
 
 }  // namespace
@@ -376,6 +387,7 @@ void register_kernels(KernelRegistry& r) {
                         {.run = linear_on_xpu<LinearVariant::dpas>,
                          .supports = xpu_linear_supports<LinearVariant::dpas>});
     }
+    r.add<op::Linear>(xpu, d, "onednn", {.run = linear_on_onednn, .supports = onednn_takes});
     r.add<op::PagedAttention>(xpu, d, "flash",
                               {.run = attention_on_xpu<AttentionForm::flash>, .is_default = true});
     r.add<op::PagedAttention>(xpu, d, "eager", {.run = attention_on_xpu<AttentionForm::eager>});
