@@ -135,7 +135,9 @@ XpuDevice::XpuDevice(cl_platform_id platform, cl_device_id id, int index)
       context(create_context(platform, id, where)),
       queue(create_queue(context.get(), id, where)),
       programs(context.get(), id, where),
-      info(read_info(id, index)) {}
+      info(read_info(id, index)),
+      max_allocation(device_value<cl_ulong>(id, CL_DEVICE_MAX_MEM_ALLOC_SIZE, "CL_DEVICE_MAX_MEM_ALLOC_SIZE")),
+      command_buffers(CommandBufferApi::load(platform, id, no_command_buffers)) {}
 
 XpuBackend::XpuBackend(SelectionEnv env) : env_(std::move(env)) {}
 
@@ -176,6 +178,8 @@ DeviceInfo XpuBackend::info(int index) {
 
 void* XpuBackend::allocate(int index, size_t bytes) {
   XpuDevice& d = device(index);
+  check(bytes <= d.max_allocation, d.where, ": cannot allocate ", bytes, " bytes: ", d.info.name,
+        " holds at most ", d.max_allocation, " bytes in one buffer (CL_DEVICE_MAX_MEM_ALLOC_SIZE)");
   cl_int status = CL_SUCCESS;
   // OpenCL has no empty buffer; a zero-byte tensor still needs a distinct handle.
   cl_mem buffer =
@@ -198,16 +202,18 @@ size_t XpuBackend::memory_allocated(int index) {
 }
 
 void XpuBackend::copy_from_host(int index, DeviceSpan dst, const void* src, size_t bytes) {
-  if (bytes == 0) return;  // OpenCL rejects empty transfers
   const XpuDevice& d = device(index);
+  refuse_while_recording(d, "a copy from the host");
+  if (bytes == 0) return;  // OpenCL rejects empty transfers
   cl_check(clEnqueueWriteBuffer(d.queue.get(), as_buffer(dst.base), CL_TRUE, dst.offset, bytes, src, 0,
                                 nullptr, nullptr),
            "clEnqueueWriteBuffer", d.where);
 }
 
 void XpuBackend::copy_to_host(int index, void* dst, DeviceSpan src, size_t bytes) {
-  if (bytes == 0) return;
   const XpuDevice& d = device(index);
+  refuse_while_recording(d, "a copy to the host");
+  if (bytes == 0) return;
   cl_check(clEnqueueReadBuffer(d.queue.get(), as_buffer(src.base), CL_TRUE, src.offset, bytes, dst, 0,
                                nullptr, nullptr),
            "clEnqueueReadBuffer", d.where);
@@ -215,7 +221,11 @@ void XpuBackend::copy_to_host(int index, void* dst, DeviceSpan src, size_t bytes
 
 void XpuBackend::copy_on_device(int index, DeviceSpan dst, DeviceSpan src, size_t bytes) {
   if (bytes == 0) return;
-  const XpuDevice& d = device(index);
+  XpuDevice& d = device(index);
+  if (d.recording) {
+    d.recording->copy(as_buffer(src.base), src.offset, as_buffer(dst.base), dst.offset, bytes);
+    return;
+  }
   cl_check(clEnqueueCopyBuffer(d.queue.get(), as_buffer(src.base), as_buffer(dst.base), src.offset,
                                dst.offset, bytes, 0, nullptr, nullptr),
            "clEnqueueCopyBuffer", d.where);
@@ -224,7 +234,12 @@ void XpuBackend::copy_on_device(int index, DeviceSpan dst, DeviceSpan src, size_
 
 void XpuBackend::synchronize(int index) {
   const XpuDevice& d = device(index);
+  refuse_while_recording(d, "a wait for the device");
   cl_check(clFinish(d.queue.get()), "clFinish", d.where);
+}
+
+std::unique_ptr<DeviceGraph> XpuBackend::capture(int index, const std::function<void()>& work) {
+  return record(device(index), work);
 }
 
 bool XpuBackend::supports_dtype(int, DType dtype) {

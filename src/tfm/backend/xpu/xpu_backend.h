@@ -11,6 +11,7 @@
 
 #include "tfm/backend/backend.h"
 #include "tfm/backend/kernel_registry.h"
+#include "tfm/backend/xpu/device_graph.h"
 #include "tfm/backend/xpu/device_selection.h"
 #include "tfm/backend/xpu/opencl.h"
 #include "tfm/backend/xpu/program_cache.h"
@@ -30,6 +31,9 @@ struct XpuDevice {
   DeviceInfo info;            // everything but free_memory, which is read when asked
   size_t max_allocation = 0;  // CL_DEVICE_MAX_MEM_ALLOC_SIZE
   std::atomic<size_t> allocated{0};  // bytes of the buffers tensors hold now
+  std::string no_command_buffers;  // why the device has no device graphs, when command_buffers is empty
+  std::optional<CommandBufferApi> command_buffers;  // device graphs (device_graph.h)
+  std::unique_ptr<Recording> recording;             // while capture() records the device's work
 };
 
 class XpuBackend final : public Backend {
@@ -49,6 +53,8 @@ class XpuBackend final : public Backend {
   size_t memory_allocated(int index) override;
   // The kernels store every dtype as it is and compute in float32, which any OpenCL device can.
   bool supports_dtype(int, DType dtype) override;
+  // Through cl_khr_command_buffer where the device offers it (device_graph.h).
+  std::unique_ptr<DeviceGraph> capture(int index, const std::function<void()>& work) override;
 
   // The OpenCL objects of xpu:`index`; throws tfm::Error when there is no such device.
   XpuDevice& device(int index);

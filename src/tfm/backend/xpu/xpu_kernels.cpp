@@ -6,6 +6,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "tfm/backend/kernel_registry.h"
 #include "tfm/backend/xpu/kernel_sources.h"
@@ -49,6 +50,7 @@ class Launch {
   template <typename... A>
   Launch& args(const A&... a) {
     index_ = 0;
+    buffers_.clear();
     (set(a), ...);
     return *this;
   }
@@ -57,9 +59,7 @@ class Launch {
   void run(std::array<size_t, 2> items, std::array<size_t, 2> group) {
     if (items[0] == 0 || items[1] == 0) return;
     const std::array<size_t, 2> global{round_up(items[0], group[0]), round_up(items[1], group[1])};
-    cl_check(clEnqueueNDRangeKernel(device_.queue.get(), kernel_, 2, nullptr, global.data(), group.data(), 0,
-                                    nullptr, nullptr),
-             std::string("clEnqueueNDRangeKernel(") + name_ + ")", device_.where);
+    enqueue_kernel(device_, kernel_, name_, global, group, buffers_);
   }
 
  private:
@@ -70,10 +70,13 @@ class Launch {
     ++index_;
   }
   void set(const Tensor& t) {
-    set_value(t.defined() ? static_cast<cl_mem>(t.storage()->data()) : cl_mem{nullptr});
+    set(t.defined() ? static_cast<cl_mem>(t.storage()->data()) : cl_mem{nullptr});
     set_value(static_cast<cl_long>(t.defined() ? t.offset() : 0));
   }
-  void set(cl_mem m) { set_value(m); }
+  void set(cl_mem m) {
+    set_value(m);
+    if (m) buffers_.push_back(m);
+  }
   void set(int32_t v) { set_value(static_cast<cl_int>(v)); }
   void set(int64_t v) { set_value(static_cast<cl_long>(v)); }
   void set(float v) { set_value(static_cast<cl_float>(v)); }
@@ -82,6 +85,7 @@ class Launch {
   cl_kernel kernel_;
   const char* name_;
   cl_uint index_ = 0;
+  std::vector<cl_mem> buffers_;  // the arguments' buffers, which a device graph keeps
 };
 
 // A source of kernels/ with the options it is built with: one program per dtype (and shape constants).

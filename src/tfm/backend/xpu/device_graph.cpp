@@ -1,0 +1,164 @@
+#include "tfm/backend/xpu/device_graph.h"
+
+#include "tfm/backend/xpu/xpu_backend.h"
+#include "tfm/core/logging.h"
+
+namespace tfm::xpu {
+namespace {
+
+template <typename Fn>
+Fn entry_point(cl_platform_id platform, const char* name) {
+  return reinterpret_cast<Fn>(clGetExtensionFunctionAddressForPlatform(platform, name));
+}
+
+using ClEvent = ClHandle<cl_event, clReleaseEvent>;
+
+class XpuGraph final : public DeviceGraph {
+ public:
+  XpuGraph(const CommandBufferApi& api, std::string where, cl_command_buffer_khr commands,
+           std::vector<cl_mem> buffers)
+      : api_(api), where_(std::move(where)), commands_(commands), buffers_(std::move(buffers)) {}
+
+  ~XpuGraph() override {
+    // The queue may still run the last replay: the command buffer and its memory go once it is done.
+    if (const cl_event last = last_replay_.get()) clWaitForEvents(1, &last);
+    api_.release(commands_);
+    for (cl_mem b : buffers_) clReleaseMemObject(b);
+  }
+  XpuGraph(const XpuGraph&) = delete;
+  XpuGraph& operator=(const XpuGraph&) = delete;
+
+  // A command buffer without simultaneous use may not be enqueued while it is pending, so a replay first waits
+  // for the one before (normally long done: a step reads its results before the next one replays).
+  void replay() override {
+    if (const cl_event last = last_replay_.get())
+      cl_check(clWaitForEvents(1, &last), "clWaitForEvents(the previous replay)", where_);
+    cl_event done = nullptr;
+    cl_check(api_.enqueue(0, nullptr, commands_, 0, nullptr, &done), "clEnqueueCommandBufferKHR", where_);
+    last_replay_ = ClEvent(done);
+  }
+
+ private:
+  CommandBufferApi api_;
+  std::string where_;
+  cl_command_buffer_khr commands_;
+  std::vector<cl_mem> buffers_;  // retained
+  ClEvent last_replay_;
+};
+
+}  // namespace
+
+std::optional<CommandBufferApi> CommandBufferApi::load(cl_platform_id platform, cl_device_id device,
+                                                       std::string& why_not) {
+  if (!has_extension(device, CL_KHR_COMMAND_BUFFER_EXTENSION_NAME)) {
+    why_not = "the device does not offer " CL_KHR_COMMAND_BUFFER_EXTENSION_NAME;
+    return std::nullopt;
+  }
+  const auto required = device_value<cl_command_queue_properties>(
+      device, CL_DEVICE_COMMAND_BUFFER_REQUIRED_QUEUE_PROPERTIES_KHR,
+      "CL_DEVICE_COMMAND_BUFFER_REQUIRED_QUEUE_PROPERTIES_KHR");
+  if (required != 0) {
+    why_not = "its command buffers need queue properties " + std::to_string(required) +
+              " that the backend's queue does not have";
+    return std::nullopt;
+  }
+  CommandBufferApi api{
+      .create = entry_point<clCreateCommandBufferKHR_fn>(platform, "clCreateCommandBufferKHR"),
+      .finalize = entry_point<clFinalizeCommandBufferKHR_fn>(platform, "clFinalizeCommandBufferKHR"),
+      .release = entry_point<clReleaseCommandBufferKHR_fn>(platform, "clReleaseCommandBufferKHR"),
+      .enqueue = entry_point<clEnqueueCommandBufferKHR_fn>(platform, "clEnqueueCommandBufferKHR"),
+      .kernel = entry_point<clCommandNDRangeKernelKHR_fn>(platform, "clCommandNDRangeKernelKHR"),
+      .copy = entry_point<clCommandCopyBufferKHR_fn>(platform, "clCommandCopyBufferKHR"),
+  };
+  if (!api.create || !api.finalize || !api.release || !api.enqueue || !api.kernel || !api.copy) {
+    why_not = "the platform does not give the entry points of " CL_KHR_COMMAND_BUFFER_EXTENSION_NAME;
+    return std::nullopt;
+  }
+  return api;
+}
+
+Recording::Recording(const CommandBufferApi& api, cl_command_queue queue, std::string where)
+    : api_(api), queue_(queue), where_(std::move(where)) {
+  cl_int status = CL_SUCCESS;
+  commands_ = api_.create(1, &queue_, nullptr, &status);
+  cl_check(status, "clCreateCommandBufferKHR", where_);
+}
+
+Recording::~Recording() {
+  if (commands_) api_.release(commands_);
+  for (cl_mem b : buffers_) clReleaseMemObject(b);
+}
+
+void Recording::retain(cl_mem buffer) {
+  cl_check(clRetainMemObject(buffer), "clRetainMemObject", where_);
+  buffers_.push_back(buffer);
+}
+
+void Recording::kernel(cl_kernel kernel, const char* name, const std::array<size_t, 2>& global,
+                       const std::array<size_t, 2>& group, std::span<const cl_mem> buffers) {
+  for (cl_mem b : buffers) retain(b);
+  cl_sync_point_khr done = 0;
+  cl_check(api_.kernel(commands_, nullptr, nullptr, kernel, 2, nullptr, global.data(), group.data(),
+                       waits(), wait_list(), &done, nullptr),
+           std::string("clCommandNDRangeKernelKHR(") + name + ")", where_);
+  previous_ = done;
+  has_previous_ = true;
+}
+
+void Recording::copy(cl_mem src, size_t src_offset, cl_mem dst, size_t dst_offset, size_t bytes) {
+  retain(src);
+  retain(dst);
+  cl_sync_point_khr done = 0;
+  cl_check(api_.copy(commands_, nullptr, src, dst, src_offset, dst_offset, bytes, waits(), wait_list(), &done,
+                     nullptr),
+           "clCommandCopyBufferKHR", where_);
+  previous_ = done;
+  has_previous_ = true;
+}
+
+std::unique_ptr<DeviceGraph> Recording::finish() {
+  cl_check(api_.finalize(commands_), "clFinalizeCommandBufferKHR", where_);
+  return std::make_unique<XpuGraph>(api_, where_, std::exchange(commands_, nullptr),
+                                    std::exchange(buffers_, {}));
+}
+
+void enqueue_kernel(XpuDevice& device, cl_kernel kernel, const char* name, const std::array<size_t, 2>& global,
+                    const std::array<size_t, 2>& group, std::span<const cl_mem> buffers) {
+  if (device.recording) {
+    device.recording->kernel(kernel, name, global, group, buffers);
+    return;
+  }
+  cl_check(clEnqueueNDRangeKernel(device.queue.get(), kernel, 2, nullptr, global.data(), group.data(), 0,
+                                  nullptr, nullptr),
+           std::string("clEnqueueNDRangeKernel(") + name + ")", device.where);
+}
+
+void refuse_while_recording(const XpuDevice& device, std::string_view what) {
+  if (device.recording) {
+    throw CannotRecord(device.where + ": a device graph cannot hold " + std::string(what));
+  }
+}
+
+std::unique_ptr<DeviceGraph> record(XpuDevice& device, const std::function<void()>& work) {
+  if (!device.command_buffers) {
+    logging::log_once(logging::Level::info, device.where + " (" + device.info.name +
+                                                ") records no device graphs: " + device.no_command_buffers);
+    return nullptr;
+  }
+  check(!device.recording, device.where, ": a device graph is already being captured");
+  device.recording = std::make_unique<Recording>(*device.command_buffers, device.queue.get(), device.where);
+  try {
+    work();
+  } catch (const CannotRecord& e) {
+    device.recording.reset();
+    logging::log(logging::Level::warning, std::string(e.what()) + "; the work runs without a graph");
+    return nullptr;
+  } catch (...) {
+    device.recording.reset();
+    throw;
+  }
+  const std::unique_ptr<Recording> recorded = std::move(device.recording);
+  return recorded->finish();
+}
+
+}  // namespace tfm::xpu
