@@ -16,8 +16,12 @@ using ClEvent = ClHandle<cl_event, clReleaseEvent>;
 class XpuGraph final : public DeviceGraph {
  public:
   XpuGraph(const CommandBufferApi& api, std::string where, cl_command_buffer_khr commands,
-           std::vector<cl_mem> buffers)
-      : api_(api), where_(std::move(where)), commands_(commands), buffers_(std::move(buffers)) {}
+           std::vector<ClKernel> kernels, std::vector<cl_mem> buffers)
+      : api_(api),
+        where_(std::move(where)),
+        commands_(commands),
+        kernels_(std::move(kernels)),
+        buffers_(std::move(buffers)) {}
 
   ~XpuGraph() override {
     // The queue may still run the last replay: the command buffer and its memory go once it is done.
@@ -42,6 +46,7 @@ class XpuGraph final : public DeviceGraph {
   CommandBufferApi api_;
   std::string where_;
   cl_command_buffer_khr commands_;
+  std::vector<ClKernel> kernels_;
   std::vector<cl_mem> buffers_;  // retained
   ClEvent last_replay_;
 };
@@ -97,10 +102,14 @@ void Recording::retain(cl_mem buffer) {
 void Recording::kernel(cl_kernel kernel, const char* name, const std::array<size_t, 2>& global,
                        const std::array<size_t, 2>& group, std::span<const cl_mem> buffers) {
   for (cl_mem b : buffers) retain(b);
+  cl_int status = CL_SUCCESS;
+  ClKernel copy(clCloneKernel(kernel, &status));
+  cl_check(status, std::string("clCloneKernel(") + name + ")", where_);
   cl_sync_point_khr done = 0;
-  cl_check(api_.kernel(commands_, nullptr, nullptr, kernel, 2, nullptr, global.data(), group.data(),
+  cl_check(api_.kernel(commands_, nullptr, nullptr, copy.get(), 2, nullptr, global.data(), group.data(),
                        waits(), wait_list(), &done, nullptr),
            std::string("clCommandNDRangeKernelKHR(") + name + ")", where_);
+  kernels_.push_back(std::move(copy));
   previous_ = done;
   has_previous_ = true;
 }
@@ -118,7 +127,7 @@ void Recording::copy(cl_mem src, size_t src_offset, cl_mem dst, size_t dst_offse
 
 std::unique_ptr<DeviceGraph> Recording::finish() {
   cl_check(api_.finalize(commands_), "clFinalizeCommandBufferKHR", where_);
-  return std::make_unique<XpuGraph>(api_, where_, std::exchange(commands_, nullptr),
+  return std::make_unique<XpuGraph>(api_, where_, std::exchange(commands_, nullptr), std::move(kernels_),
                                     std::exchange(buffers_, {}));
 }
 

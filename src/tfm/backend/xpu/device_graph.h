@@ -46,8 +46,10 @@ class CannotRecord : public Error {
 };
 
 // The command buffer of one device being recorded. Each command waits for the one before it, as on the
-// in-order queue, and the buffers commands use are retained until the graph goes: the kernels' argument values
-// are recorded, not the buffers' lifetimes.
+// in-order queue. A recorded kernel is a clone of the launched one, holding the argument values of the launch:
+// PoCL 3.1 reads a recorded kernel's arguments when the buffer runs, so later launches of the same cl_kernel
+// would change them. The buffers commands use are retained until the graph goes, since the arguments do not
+// keep them alive.
 class Recording {
  public:
   Recording(const CommandBufferApi& api, cl_command_queue queue, std::string where);
@@ -72,7 +74,8 @@ class Recording {
   cl_command_queue queue_;
   std::string where_;
   cl_command_buffer_khr commands_ = nullptr;
-  std::vector<cl_mem> buffers_;  // retained
+  std::vector<ClKernel> kernels_;  // the clones the commands run
+  std::vector<cl_mem> buffers_;    // retained
   cl_sync_point_khr previous_ = 0;
   bool has_previous_ = false;
 };
