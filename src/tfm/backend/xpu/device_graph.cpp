@@ -99,17 +99,24 @@ void Recording::retain(cl_mem buffer) {
   buffers_.push_back(buffer);
 }
 
-void Recording::kernel(cl_kernel kernel, const char* name, const std::array<size_t, 2>& global,
-                       const std::array<size_t, 2>& group, std::span<const cl_mem> buffers) {
-  for (cl_mem b : buffers) retain(b);
+void Recording::kernel(cl_kernel kernel, const char* name, const KernelArgs& args,
+                       const std::array<size_t, 2>& global, const std::array<size_t, 2>& group) {
+  for (cl_mem b : args.buffers) retain(b);
+  cl_program program = nullptr;
+  cl_check(clGetKernelInfo(kernel, CL_KERNEL_PROGRAM, sizeof program, &program, nullptr),
+           "clGetKernelInfo(CL_KERNEL_PROGRAM)", where_);
   cl_int status = CL_SUCCESS;
-  ClKernel copy(clCloneKernel(kernel, &status));
-  cl_check(status, std::string("clCloneKernel(") + name + ")", where_);
+  ClKernel own(clCreateKernel(program, name, &status));
+  cl_check(status, std::string("clCreateKernel(") + name + ")", where_);
+  for (size_t i = 0; i < args.values.size(); ++i) {
+    cl_check(clSetKernelArg(own.get(), static_cast<cl_uint>(i), args.values[i].size, args.values[i].bytes.data()),
+             std::string("clSetKernelArg(") + name + ", " + std::to_string(i) + ")", where_);
+  }
   cl_sync_point_khr done = 0;
-  cl_check(api_.kernel(commands_, nullptr, nullptr, copy.get(), 2, nullptr, global.data(), group.data(),
+  cl_check(api_.kernel(commands_, nullptr, nullptr, own.get(), 2, nullptr, global.data(), group.data(),
                        waits(), wait_list(), &done, nullptr),
            std::string("clCommandNDRangeKernelKHR(") + name + ")", where_);
-  kernels_.push_back(std::move(copy));
+  kernels_.push_back(std::move(own));
   previous_ = done;
   has_previous_ = true;
 }
@@ -131,10 +138,10 @@ std::unique_ptr<DeviceGraph> Recording::finish() {
                                     std::exchange(buffers_, {}));
 }
 
-void enqueue_kernel(XpuDevice& device, cl_kernel kernel, const char* name, const std::array<size_t, 2>& global,
-                    const std::array<size_t, 2>& group, std::span<const cl_mem> buffers) {
+void enqueue_kernel(XpuDevice& device, cl_kernel kernel, const char* name, const KernelArgs& args,
+                    const std::array<size_t, 2>& global, const std::array<size_t, 2>& group) {
   if (device.recording) {
-    device.recording->kernel(kernel, name, global, group, buffers);
+    device.recording->kernel(kernel, name, args, global, group);
     return;
   }
   cl_check(clEnqueueNDRangeKernel(device.queue.get(), kernel, 2, nullptr, global.data(), group.data(), 0,

@@ -8,10 +8,10 @@
 #include <CL/cl_ext.h>
 
 #include <array>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <optional>
-#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -45,11 +45,29 @@ class CannotRecord : public Error {
   using Error::Error;
 };
 
+// The argument values of a launch as set on its cl_kernel, kept so that a recording can set them again on a
+// kernel of its own.
+struct KernelArgs {
+  struct Value {
+    size_t size;
+    std::array<unsigned char, 8> bytes;  // a cl_mem, cl_long, cl_int or cl_float
+  };
+  std::vector<Value> values;    // by argument index
+  std::vector<cl_mem> buffers;  // those values that are buffers (not null)
+
+  template <typename T>
+  void add(const T& value) {
+    static_assert(sizeof(T) <= sizeof(Value::bytes));
+    Value& v = values.emplace_back(Value{sizeof(T), {}});
+    std::memcpy(v.bytes.data(), &value, sizeof(T));
+  }
+};
+
 // The command buffer of one device being recorded. Each command waits for the one before it, as on the
-// in-order queue. A recorded kernel is a clone of the launched one, holding the argument values of the launch:
-// PoCL 3.1 reads a recorded kernel's arguments when the buffer runs, so later launches of the same cl_kernel
-// would change them. The buffers commands use are retained until the graph goes, since the arguments do not
-// keep them alive.
+// in-order queue. A recorded kernel is a kernel object of its own, created from the launched one's program
+// with the launch's argument values: PoCL 3.1 reads a recorded kernel's arguments when the buffer runs, so
+// later launches of a shared cl_kernel would change them (and its clCloneKernel crashes on a null buffer
+// argument). The buffers commands use are retained until the graph goes, since arguments do not keep them.
 class Recording {
  public:
   Recording(const CommandBufferApi& api, cl_command_queue queue, std::string where);
@@ -57,8 +75,8 @@ class Recording {
   Recording(const Recording&) = delete;
   Recording& operator=(const Recording&) = delete;
 
-  void kernel(cl_kernel kernel, const char* name, const std::array<size_t, 2>& global,
-              const std::array<size_t, 2>& group, std::span<const cl_mem> buffers);
+  void kernel(cl_kernel kernel, const char* name, const KernelArgs& args, const std::array<size_t, 2>& global,
+              const std::array<size_t, 2>& group);
   void copy(cl_mem src, size_t src_offset, cl_mem dst, size_t dst_offset, size_t bytes);
 
   // Finalizes the command buffer into a graph replayed on the queue.
@@ -74,16 +92,16 @@ class Recording {
   cl_command_queue queue_;
   std::string where_;
   cl_command_buffer_khr commands_ = nullptr;
-  std::vector<ClKernel> kernels_;  // the clones the commands run
+  std::vector<ClKernel> kernels_;  // the commands' own kernels
   std::vector<cl_mem> buffers_;    // retained
   cl_sync_point_khr previous_ = 0;
   bool has_previous_ = false;
 };
 
-// A kernel launch on `device`: recorded while the device records, enqueued otherwise. `buffers` are the
-// buffers among the kernel's arguments.
-void enqueue_kernel(XpuDevice& device, cl_kernel kernel, const char* name, const std::array<size_t, 2>& global,
-                    const std::array<size_t, 2>& group, std::span<const cl_mem> buffers);
+// A launch of `kernel`, whose arguments are set to `args`, on `device`: recorded while the device records,
+// enqueued otherwise.
+void enqueue_kernel(XpuDevice& device, cl_kernel kernel, const char* name, const KernelArgs& args,
+                    const std::array<size_t, 2>& global, const std::array<size_t, 2>& group);
 
 // Throws CannotRecord naming `what` ("a copy to the host") while `device` records.
 void refuse_while_recording(const XpuDevice& device, std::string_view what);

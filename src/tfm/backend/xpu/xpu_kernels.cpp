@@ -49,8 +49,7 @@ class Launch {
 
   template <typename... A>
   Launch& args(const A&... a) {
-    index_ = 0;
-    buffers_.clear();
+    args_ = {};
     (set(a), ...);
     return *this;
   }
@@ -59,15 +58,16 @@ class Launch {
   void run(std::array<size_t, 2> items, std::array<size_t, 2> group) {
     if (items[0] == 0 || items[1] == 0) return;
     const std::array<size_t, 2> global{round_up(items[0], group[0]), round_up(items[1], group[1])};
-    enqueue_kernel(device_, kernel_, name_, global, group, buffers_);
+    enqueue_kernel(device_, kernel_, name_, args_, global, group);
   }
 
  private:
   template <typename T>
   void set_value(const T& value) {
-    cl_check(clSetKernelArg(kernel_, index_, sizeof(T), &value),
-             std::string("clSetKernelArg(") + name_ + ", " + std::to_string(index_) + ")", device_.where);
-    ++index_;
+    const auto index = static_cast<cl_uint>(args_.values.size());
+    cl_check(clSetKernelArg(kernel_, index, sizeof(T), &value),
+             std::string("clSetKernelArg(") + name_ + ", " + std::to_string(index) + ")", device_.where);
+    args_.add(value);
   }
   void set(const Tensor& t) {
     set(t.defined() ? static_cast<cl_mem>(t.storage()->data()) : cl_mem{nullptr});
@@ -75,7 +75,7 @@ class Launch {
   }
   void set(cl_mem m) {
     set_value(m);
-    if (m) buffers_.push_back(m);
+    if (m) args_.buffers.push_back(m);
   }
   void set(int32_t v) { set_value(static_cast<cl_int>(v)); }
   void set(int64_t v) { set_value(static_cast<cl_long>(v)); }
@@ -84,8 +84,7 @@ class Launch {
   XpuDevice& device_;
   cl_kernel kernel_;
   const char* name_;
-  cl_uint index_ = 0;
-  std::vector<cl_mem> buffers_;  // the arguments' buffers, which a device graph keeps
+  KernelArgs args_;
 };
 
 // A source of kernels/ with the options it is built with: one program per dtype (and shape constants).
