@@ -85,6 +85,38 @@ TEST(XpuDiscovery, AffinityMaskSelectsFromTheOrderedList) {
   EXPECT_EQ(last.info(0).device, (Device{DeviceType::xpu, 0}));
   XpuBackend none(test_env(std::to_string(n)));
   EXPECT_EQ(none.device_count(), 0);
+  EXPECT_EQ(none.why_no_devices(), "ZE_AFFINITY_MASK '" + std::to_string(n) + "' selects none of the " +
+                                       std::to_string(n) + " devices");
+}
+
+// A platform asked for and absent (as "Intel" is on a machine with PoCL only): the error of a request for a
+// device says so and lists the platforms there are.
+TEST(XpuDiscovery, AnAbsentPlatformIsNamedWithThoseInstalled) {
+  SKIP_WITHOUT_DEVICE();
+  for (const std::string wanted : {"Intel", "No Such Platform"}) {
+    SelectionEnv env;
+    env.platform = wanted;
+    XpuBackend absent(env);
+    if (absent.device_count() > 0) continue;  // an Intel GPU is present
+    const std::string why = absent.why_no_devices();
+    EXPECT_EQ(why.rfind("no OpenCL platform named like TFM_XPU_PLATFORM '" + wanted + "' among ", 0), 0u) << why;
+    EXPECT_NE(why.find("'" + test_platform()), std::string::npos) << why;
+    EXPECT_EQ(message_of([&] { absent.device(0); }), "xpu:0 does not exist; there are 0 xpu devices: " + why);
+  }
+  EXPECT_EQ(backend().why_no_devices(), "");
+}
+
+// Without TFM_XPU_PLATFORM only Intel's platform counts; a machine without it hears which platforms it has.
+TEST(XpuDiscovery, WithoutAnIntelPlatformTheErrorListsThePlatforms) {
+  SKIP_WITHOUT_DEVICE();
+  XpuBackend intel_only(SelectionEnv{});
+  if (intel_only.device_count() > 0) GTEST_SKIP() << "an Intel GPU is present";
+  const std::string why = intel_only.why_no_devices();
+  if (why == "the Intel OpenCL platform has no GPU") return;  // Intel's driver installed, no GPU
+  EXPECT_TRUE(why.starts_with("no Intel OpenCL platform among '")) << why;
+  EXPECT_NE(why.find("'" + test_platform()), std::string::npos) << why;
+  EXPECT_TRUE(why.ends_with(": Intel GPUs need intel-opencl-icd, and TFM_XPU_PLATFORM chooses another platform"))
+      << why;
 }
 
 TEST(XpuDiscovery, InvalidAffinityMaskIsAnErrorEveryTime) {

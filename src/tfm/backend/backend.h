@@ -55,6 +55,9 @@ class Backend {
   virtual DeviceType type() const = 0;
   // Devices this backend can use now (after ZE_AFFINITY_MASK, CUDA_VISIBLE_DEVICES, ...); 0 when absent.
   virtual int device_count() = 0;
+  // Why device_count() is 0, for the error of a request for a device ("no OpenCL platform is installed ...");
+  // empty when there are devices or the backend cannot tell.
+  virtual std::string why_no_devices();
   virtual DeviceInfo info(int index) = 0;
   virtual void* allocate(int index, size_t bytes) = 0;  // throws tfm::Error when out of memory
   virtual void deallocate(int index, void* p) = 0;

@@ -56,8 +56,13 @@ DeviceCandidate describe(cl_device_id id, const std::string& platform_name,
   return c;
 }
 
-// Every device of the platforms that can match, in the order the loader and drivers report them.
-std::vector<FoundDevice> find_devices(const SelectionSettings& settings) {
+struct Discovery {
+  std::vector<std::string> platforms;  // the name of every platform installed
+  std::vector<FoundDevice> found;      // every device of the platforms that can match
+};
+
+// What the loader and drivers report, in their order.
+Discovery find_devices(const SelectionSettings& settings) {
   HiddenVariable hidden("ZE_AFFINITY_MASK");
   cl_uint count = 0;
   cl_int status = clGetPlatformIDs(0, nullptr, &count);
@@ -66,10 +71,12 @@ std::vector<FoundDevice> find_devices(const SelectionSettings& settings) {
   std::vector<cl_platform_id> platforms(count);
   cl_check(clGetPlatformIDs(count, platforms.data(), nullptr), "clGetPlatformIDs");
 
-  std::vector<FoundDevice> found;
+  Discovery discovery;
+  std::vector<FoundDevice>& found = discovery.found;
   for (cl_platform_id platform : platforms) {
     const std::string name = platform_string(platform, CL_PLATFORM_NAME, "CL_PLATFORM_NAME");
     const std::string vendor = platform_string(platform, CL_PLATFORM_VENDOR, "CL_PLATFORM_VENDOR");
+    discovery.platforms.push_back(name);
     if (!platform_matches(settings, name, vendor)) continue;
     cl_uint n = 0;
     status = clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, 0, nullptr, &n);
@@ -79,7 +86,30 @@ std::vector<FoundDevice> find_devices(const SelectionSettings& settings) {
     cl_check(clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, n, ids.data(), nullptr), "clGetDeviceIDs", name);
     for (cl_device_id id : ids) found.push_back({platform, id, describe(id, name, vendor)});
   }
-  return found;
+  return discovery;
+}
+
+// Why discovery selected no device, for the error of a request for one.
+std::string why_none_selected(const Discovery& discovery, const std::vector<DeviceCandidate>& candidates,
+                              const SelectionSettings& settings, const SelectionEnv& env) {
+  if (discovery.platforms.empty())
+    return "no OpenCL platform is installed: the OpenCL ICD loader found none, and Intel GPUs need intel-opencl-icd";
+  std::string names;
+  for (const std::string& name : discovery.platforms) names += (names.empty() ? "'" : ", '") + name + "'";
+  if (discovery.found.empty() && settings.platform.empty()) {
+    return "no Intel OpenCL platform among " + names +
+           ": Intel GPUs need intel-opencl-icd, and TFM_XPU_PLATFORM chooses another platform";
+  }
+  if (discovery.found.empty())
+    return "no OpenCL platform named like TFM_XPU_PLATFORM '" + settings.platform + "' among " + names;
+  SelectionSettings unmasked = settings;
+  unmasked.mask.reset();
+  const size_t selectable = select_devices(candidates, unmasked).size();
+  if (selectable > 0) {
+    return "ZE_AFFINITY_MASK '" + env.affinity_mask.value_or("") + "' selects none of the " +
+           std::to_string(selectable) + " devices";
+  }
+  return "the Intel OpenCL platform has no GPU";
 }
 
 ClContext create_context(cl_platform_id platform, cl_device_id id, const std::string& where) {
@@ -145,7 +175,8 @@ const std::vector<std::unique_ptr<XpuDevice>>& XpuBackend::devices() {
   // A failed discovery (an invalid variable, a driver error) throws and is tried again on the next call.
   std::call_once(discovered_, [this] {
     const SelectionSettings settings = parse_selection_env(env_);  // before any driver reads the variables
-    const std::vector<FoundDevice> found = find_devices(settings);
+    const Discovery discovery = find_devices(settings);
+    const std::vector<FoundDevice>& found = discovery.found;
     std::vector<DeviceCandidate> candidates;
     for (const FoundDevice& f : found) candidates.push_back(f.candidate);
     std::vector<std::unique_ptr<XpuDevice>> devices;
@@ -153,6 +184,7 @@ const std::vector<std::unique_ptr<XpuDevice>>& XpuBackend::devices() {
       devices.push_back(
           std::make_unique<XpuDevice>(found[i].platform, found[i].id, static_cast<int>(devices.size())));
     }
+    if (devices.empty()) no_devices_ = why_none_selected(discovery, candidates, settings, env_);
     devices_ = std::move(devices);
   });
   return devices_;
@@ -165,8 +197,13 @@ int XpuBackend::device_count() {
 XpuDevice& XpuBackend::device(int index) {
   const auto& all = devices();
   check(index >= 0 && static_cast<size_t>(index) < all.size(), "xpu:", index, " does not exist; there are ",
-        all.size(), " xpu devices");
+        all.size(), " xpu devices", all.empty() ? ": " + no_devices_ : "");
   return *all[index];
+}
+
+std::string XpuBackend::why_no_devices() {
+  devices();
+  return no_devices_;
 }
 
 DeviceInfo XpuBackend::info(int index) {

@@ -43,6 +43,7 @@ class XpuBackend final : public Backend {
 
   DeviceType type() const override { return DeviceType::xpu; }
   int device_count() override;
+  std::string why_no_devices() override;
   DeviceInfo info(int index) override;
   void* allocate(int index, size_t bytes) override;
   void deallocate(int index, void* p) override;
@@ -65,6 +66,7 @@ class XpuBackend final : public Backend {
   SelectionEnv env_;
   std::once_flag discovered_;
   std::vector<std::unique_ptr<XpuDevice>> devices_;
+  std::string no_devices_;  // why devices_ is empty
 };
 
 // The backend of the process, configured from the environment.
