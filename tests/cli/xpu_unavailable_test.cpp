@@ -1,6 +1,6 @@
 // `tfm` where the xpu backend finds no device or cannot choose one: no OpenCL platform at all (the ICD loader
-// pointed at an empty vendors directory) and a malformed ZE_AFFINITY_MASK. The cpu stays usable, and a request
-// for xpu is a one-line error saying why, never a crash.
+// pointed at an empty vendors directory) and a malformed ZE_AFFINITY_MASK. The cpu stays usable, and a
+// request for xpu is a one-line error saying why, never a crash.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -43,9 +43,10 @@ TEST_F(XpuUnavailable, WithoutAnyOpenClPlatformDevicesListsTheCpu) {
 TEST_F(XpuUnavailable, WithoutAnyOpenClPlatformXpuIsAnErrorSayingSo) {
   const auto r = tfm(no_platform_, kGenerateOnXpu);
   EXPECT_EQ(r.status, 1) << r.out;
-  EXPECT_NE(r.out.find("device 'xpu' is not available (no OpenCL platform is installed: the OpenCL ICD loader "
-                       "found none, and Intel GPUs need intel-opencl-icd); available devices: cpu"),
-            std::string::npos)
+  EXPECT_NE(
+      r.out.find("device 'xpu' is not available (no OpenCL platform is installed: the OpenCL ICD loader "
+                 "found none, and Intel GPUs need intel-opencl-icd); available devices: cpu"),
+      std::string::npos)
       << r.out;
 }
 

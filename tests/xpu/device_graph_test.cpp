@@ -1,7 +1,7 @@
 // Device graphs on xpu (cl_khr_command_buffer, which PoCL offers): a recorded sequence of kernels replays as
-// direct launches run it, work a command buffer cannot hold gives no graph and runs nothing, and greedy decoding
-// through graphs gives the tokens of decoding kernel by kernel. On the OpenCL test platform; skips when it has
-// no device.
+// direct launches run it, work a command buffer cannot hold gives no graph and runs nothing, and greedy
+// decoding through graphs gives the tokens of decoding kernel by kernel. On the OpenCL test platform; skips
+// when it has no device.
 #include "tfm/backend/xpu/device_graph.h"
 
 #include <gtest/gtest.h>
@@ -28,7 +28,8 @@ class XpuGraphs : public testing::Test {
     device_ = *d;
     if (!xpu_backend().device(0).command_buffers)
       GTEST_SKIP() << "xpu:0 has no device graphs: " << xpu_backend().device(0).no_command_buffers;
-    previous_handler_ = logging::set_handler([this](logging::Level, const std::string& m) { log_.push_back(m); });
+    previous_handler_ =
+        logging::set_handler([this](logging::Level, const std::string& m) { log_.push_back(m); });
     previous_verbosity_ = logging::verbosity();
     logging::set_verbosity(logging::Level::debug);
     capturing_log_ = true;
@@ -39,8 +40,8 @@ class XpuGraphs : public testing::Test {
     logging::set_verbosity(previous_verbosity_);
   }
   size_t logged(const std::string& part) const {
-    return static_cast<size_t>(
-        std::count_if(log_.begin(), log_.end(), [&](const std::string& m) { return m.find(part) != m.npos; }));
+    return static_cast<size_t>(std::count_if(log_.begin(), log_.end(),
+                                             [&](const std::string& m) { return m.find(part) != m.npos; }));
   }
 
   Device device_;
@@ -96,7 +97,8 @@ struct Block {
   // The same block on the cpu, from this one's current values.
   std::vector<float> on_cpu() const {
     Block cpu = *this;
-    for (Tensor* t : {&cpu.x, &cpu.residual, &cpu.norm, &cpu.w, &cpu.bias, &cpu.out}) *t = to_device(*t, Device{});
+    for (Tensor* t : {&cpu.x, &cpu.residual, &cpu.norm, &cpu.w, &cpu.bias, &cpu.out})
+      *t = to_device(*t, Device{});
     cpu.run();
     return values_of(cpu.out);
   }
@@ -202,13 +204,14 @@ TEST_F(XpuGraphs, ADeviceWithoutCommandBuffersGivesNoGraphWithoutRunningTheWork)
   bool called = false;
   EXPECT_FALSE(backend.capture(0, [&] { called = true; }));
   EXPECT_FALSE(called);
-  EXPECT_EQ(logged("xpu:0 (" + d.info.name + ") records no device graphs: the device does not offer "
+  EXPECT_EQ(logged("xpu:0 (" + d.info.name +
+                   ") records no device graphs: the device does not offer "
                    "cl_khr_command_buffer"),
             1u);
 }
 
-// Three sequences that stop after different lengths, so decode steps run 3, 2 and 1 rows (graphs of 4, 2 and 1
-// rows) while their block tables grow: greedy tokens, step by step, with graphs and without.
+// Three sequences that stop after different lengths, so decode steps run 3, 2 and 1 rows (graphs of 4, 2 and
+// 1 rows) while their block tables grow: greedy tokens, step by step, with graphs and without.
 TEST_F(XpuGraphs, GreedyDecodingWithGraphsGivesTheTokensOfKernelByKernelSteps) {
   const std::string model_name = "llama_gqa";
   const std::vector<parity::Prompt> prompts = parity::reference(model_name);

@@ -99,7 +99,8 @@ TEST(XpuDiscovery, AnAbsentPlatformIsNamedWithThoseInstalled) {
     XpuBackend absent(env);
     if (absent.device_count() > 0) continue;  // an Intel GPU is present
     const std::string why = absent.why_no_devices();
-    EXPECT_EQ(why.rfind("no OpenCL platform named like TFM_XPU_PLATFORM '" + wanted + "' among ", 0), 0u) << why;
+    EXPECT_EQ(why.rfind("no OpenCL platform named like TFM_XPU_PLATFORM '" + wanted + "' among ", 0), 0u)
+        << why;
     EXPECT_NE(why.find("'" + test_platform()), std::string::npos) << why;
     EXPECT_EQ(message_of([&] { absent.device(0); }), "xpu:0 does not exist; there are 0 xpu devices: " + why);
   }
@@ -115,7 +116,8 @@ TEST(XpuDiscovery, WithoutAnIntelPlatformTheErrorListsThePlatforms) {
   if (why == "the Intel OpenCL platform has no GPU") return;  // Intel's driver installed, no GPU
   EXPECT_TRUE(why.starts_with("no Intel OpenCL platform among '")) << why;
   EXPECT_NE(why.find("'" + test_platform()), std::string::npos) << why;
-  EXPECT_TRUE(why.ends_with(": Intel GPUs need intel-opencl-icd, and TFM_XPU_PLATFORM chooses another platform"))
+  EXPECT_TRUE(
+      why.ends_with(": Intel GPUs need intel-opencl-icd, and TFM_XPU_PLATFORM chooses another platform"))
       << why;
 }
 
@@ -174,8 +176,9 @@ TEST(XpuMemory, BuffersPastTheDevicesLimitAreErrorsNamingIt) {
   ASSERT_GT(d.max_allocation, 0u);
   for (const size_t bytes : {d.max_allocation + 1, size_t{1} << 62}) {
     EXPECT_EQ(message_of([&] { backend().allocate(0, bytes); }),
-              "xpu:0: cannot allocate " + std::to_string(bytes) + " bytes: " + d.info.name + " holds at most " +
-                  std::to_string(d.max_allocation) + " bytes in one buffer (CL_DEVICE_MAX_MEM_ALLOC_SIZE)");
+              "xpu:0: cannot allocate " + std::to_string(bytes) + " bytes: " + d.info.name +
+                  " holds at most " + std::to_string(d.max_allocation) +
+                  " bytes in one buffer (CL_DEVICE_MAX_MEM_ALLOC_SIZE)");
   }
 }
 

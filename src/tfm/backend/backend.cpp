@@ -93,8 +93,8 @@ Backend& compiled_backend(DeviceType t) {
   std::string present;
   for (const DeviceInfo& d : list_devices()) present += (present.empty() ? "" : ", ") + d.device.str();
   Backend* b = find_backend(type);
-  const std::string why = !b ? std::string("tfm was built without the ") + device_type_name(type) + " backend"
-                             : b->why_no_devices();
+  const std::string why =
+      b ? b->why_no_devices() : "tfm was built without the " + std::string(device_type_name(type)) + " backend";
   throw_error("device '", spec, "' is not available", why.empty() ? "" : " (" + why + ")",
               "; available devices: ", present);
 }

@@ -16,7 +16,7 @@ using ClEvent = ClHandle<cl_event, clReleaseEvent>;
 class XpuGraph final : public DeviceGraph {
  public:
   XpuGraph(const CommandBufferApi& api, std::string where, cl_command_buffer_khr commands,
-           std::vector<ClKernel> kernels, std::vector<cl_mem> buffers)
+           std::vector<ClKernel> kernels, std::vector<ClBuffer> buffers)
       : api_(api),
         where_(std::move(where)),
         commands_(commands),
@@ -27,13 +27,12 @@ class XpuGraph final : public DeviceGraph {
     // The queue may still run the last replay: the command buffer and its memory go once it is done.
     if (const cl_event last = last_replay_.get()) clWaitForEvents(1, &last);
     api_.release(commands_);
-    for (cl_mem b : buffers_) clReleaseMemObject(b);
   }
   XpuGraph(const XpuGraph&) = delete;
   XpuGraph& operator=(const XpuGraph&) = delete;
 
-  // A command buffer without simultaneous use may not be enqueued while it is pending, so a replay first waits
-  // for the one before (normally long done: a step reads its results before the next one replays).
+  // A command buffer without simultaneous use may not be enqueued while it is pending, so a replay first
+  // waits for the one before (normally long done: a step reads its results before the next one replays).
   void replay() override {
     if (const cl_event last = last_replay_.get())
       cl_check(clWaitForEvents(1, &last), "clWaitForEvents(the previous replay)", where_);
@@ -47,7 +46,7 @@ class XpuGraph final : public DeviceGraph {
   std::string where_;
   cl_command_buffer_khr commands_;
   std::vector<ClKernel> kernels_;
-  std::vector<cl_mem> buffers_;  // retained
+  std::vector<ClBuffer> buffers_;
   ClEvent last_replay_;
 };
 
@@ -91,12 +90,11 @@ Recording::Recording(const CommandBufferApi& api, cl_command_queue queue, std::s
 
 Recording::~Recording() {
   if (commands_) api_.release(commands_);
-  for (cl_mem b : buffers_) clReleaseMemObject(b);
 }
 
 void Recording::retain(cl_mem buffer) {
   cl_check(clRetainMemObject(buffer), "clRetainMemObject", where_);
-  buffers_.push_back(buffer);
+  buffers_.emplace_back(buffer);
 }
 
 void Recording::kernel(cl_kernel kernel, const char* name, const KernelArgs& args,
@@ -109,8 +107,9 @@ void Recording::kernel(cl_kernel kernel, const char* name, const KernelArgs& arg
   ClKernel own(clCreateKernel(program, name, &status));
   cl_check(status, std::string("clCreateKernel(") + name + ")", where_);
   for (size_t i = 0; i < args.values.size(); ++i) {
-    cl_check(clSetKernelArg(own.get(), static_cast<cl_uint>(i), args.values[i].size, args.values[i].bytes.data()),
-             std::string("clSetKernelArg(") + name + ", " + std::to_string(i) + ")", where_);
+    cl_check(
+        clSetKernelArg(own.get(), static_cast<cl_uint>(i), args.values[i].size, args.values[i].bytes.data()),
+        std::string("clSetKernelArg(") + name + ", " + std::to_string(i) + ")", where_);
   }
   cl_sync_point_khr done = 0;
   cl_check(api_.kernel(commands_, nullptr, nullptr, own.get(), 2, nullptr, global.data(), group.data(),
@@ -135,7 +134,7 @@ void Recording::copy(cl_mem src, size_t src_offset, cl_mem dst, size_t dst_offse
 std::unique_ptr<DeviceGraph> Recording::finish() {
   cl_check(api_.finalize(commands_), "clFinalizeCommandBufferKHR", where_);
   return std::make_unique<XpuGraph>(api_, where_, std::exchange(commands_, nullptr), std::move(kernels_),
-                                    std::exchange(buffers_, {}));
+                                    std::move(buffers_));
 }
 
 void enqueue_kernel(XpuDevice& device, cl_kernel kernel, const char* name, const KernelArgs& args,

@@ -1,8 +1,8 @@
 // Device graphs of the xpu backend through cl_khr_command_buffer. While a device records, the kernels and
-// on-device copies issued to it go into a command buffer instead of its queue; a replay enqueues the finalized
-// buffer on the queue. Work a command buffer cannot hold (a copy to or from the host, a wait for the device)
-// ends the recording with CannotRecord, and the capture then gives no graph, so the caller runs the work as it
-// is.
+// on-device copies issued to it go into a command buffer instead of its queue; a replay enqueues the
+// finalized buffer on the queue. Work a command buffer cannot hold (a copy to or from the host, a wait for
+// the device) ends the recording with CannotRecord, and the capture then gives no graph, so the caller runs
+// the work as it is.
 #pragma once
 
 #include <CL/cl_ext.h>
@@ -93,7 +93,7 @@ class Recording {
   std::string where_;
   cl_command_buffer_khr commands_ = nullptr;
   std::vector<ClKernel> kernels_;  // the commands' own kernels
-  std::vector<cl_mem> buffers_;    // retained
+  std::vector<ClBuffer> buffers_;  // a reference of each buffer the commands use
   cl_sync_point_khr previous_ = 0;
   bool has_previous_ = false;
 };

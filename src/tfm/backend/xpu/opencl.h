@@ -49,6 +49,7 @@ using ClContext = ClHandle<cl_context, clReleaseContext>;
 using ClQueue = ClHandle<cl_command_queue, clReleaseCommandQueue>;
 using ClProgram = ClHandle<cl_program, clReleaseProgram>;
 using ClKernel = ClHandle<cl_kernel, clReleaseKernel>;
+using ClBuffer = ClHandle<cl_mem, clReleaseMemObject>;
 
 // String queries, without the terminating NUL and trailing spaces some drivers add. `what` names the
 // parameter in errors ("CL_DEVICE_NAME").

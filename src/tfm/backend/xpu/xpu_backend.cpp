@@ -93,7 +93,8 @@ Discovery find_devices(const SelectionSettings& settings) {
 std::string why_none_selected(const Discovery& discovery, const std::vector<DeviceCandidate>& candidates,
                               const SelectionSettings& settings, const SelectionEnv& env) {
   if (discovery.platforms.empty())
-    return "no OpenCL platform is installed: the OpenCL ICD loader found none, and Intel GPUs need intel-opencl-icd";
+    return "no OpenCL platform is installed: the OpenCL ICD loader found none, and Intel GPUs need "
+           "intel-opencl-icd";
   std::string names;
   for (const std::string& name : discovery.platforms) names += (names.empty() ? "'" : ", '") + name + "'";
   if (discovery.found.empty() && settings.platform.empty()) {
@@ -166,7 +167,8 @@ XpuDevice::XpuDevice(cl_platform_id platform, cl_device_id id, int index)
       queue(create_queue(context.get(), id, where)),
       programs(context.get(), id, where),
       info(read_info(id, index)),
-      max_allocation(device_value<cl_ulong>(id, CL_DEVICE_MAX_MEM_ALLOC_SIZE, "CL_DEVICE_MAX_MEM_ALLOC_SIZE")),
+      max_allocation(
+          device_value<cl_ulong>(id, CL_DEVICE_MAX_MEM_ALLOC_SIZE, "CL_DEVICE_MAX_MEM_ALLOC_SIZE")),
       command_buffers(CommandBufferApi::load(platform, id, no_command_buffers)) {}
 
 XpuBackend::XpuBackend(SelectionEnv env) : env_(std::move(env)) {}

@@ -31,7 +31,7 @@ struct XpuDevice {
   DeviceInfo info;            // everything but free_memory, which is read when asked
   size_t max_allocation = 0;  // CL_DEVICE_MAX_MEM_ALLOC_SIZE
   std::atomic<size_t> allocated{0};  // bytes of the buffers tensors hold now
-  std::string no_command_buffers;  // why the device has no device graphs, when command_buffers is empty
+  std::string no_command_buffers;    // why the device has no device graphs, when command_buffers is empty
   std::optional<CommandBufferApi> command_buffers;  // device graphs (device_graph.h)
   std::unique_ptr<Recording> recording;             // while capture() records the device's work
 };

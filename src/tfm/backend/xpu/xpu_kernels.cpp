@@ -28,8 +28,6 @@ constexpr int64_t kRowsMax = 8;         // linear_rows serves x of up to 8 rows 
 constexpr size_t kRowsGroup = 64;       // with 64 items per output column
 constexpr size_t kAttentionGroup = 64;  // items per (query row, head)
 
-using ClBuffer = ClHandle<cl_mem, clReleaseMemObject>;
-
 int32_t to_int(int64_t v, const char* what) {
   check(v >= 0 && v <= std::numeric_limits<int32_t>::max(), "xpu kernels: ", what, " ", v,
         " does not fit the kernels' 32-bit sizes");
