@@ -3,6 +3,8 @@
 // request for xpu is a one-line error saying why, never a crash.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <string>
 
@@ -22,15 +24,19 @@ class XpuUnavailable : public testing::Test {
 #ifndef TFM_HAVE_XPU
     GTEST_SKIP() << "built without the xpu backend";
 #endif
-    std::string dir = testing::TempDir() + "tfm_no_icd_XXXXXX";
-    ASSERT_NE(mkdtemp(dir.data()), nullptr);
-    no_platform_ = "OCL_ICD_VENDORS=" + dir + " ";
+    vendors_ = testing::TempDir() + "tfm_no_icd_XXXXXX";
+    ASSERT_NE(mkdtemp(vendors_.data()), nullptr);
+    no_platform_ = "OCL_ICD_VENDORS=" + vendors_ + " ";
+  }
+  void TearDown() override {
+    if (!no_platform_.empty()) rmdir(vendors_.c_str());
   }
   // tfm with `env` before it, stderr joined to stdout.
   static tfm::test_support::ShellResult tfm(const std::string& env, const std::string& args) {
     return shell("env -u TFM_XPU_PLATFORM -u ZE_AFFINITY_MASK " + env + TFM_BINARY + " " + args + " 2>&1");
   }
-  std::string no_platform_;
+  std::string vendors_;      // an empty directory of OpenCL vendors
+  std::string no_platform_;  // the variable that points the ICD loader at it
 };
 
 TEST_F(XpuUnavailable, WithoutAnyOpenClPlatformDevicesListsTheCpu) {
