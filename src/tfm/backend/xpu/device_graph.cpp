@@ -82,9 +82,9 @@ std::optional<CommandBufferApi> CommandBufferApi::load(cl_platform_id platform, 
 }
 
 Recording::Recording(const CommandBufferApi& api, cl_command_queue queue, std::string where)
-    : api_(api), queue_(queue), where_(std::move(where)) {
+    : api_(api), where_(std::move(where)) {
   cl_int status = CL_SUCCESS;
-  commands_ = api_.create(1, &queue_, nullptr, &status);
+  commands_ = api_.create(1, &queue, nullptr, &status);
   cl_check(status, "clCreateCommandBufferKHR", where_);
 }
 

@@ -89,7 +89,6 @@ class Recording {
   const cl_sync_point_khr* wait_list() const { return has_previous_ ? &previous_ : nullptr; }
 
   const CommandBufferApi& api_;
-  cl_command_queue queue_;
   std::string where_;
   cl_command_buffer_khr commands_ = nullptr;
   std::vector<ClKernel> kernels_;  // the commands' own kernels
