@@ -211,19 +211,22 @@ TEST_F(XpuGraphs, ADeviceWithoutCommandBuffersGivesNoGraphWithoutRunningTheWork)
 }
 
 // Three sequences that stop after different lengths, so decode steps run 3, 2 and 1 rows (graphs of 4, 2 and
-// 1 rows) while their block tables grow: greedy tokens, step by step, with graphs and without.
+// 1 rows) while their block tables grow: greedy tokens, step by step, with graphs and without, in both
+// attention forms (the eager one through its scratch buffer), and Transformers' greedy continuations.
 TEST_F(XpuGraphs, GreedyDecodingWithGraphsGivesTheTokensOfKernelByKernelSteps) {
   const std::string model_name = "llama_gqa";
   const std::vector<parity::Prompt> prompts = parity::reference(model_name);
+  ASSERT_GE(prompts.size(), 3u);
   const std::vector<size_t> lengths = {6, 10, 14};
-  auto decode = [&](bool graphs) {
-    CausalLM m = CausalLM::from_pretrained(parity::kFixtures + model_name,
-                                           {.dtype = "float32", .device = device_.str()});
+  auto decode = [&](const std::string& attention, bool graphs) {
+    CausalLM m = CausalLM::from_pretrained(
+        parity::kFixtures + model_name,
+        {.dtype = "float32", .device = device_.str(), .attn_implementation = attention});
     m.set_device_graphs(graphs);
     KVCache cache = m.make_cache(64, 4);
     std::vector<SequenceCache> seqs(lengths.size());
     std::vector<std::vector<int64_t>> next(lengths.size()), tokens(lengths.size());
-    for (size_t i = 0; i < lengths.size(); ++i) next[i] = prompts[i % prompts.size()].ids;
+    for (size_t i = 0; i < lengths.size(); ++i) next[i] = prompts[i].ids;
     for (size_t step = 0; step < lengths.back(); ++step) {
       BatchBuilder builder(cache);
       std::vector<size_t> rows;
@@ -239,15 +242,24 @@ TEST_F(XpuGraphs, GreedyDecodingWithGraphsGivesTheTokensOfKernelByKernelSteps) {
         tokens[rows[r]].push_back(token);
       }
     }
-    EXPECT_EQ(m.device_graphs(), graphs);  // a refused capture would have turned graphs off
+    EXPECT_EQ(m.device_graphs(), graphs) << attention;  // a refused capture would have turned graphs off
     return tokens;
   };
-  const auto kernel_by_kernel = decode(false);
-  EXPECT_EQ(logged("captured the decode step"), 0u);
-  EXPECT_EQ(decode(true), kernel_by_kernel);
-  EXPECT_GE(logged("captured the decode step of 4 sequences"), 1u);
-  EXPECT_GE(logged("captured the decode step of 2 sequences"), 1u);
-  EXPECT_GE(logged("captured the decode step of 1 sequences"), 1u);
+  for (const std::string attention : {"sdpa", "eager"}) {
+    log_.clear();
+    const auto kernel_by_kernel = decode(attention, false);
+    EXPECT_EQ(logged("captured the decode step"), 0u);
+    const auto graphed = decode(attention, true);
+    EXPECT_EQ(graphed, kernel_by_kernel) << attention;
+    for (size_t i = 0; i < lengths.size(); ++i) {
+      const std::vector<int64_t> transformers(prompts[i].generated.begin(),
+                                              prompts[i].generated.begin() + lengths[i]);
+      EXPECT_EQ(graphed[i], transformers) << attention << " sequence " << i;
+    }
+    for (const char* rows : {"4", "2", "1"}) {
+      EXPECT_GE(logged("captured the decode step of " + std::string(rows) + " sequences"), 1u) << attention;
+    }
+  }
 }
 
 }  // namespace
