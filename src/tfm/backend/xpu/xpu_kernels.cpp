@@ -6,7 +6,6 @@
 #include <map>
 #include <mutex>
 #include <string>
-#include <vector>
 
 #include "tfm/backend/kernel_registry.h"
 #include "tfm/backend/xpu/kernel_sources.h"
