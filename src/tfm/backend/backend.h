@@ -76,8 +76,9 @@ class Backend {
 
   // Records the device work `work` issues on device `index` (kernels only: no copy to or from the host, no
   // synchronisation) into a graph, without running it; nullptr when the device has no graphs, and then `work`
-  // has not been called, or (xpu) when `work` did what a graph cannot hold, and then none of it ran. Memory allocated inside `work` is kept for graphs, so a replay finds it again; what
-  // `work` uses from outside must outlive the graph.
+  // has not been called, or (xpu) when `work` did what a graph cannot hold, and then none of it ran. Memory
+  // allocated inside `work` is kept for graphs, so a replay finds it again; what `work` uses from outside must
+  // outlive the graph.
   virtual std::unique_ptr<DeviceGraph> capture(int index, const std::function<void()>& work);
 
   // Whether the device computes in `dtype` (float32, bfloat16, float16) as well as holding it.
