@@ -13,6 +13,29 @@ Fn entry_point(cl_platform_id platform, const char* name) {
 
 using ClEvent = ClHandle<cl_event, clReleaseEvent>;
 
+// The headers declare the extension's provisional entry points as they were before revision 0.9.5, which gave
+// every command a properties argument: a device of a later revision would be called with the wrong arguments.
+constexpr cl_version kFirstUnsupportedRevision = CL_MAKE_VERSION(0, 9, 5);
+
+// The revision of extension `name` the device reports (CL_DEVICE_EXTENSIONS_WITH_VERSION, OpenCL 3.0).
+cl_version extension_version(cl_device_id device, std::string_view name) {
+  size_t bytes = 0;
+  cl_check(clGetDeviceInfo(device, CL_DEVICE_EXTENSIONS_WITH_VERSION, 0, nullptr, &bytes),
+           "clGetDeviceInfo(CL_DEVICE_EXTENSIONS_WITH_VERSION)");
+  std::vector<cl_name_version> extensions(bytes / sizeof(cl_name_version));
+  cl_check(clGetDeviceInfo(device, CL_DEVICE_EXTENSIONS_WITH_VERSION, bytes, extensions.data(), nullptr),
+           "clGetDeviceInfo(CL_DEVICE_EXTENSIONS_WITH_VERSION)");
+  for (const cl_name_version& e : extensions) {
+    if (name == e.name) return e.version;
+  }
+  return 0;
+}
+
+std::string revision_name(cl_version v) {
+  return std::to_string(CL_VERSION_MAJOR(v)) + "." + std::to_string(CL_VERSION_MINOR(v)) + "." +
+         std::to_string(CL_VERSION_PATCH(v));
+}
+
 class XpuGraph final : public DeviceGraph {
  public:
   XpuGraph(const CommandBufferApi& api, std::string where, cl_command_buffer_khr commands,
@@ -56,6 +79,13 @@ std::optional<CommandBufferApi> CommandBufferApi::load(cl_platform_id platform, 
                                                        std::string& why_not) {
   if (!has_extension(device, CL_KHR_COMMAND_BUFFER_EXTENSION_NAME)) {
     why_not = "the device does not offer " CL_KHR_COMMAND_BUFFER_EXTENSION_NAME;
+    return std::nullopt;
+  }
+  if (const cl_version revision = extension_version(device, CL_KHR_COMMAND_BUFFER_EXTENSION_NAME);
+      revision >= kFirstUnsupportedRevision) {
+    why_not = "its " CL_KHR_COMMAND_BUFFER_EXTENSION_NAME " is revision " + revision_name(revision) +
+              ", and tfm's OpenCL headers declare the entry points of revisions before " +
+              revision_name(kFirstUnsupportedRevision);
     return std::nullopt;
   }
   const auto required = device_value<cl_command_queue_properties>(
