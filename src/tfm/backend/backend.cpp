@@ -38,6 +38,10 @@ std::unique_ptr<DeviceGraph> Backend::capture(int, const std::function<void()>&)
   return nullptr;
 }
 
+std::string Backend::why_no_devices() {
+  return "";
+}
+
 std::string Backend::attention_unavailable(int, std::string_view name) {
   if (name != "flash_attention_3") return "";
   return "Flash Attention 3 is not available on CPU. Please make sure torch can access a CUDA device.";
@@ -85,10 +89,14 @@ Backend& compiled_backend(DeviceType t) {
   return *b;
 }
 
-[[noreturn]] void absent(std::string_view spec) {
+[[noreturn]] void absent(std::string_view spec, DeviceType type) {
   std::string present;
   for (const DeviceInfo& d : list_devices()) present += (present.empty() ? "" : ", ") + d.device.str();
-  throw_error("device '", spec, "' is not available; available devices: ", present);
+  Backend* b = find_backend(type);
+  const std::string why =
+      b ? b->why_no_devices() : "tfm was built without the " + std::string(device_type_name(type)) + " backend";
+  throw_error("device '", spec, "' is not available", why.empty() ? "" : " (" + why + ")",
+              "; available devices: ", present);
 }
 }  // namespace
 
@@ -103,7 +111,7 @@ Device resolve_device(std::string_view spec) {
   Device d = Device::parse(spec);
   if (d.type == DeviceType::cpu) return Device{DeviceType::cpu, -1};
   if (d.index < 0) d.index = 0;
-  if (d.index >= count_of(d.type)) absent(spec);
+  if (d.index >= count_of(d.type)) absent(spec, d.type);
   return d;
 }
 

@@ -58,6 +58,9 @@ class Backend {
   virtual DeviceType type() const = 0;
   // Devices this backend can use now (after ZE_AFFINITY_MASK, CUDA_VISIBLE_DEVICES, ...); 0 when absent.
   virtual int device_count() = 0;
+  // Why device_count() is 0, for the error of a request for a device ("no OpenCL platform is installed ...");
+  // empty when there are devices or the backend cannot tell.
+  virtual std::string why_no_devices();
   virtual DeviceInfo info(int index) = 0;
   virtual void* allocate(int index, size_t bytes) = 0;  // throws tfm::Error when out of memory
   virtual void deallocate(int index, void* p) = 0;
@@ -76,8 +79,9 @@ class Backend {
 
   // Records the device work `work` issues on device `index` (kernels only: no copy to or from the host, no
   // synchronisation) into a graph, without running it; nullptr when the device has no graphs, and then `work`
-  // has not been called. Memory allocated inside `work` is kept for graphs, so a replay finds it again; what
-  // `work` uses from outside must outlive the graph.
+  // has not been called, or (xpu) when `work` did what a graph cannot hold, and then none of it ran. Memory
+  // allocated inside `work` is kept for graphs, so a replay finds it again; what `work` uses from outside must
+  // outlive the graph.
   virtual std::unique_ptr<DeviceGraph> capture(int index, const std::function<void()>& work);
 
   // Whether the device computes in `dtype` (float32, bfloat16, float16) as well as holding it.

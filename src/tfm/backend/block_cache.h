@@ -17,7 +17,6 @@
 #include <unordered_map>
 #include <utility>
 
-#include "tfm/core/error.h"
 
 namespace tfm {
 
@@ -37,9 +36,9 @@ class BlockCache {
   // counted).
   size_t allocated(int index);
 
-  // Switches device `index`'s allocations to the graphs' pool (true) or back; starting a second capture of a
-  // device is an error.
-  void set_capturing(int index, bool capturing);
+  // Switches device `index`'s allocations to the graphs' pool (true) or back; false when asked to start while
+  // the device already captures.
+  bool set_capturing(int index, bool capturing);
   bool capturing(int index);
 
   // Frees every cached block of device `index` (not while it captures: a graph may still take them).
@@ -125,13 +124,13 @@ inline size_t BlockCache::allocated(int index) {
   return allocated_[index];
 }
 
-inline void BlockCache::set_capturing(int index, bool capturing) {
+inline bool BlockCache::set_capturing(int index, bool capturing) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!capturing) {
     capturing_.erase(index);
-    return;
+    return true;
   }
-  check(capturing_.insert(index).second, "device ", index, ": a graph is already being captured");
+  return capturing_.insert(index).second;
 }
 
 inline bool BlockCache::capturing(int index) {

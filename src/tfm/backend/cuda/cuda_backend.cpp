@@ -214,7 +214,7 @@ class CudaGraph final : public DeviceGraph {
 std::unique_ptr<DeviceGraph> CudaBackend::capture(int index, const std::function<void()>& work) {
   use_device(index);
   const cudaStream_t s = cuda::stream(index);
-  blocks_.set_capturing(index, true);
+  check(blocks_.set_capturing(index, true), "cuda:", index, ": a graph is already being captured");
   auto stop_capturing = [&] { blocks_.set_capturing(index, false); };
   cudaGraph_t graph = nullptr;
   try {

@@ -61,8 +61,13 @@ DeviceCandidate describe(cl_device_id id, const std::string& platform_name,
   return c;
 }
 
-// Every device of the platforms that can match, in the order the loader and drivers report them.
-std::vector<FoundDevice> find_devices(const SelectionSettings& settings) {
+struct Discovery {
+  std::vector<std::string> platforms;  // the name of every platform installed
+  std::vector<FoundDevice> found;      // every device of the platforms that can match
+};
+
+// What the loader and drivers report, in their order.
+Discovery find_devices(const SelectionSettings& settings) {
   HiddenVariable hidden("ZE_AFFINITY_MASK");
   cl_uint count = 0;
   cl_int status = clGetPlatformIDs(0, nullptr, &count);
@@ -71,10 +76,12 @@ std::vector<FoundDevice> find_devices(const SelectionSettings& settings) {
   std::vector<cl_platform_id> platforms(count);
   cl_check(clGetPlatformIDs(count, platforms.data(), nullptr), "clGetPlatformIDs");
 
-  std::vector<FoundDevice> found;
+  Discovery discovery;
+  std::vector<FoundDevice>& found = discovery.found;
   for (cl_platform_id platform : platforms) {
     const std::string name = platform_string(platform, CL_PLATFORM_NAME, "CL_PLATFORM_NAME");
     const std::string vendor = platform_string(platform, CL_PLATFORM_VENDOR, "CL_PLATFORM_VENDOR");
+    discovery.platforms.push_back(name);
     if (!platform_matches(settings, name, vendor)) continue;
     cl_uint n = 0;
     status = clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, 0, nullptr, &n);
@@ -84,7 +91,31 @@ std::vector<FoundDevice> find_devices(const SelectionSettings& settings) {
     cl_check(clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, n, ids.data(), nullptr), "clGetDeviceIDs", name);
     for (cl_device_id id : ids) found.push_back({platform, id, describe(id, name, vendor)});
   }
-  return found;
+  return discovery;
+}
+
+// Why discovery selected no device, for the error of a request for one.
+std::string why_none_selected(const Discovery& discovery, const std::vector<DeviceCandidate>& candidates,
+                              const SelectionSettings& settings, const SelectionEnv& env) {
+  if (discovery.platforms.empty())
+    return "no OpenCL platform is installed: the OpenCL ICD loader found none, and Intel GPUs need "
+           "intel-opencl-icd";
+  std::string names;
+  for (const std::string& name : discovery.platforms) names += (names.empty() ? "'" : ", '") + name + "'";
+  if (discovery.found.empty() && settings.platform.empty()) {
+    return "no Intel OpenCL platform among " + names +
+           ": Intel GPUs need intel-opencl-icd, and TFM_XPU_PLATFORM chooses another platform";
+  }
+  if (discovery.found.empty())
+    return "no OpenCL platform named like TFM_XPU_PLATFORM '" + settings.platform + "' among " + names;
+  SelectionSettings unmasked = settings;
+  unmasked.mask.reset();
+  const size_t selectable = select_devices(candidates, unmasked).size();
+  if (selectable > 0) {
+    return "ZE_AFFINITY_MASK '" + env.affinity_mask.value_or("") + "' selects none of the " +
+           std::to_string(selectable) + " devices";
+  }
+  return "the Intel OpenCL platform has no GPU";
 }
 
 ClContext create_context(cl_platform_id platform, cl_device_id id, const std::string& where) {
@@ -142,7 +173,8 @@ XpuDevice::XpuDevice(cl_platform_id platform, cl_device_id id, int index)
       programs(context.get(), id, where),
       capabilities(read_capabilities(platform, id)),
       info(read_info(id, index, capabilities)),
-      max_allocation(device_value<cl_ulong>(id, CL_DEVICE_MAX_MEM_ALLOC_SIZE, "CL_DEVICE_MAX_MEM_ALLOC_SIZE")) {}
+      max_allocation(device_value<cl_ulong>(id, CL_DEVICE_MAX_MEM_ALLOC_SIZE, "CL_DEVICE_MAX_MEM_ALLOC_SIZE")),
+      command_buffers(CommandBufferApi::load(platform, id, no_command_buffers)) {}
 
 XpuBackend::XpuBackend(SelectionEnv env)
     : env_(std::move(env)),
@@ -153,7 +185,8 @@ const std::vector<std::unique_ptr<XpuDevice>>& XpuBackend::devices() {
   // A failed discovery (an invalid variable, a driver error) throws and is tried again on the next call.
   std::call_once(discovered_, [this] {
     const SelectionSettings settings = parse_selection_env(env_);  // before any driver reads the variables
-    const std::vector<FoundDevice> found = find_devices(settings);
+    const Discovery discovery = find_devices(settings);
+    const std::vector<FoundDevice>& found = discovery.found;
     std::vector<DeviceCandidate> candidates;
     for (const FoundDevice& f : found) candidates.push_back(f.candidate);
     std::vector<std::unique_ptr<XpuDevice>> devices;
@@ -161,6 +194,7 @@ const std::vector<std::unique_ptr<XpuDevice>>& XpuBackend::devices() {
       devices.push_back(
           std::make_unique<XpuDevice>(found[i].platform, found[i].id, static_cast<int>(devices.size())));
     }
+    if (devices.empty()) no_devices_ = why_none_selected(discovery, candidates, settings, env_);
     devices_ = std::move(devices);
   });
   return devices_;
@@ -173,8 +207,13 @@ int XpuBackend::device_count() {
 XpuDevice& XpuBackend::device(int index) {
   const auto& all = devices();
   check(index >= 0 && static_cast<size_t>(index) < all.size(), "xpu:", index, " does not exist; there are ",
-        all.size(), " xpu devices");
+        all.size(), " xpu devices", all.empty() ? ": " + no_devices_ : "");
   return *all[index];
+}
+
+std::string XpuBackend::why_no_devices() {
+  devices();
+  return no_devices_;
 }
 
 DeviceInfo XpuBackend::info(int index) {
@@ -186,6 +225,8 @@ DeviceInfo XpuBackend::info(int index) {
 
 void* XpuBackend::allocate(int index, size_t bytes) {
   XpuDevice& d = device(index);
+  check(bytes <= d.max_allocation, d.where, ": cannot allocate ", bytes, " bytes: ", d.info.name,
+        " holds at most ", d.max_allocation, " bytes in one buffer (CL_DEVICE_MAX_MEM_ALLOC_SIZE)");
   void* buffer = blocks_.allocate(index, bytes);
   if (!buffer) {
     throw_error(d.where, ": cannot allocate ", bytes, " bytes: out of device memory (", d.info.total_memory,
@@ -204,8 +245,6 @@ size_t XpuBackend::memory_allocated(int index) {
 
 cl_mem XpuBackend::new_buffer(int index, size_t size) {
   XpuDevice& d = device(index);
-  check(size <= d.max_allocation, d.where, ": cannot allocate ", size, " bytes: one buffer may hold at most ",
-        d.max_allocation, " (CL_DEVICE_MAX_MEM_ALLOC_SIZE)");
   cl_int status = CL_SUCCESS;
   cl_mem buffer = clCreateBuffer(d.context.get(), CL_MEM_READ_WRITE, size, nullptr, &status);
   if (status == CL_MEM_OBJECT_ALLOCATION_FAILURE || status == CL_OUT_OF_RESOURCES) return nullptr;
@@ -214,8 +253,9 @@ cl_mem XpuBackend::new_buffer(int index, size_t size) {
 }
 
 void XpuBackend::copy_from_host(int index, DeviceSpan dst, const void* src, size_t bytes) {
-  if (bytes == 0) return;  // OpenCL rejects empty transfers
   const XpuDevice& d = device(index);
+  refuse_while_recording(d, "a copy from the host");
+  if (bytes == 0) return;  // OpenCL rejects empty transfers
   if (bytes >= kQueuedCopyBelow) {
     cl_check(clEnqueueWriteBuffer(d.queue.get(), as_buffer(dst.base), CL_TRUE, dst.offset, bytes, src, 0,
                                   nullptr, nullptr),
@@ -242,8 +282,9 @@ void XpuBackend::copy_from_host(int index, DeviceSpan dst, const void* src, size
 }
 
 void XpuBackend::copy_to_host(int index, void* dst, DeviceSpan src, size_t bytes) {
-  if (bytes == 0) return;
   const XpuDevice& d = device(index);
+  refuse_while_recording(d, "a copy to the host");
+  if (bytes == 0) return;
   cl_check(clEnqueueReadBuffer(d.queue.get(), as_buffer(src.base), CL_TRUE, src.offset, bytes, dst, 0,
                                nullptr, nullptr),
            "clEnqueueReadBuffer", d.where);
@@ -251,7 +292,11 @@ void XpuBackend::copy_to_host(int index, void* dst, DeviceSpan src, size_t bytes
 
 void XpuBackend::copy_on_device(int index, DeviceSpan dst, DeviceSpan src, size_t bytes) {
   if (bytes == 0) return;
-  const XpuDevice& d = device(index);
+  XpuDevice& d = device(index);
+  if (d.recording) {
+    d.recording->copy(as_buffer(src.base), src.offset, as_buffer(dst.base), dst.offset, bytes);
+    return;
+  }
   cl_check(clEnqueueCopyBuffer(d.queue.get(), as_buffer(src.base), as_buffer(dst.base), src.offset,
                                dst.offset, bytes, 0, nullptr, nullptr),
            "clEnqueueCopyBuffer", d.where);
@@ -259,7 +304,22 @@ void XpuBackend::copy_on_device(int index, DeviceSpan dst, DeviceSpan src, size_
 
 void XpuBackend::synchronize(int index) {
   const XpuDevice& d = device(index);
+  refuse_while_recording(d, "a wait for the device");
   cl_check(clFinish(d.queue.get()), "clFinish", d.where);
+}
+
+std::unique_ptr<DeviceGraph> XpuBackend::capture(int index, const std::function<void()>& work) {
+  // Buffers allocated while recording come from the graphs' pool (block_cache.h): a replay writes them again.
+  XpuDevice& d = device(index);
+  check(blocks_.set_capturing(index, true), d.where, ": a device graph is already being captured");
+  try {
+    std::unique_ptr<DeviceGraph> graph = record(d, work);
+    blocks_.set_capturing(index, false);
+    return graph;
+  } catch (...) {
+    blocks_.set_capturing(index, false);
+    throw;
+  }
 }
 
 bool XpuBackend::supports_dtype(int index, DType dtype) {

@@ -12,6 +12,7 @@
 #include "tfm/backend/block_cache.h"
 #include "tfm/backend/kernel_registry.h"
 #include "tfm/backend/xpu/device_capabilities.h"
+#include "tfm/backend/xpu/device_graph.h"
 #include "tfm/backend/xpu/device_selection.h"
 #include "tfm/backend/xpu/opencl.h"
 #include "tfm/backend/xpu/program_cache.h"
@@ -31,6 +32,9 @@ struct XpuDevice {
   DeviceCapabilities capabilities;
   DeviceInfo info;            // everything but free_memory, which is read when asked
   size_t max_allocation;      // CL_DEVICE_MAX_MEM_ALLOC_SIZE
+  std::string no_command_buffers;    // why the device has no device graphs, when command_buffers is empty
+  std::optional<CommandBufferApi> command_buffers;  // device graphs (device_graph.h)
+  std::unique_ptr<Recording> recording;             // while capture() records the device's work
 };
 
 class XpuBackend final : public Backend {
@@ -40,6 +44,7 @@ class XpuBackend final : public Backend {
 
   DeviceType type() const override { return DeviceType::xpu; }
   int device_count() override;
+  std::string why_no_devices() override;
   DeviceInfo info(int index) override;
   void* allocate(int index, size_t bytes) override;
   void deallocate(int index, void* p) override;
@@ -51,6 +56,8 @@ class XpuBackend final : public Backend {
   // The kernels store every dtype as it is and compute in float32, which any OpenCL device can; bfloat16 as
   // DeviceCapabilities::bf16 says.
   bool supports_dtype(int index, DType dtype) override;
+  // Through cl_khr_command_buffer where the device offers it (device_graph.h).
+  std::unique_ptr<DeviceGraph> capture(int index, const std::function<void()>& work) override;
 
   // The OpenCL objects of xpu:`index`; throws tfm::Error when there is no such device.
   XpuDevice& device(int index);
@@ -64,6 +71,7 @@ class XpuBackend final : public Backend {
   std::once_flag discovered_;
   std::vector<std::unique_ptr<XpuDevice>> devices_;
   BlockCache blocks_;  // clCreateBuffer and clReleaseMemObject kept out of steps
+  std::string no_devices_;  // why devices_ is empty
 };
 
 // The backend of the process, configured from the environment.

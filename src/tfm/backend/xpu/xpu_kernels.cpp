@@ -41,7 +41,7 @@ class Launch {
 
   template <typename... A>
   Launch& args(const A&... a) {
-    index_ = 0;
+    args_ = {};
     (set(a), ...);
     return *this;
   }
@@ -50,23 +50,25 @@ class Launch {
   void run(std::array<size_t, 2> items, std::array<size_t, 2> group) {
     if (items[0] == 0 || items[1] == 0) return;
     const std::array<size_t, 2> global{round_up(items[0], group[0]), round_up(items[1], group[1])};
-    cl_check(clEnqueueNDRangeKernel(device_.queue.get(), kernel_, 2, nullptr, global.data(), group.data(), 0,
-                                    nullptr, nullptr),
-             std::string("clEnqueueNDRangeKernel(") + name_ + ")", device_.where);
+    enqueue_kernel(device_, kernel_, name_, args_, global, group);
   }
 
  private:
   template <typename T>
   void set_value(const T& value) {
-    cl_check(clSetKernelArg(kernel_, index_, sizeof(T), &value),
-             std::string("clSetKernelArg(") + name_ + ", " + std::to_string(index_) + ")", device_.where);
-    ++index_;
+    const auto index = static_cast<cl_uint>(args_.values.size());
+    cl_check(clSetKernelArg(kernel_, index, sizeof(T), &value),
+             std::string("clSetKernelArg(") + name_ + ", " + std::to_string(index) + ")", device_.where);
+    args_.add(value);
   }
   void set(const Tensor& t) {
-    set_value(t.defined() ? static_cast<cl_mem>(t.storage()->data()) : cl_mem{nullptr});
+    set(t.defined() ? static_cast<cl_mem>(t.storage()->data()) : cl_mem{nullptr});
     set_value(static_cast<cl_long>(t.defined() ? t.offset() : 0));
   }
-  void set(cl_mem m) { set_value(m); }
+  void set(cl_mem m) {
+    set_value(m);
+    if (m) args_.buffers.push_back(m);
+  }
   void set(int32_t v) { set_value(static_cast<cl_int>(v)); }
   void set(int64_t v) { set_value(static_cast<cl_long>(v)); }
   void set(float v) { set_value(static_cast<cl_float>(v)); }
@@ -74,7 +76,7 @@ class Launch {
   XpuDevice& device_;
   cl_kernel kernel_;
   const char* name_;
-  cl_uint index_ = 0;
+  KernelArgs args_;
 };
 
 // Parts each query row's keys are split into for the flash form: enough work-groups for two per compute unit
@@ -335,8 +337,10 @@ void run_on_xpu(const Op& a) {
 
 template <LinearVariant Variant>
 void linear_on_xpu(const op::Linear& a) {
-  // Past the few rows of decode steps, the default hands matmuls to oneDNN where it takes the device.
-  if (Variant == LinearVariant::automatic && a.x.size(0) > kRowsMax && onednn_linear().accepts(a))
+  // Past the few rows of decode steps, the default hands matmuls to oneDNN where it takes the device, but not
+  // into a device graph: oneDNN enqueues on the queue itself, which a recording would not hold.
+  if (Variant == LinearVariant::automatic && a.x.size(0) > kRowsMax &&
+      !xpu_backend().device(a.y.device().index).recording && onednn_linear().accepts(a))
     return onednn_linear().run(a);
   xpu_kernels().run(a, Variant);
 }

@@ -1,0 +1,112 @@
+// Device graphs of the xpu backend through cl_khr_command_buffer. While a device records, the kernels and
+// on-device copies issued to it go into a command buffer instead of its queue; a replay enqueues the
+// finalized buffer on the queue. Work a command buffer cannot hold (a copy to or from the host, a wait for
+// the device) ends the recording with CannotRecord, and the capture then gives no graph, so the caller runs
+// the work as it is.
+#pragma once
+
+#include <CL/cl_ext.h>
+
+#include <array>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tfm/backend/backend.h"
+#include "tfm/backend/xpu/opencl.h"
+#include "tfm/core/error.h"
+
+namespace tfm::xpu {
+
+struct XpuDevice;
+
+// The extension's entry points, which the ICD loader hands out per platform.
+struct CommandBufferApi {
+  clCreateCommandBufferKHR_fn create;
+  clFinalizeCommandBufferKHR_fn finalize;
+  clReleaseCommandBufferKHR_fn release;
+  clEnqueueCommandBufferKHR_fn enqueue;
+  clCommandNDRangeKernelKHR_fn kernel;
+  clCommandCopyBufferKHR_fn copy;
+
+  // The entry points when `device` offers cl_khr_command_buffer for a queue without properties (the backend's
+  // in-order queue); otherwise nullopt, and `why_not` says what is missing.
+  static std::optional<CommandBufferApi> load(cl_platform_id platform, cl_device_id device,
+                                              std::string& why_not);
+};
+
+// Raised by a command that a recording cannot hold.
+class CannotRecord : public Error {
+ public:
+  using Error::Error;
+};
+
+// The argument values of a launch as set on its cl_kernel, kept so that a recording can set them again on a
+// kernel of its own.
+struct KernelArgs {
+  struct Value {
+    size_t size;
+    std::array<unsigned char, 8> bytes;  // a cl_mem, cl_long, cl_int or cl_float
+  };
+  std::vector<Value> values;    // by argument index
+  std::vector<cl_mem> buffers;  // those values that are buffers (not null)
+
+  template <typename T>
+  void add(const T& value) {
+    static_assert(sizeof(T) <= sizeof(Value::bytes));
+    Value& v = values.emplace_back(Value{sizeof(T), {}});
+    std::memcpy(v.bytes.data(), &value, sizeof(T));
+  }
+};
+
+// The command buffer of one device being recorded. Each command waits for the one before it, as on the
+// in-order queue. A recorded kernel is a kernel object of its own, created from the launched one's program
+// with the launch's argument values: PoCL 3.1 reads a recorded kernel's arguments when the buffer runs, so
+// later launches of a shared cl_kernel would change them (and its clCloneKernel crashes on a null buffer
+// argument). The buffers commands use are retained until the graph goes, since arguments do not keep them.
+class Recording {
+ public:
+  Recording(const CommandBufferApi& api, cl_command_queue queue, std::string where);
+  ~Recording();
+  Recording(const Recording&) = delete;
+  Recording& operator=(const Recording&) = delete;
+
+  void kernel(cl_kernel kernel, const char* name, const KernelArgs& args, const std::array<size_t, 2>& global,
+              const std::array<size_t, 2>& group);
+  void copy(cl_mem src, size_t src_offset, cl_mem dst, size_t dst_offset, size_t bytes);
+
+  // Finalizes the command buffer into a graph replayed on the queue.
+  std::unique_ptr<DeviceGraph> finish();
+
+ private:
+  void retain(cl_mem buffer);
+  // The wait list of the next command: the previous command, once there is one.
+  cl_uint waits() const { return has_previous_ ? 1 : 0; }
+  const cl_sync_point_khr* wait_list() const { return has_previous_ ? &previous_ : nullptr; }
+
+  const CommandBufferApi& api_;
+  std::string where_;
+  cl_command_buffer_khr commands_ = nullptr;
+  std::vector<ClKernel> kernels_;  // the commands' own kernels
+  std::vector<ClBuffer> buffers_;  // a reference of each buffer the commands use
+  cl_sync_point_khr previous_ = 0;
+  bool has_previous_ = false;
+};
+
+// A launch of `kernel`, whose arguments are set to `args`, on `device`: recorded while the device records,
+// enqueued otherwise.
+void enqueue_kernel(XpuDevice& device, cl_kernel kernel, const char* name, const KernelArgs& args,
+                    const std::array<size_t, 2>& global, const std::array<size_t, 2>& group);
+
+// Throws CannotRecord naming `what` ("a copy to the host") while `device` records.
+void refuse_while_recording(const XpuDevice& device, std::string_view what);
+
+// The work of `work` on `device` as a graph; nullptr when the device has no command buffers or `work` did
+// something a command buffer cannot hold (then none of its commands ran). Logs why there is no graph.
+std::unique_ptr<DeviceGraph> record(XpuDevice& device, const std::function<void()>& work);
+
+}  // namespace tfm::xpu
