@@ -173,9 +173,9 @@ void enqueue_kernel(XpuDevice& device, cl_kernel kernel, const char* name, const
     device.recording->kernel(kernel, name, args, global, group);
     return;
   }
-  cl_check(clEnqueueNDRangeKernel(device.queue.get(), kernel, 2, nullptr, global.data(), group.data(), 0,
-                                  nullptr, nullptr),
-           std::string("clEnqueueNDRangeKernel(") + name + ")", device.where);
+  const cl_int status =
+      clEnqueueNDRangeKernel(device.queue.get(), kernel, 2, nullptr, global.data(), group.data(), 0, nullptr, nullptr);
+  if (status != CL_SUCCESS) cl_check(status, std::string("clEnqueueNDRangeKernel(") + name + ")", device.where);
 }
 
 void refuse_while_recording(const XpuDevice& device, std::string_view what) {

@@ -42,6 +42,7 @@ class Launch {
   template <typename... A>
   Launch& args(const A&... a) {
     args_ = {};
+    args_.values.reserve(2 * sizeof...(A));  // a Tensor is two values
     (set(a), ...);
     return *this;
   }
@@ -57,8 +58,9 @@ class Launch {
   template <typename T>
   void set_value(const T& value) {
     const auto index = static_cast<cl_uint>(args_.values.size());
-    cl_check(clSetKernelArg(kernel_, index, sizeof(T), &value),
-             std::string("clSetKernelArg(") + name_ + ", " + std::to_string(index) + ")", device_.where);
+    // The call's name is built only for an error: a decode step sets thousands of arguments.
+    if (const cl_int status = clSetKernelArg(kernel_, index, sizeof(T), &value); status != CL_SUCCESS)
+      cl_check(status, std::string("clSetKernelArg(") + name_ + ", " + std::to_string(index) + ")", device_.where);
     args_.add(value);
   }
   void set(const Tensor& t) {
