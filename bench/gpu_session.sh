@@ -117,6 +117,8 @@ fi
 if want xpu; then
   step "OpenCL platforms: extensions that decide the xpu paths (command buffers, sub-groups, fp16)"
   clinfo 2>/dev/null | grep -E "Platform Name|Device Name|Driver Version|command_buffer|subgroup|cl_khr_fp16|Max compute units" | sort | uniq -c
+  step "xpu backend tests on the NVIDIA OpenCL platform"
+  TFM_XPU_PLATFORM="NVIDIA CUDA" timeout 300 $b/bin/test_xpu 2>&1 | grep -E "^\[  (PASSED|FAILED|SKIPPED) |FAILED|Failure" | head -30
   step xpu kernels on the NVIDIA OpenCL platform
   TFM_XPU_PLATFORM="NVIDIA CUDA" timeout 120 stdbuf -oL $b/bin/xpu_ops_bench --dtype bfloat16
   gpu_model qwen3-0.6b
