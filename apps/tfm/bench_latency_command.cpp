@@ -97,12 +97,17 @@ int run(Args& args) {
   };
   const double prefill = median(&Timing::prefill_seconds), decode = median(&Timing::decode_seconds);
 
-  // A decode step reads every weight once and, per sequence, the keys and values of its context (on average
-  // the prompt and half of the new tokens).
+  // A decode step reads every weight once, but of an embedding table not tied to the head only its sequences'
+  // rows, and, per sequence, the keys and values of its context (on average the prompt and half of the new
+  // tokens).
   const double bandwidth = copy_bandwidth(model.device());
-  const double kv_bytes_per_token = 2.0 * static_cast<double>(c.num_hidden_layers * c.num_key_value_heads * c.head_dim) *
-                                    static_cast<double>(dtype_size(model.dtype()));
-  const double step_bytes = static_cast<double>(model.weight_bytes()) +
+  const double element = static_cast<double>(dtype_size(model.dtype()));
+  const double kv_bytes_per_token =
+      2.0 * static_cast<double>(c.num_hidden_layers * c.num_key_value_heads * c.head_dim) * element;
+  const double unread_embedding =
+      c.tie_word_embeddings ? 0.0
+                            : static_cast<double>(c.vocab_size - batch) * static_cast<double>(c.hidden_size) * element;
+  const double step_bytes = static_cast<double>(model.weight_bytes()) - unread_embedding +
                             static_cast<double>(batch) * (static_cast<double>(input_len) + static_cast<double>(output_len) / 2) *
                                 kv_bytes_per_token;
   const double step_seconds = decode / static_cast<double>(output_len);
