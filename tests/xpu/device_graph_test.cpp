@@ -21,12 +21,11 @@
 namespace tfm::xpu {
 namespace {
 
-class XpuGraphs : public testing::Test {
+class XpuGraphs : public OnTestDevice<> {
  protected:
   void SetUp() override {
-    const std::optional<Device> d = seam_test_device();
-    if (!d) GTEST_SKIP() << "no OpenCL device on platform '" << test_platform() << "'";
-    device_ = *d;
+    OnTestDevice::SetUp();
+    if (IsSkipped()) return;
     if (!xpu_backend().device(0).command_buffers)
       GTEST_SKIP() << "xpu:0 has no device graphs: " << xpu_backend().device(0).no_command_buffers;
     previous_handler_ =
@@ -45,7 +44,6 @@ class XpuGraphs : public testing::Test {
                                              [&](const std::string& m) { return m.find(part) != m.npos; }));
   }
 
-  Device device_;
   std::vector<std::string> log_;
   logging::Handler previous_handler_;
   logging::Level previous_verbosity_{};

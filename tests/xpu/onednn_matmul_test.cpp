@@ -75,15 +75,7 @@ bool intel_gpu(const XpuDevice& d) {
          (device_value<cl_device_type>(d.id, CL_DEVICE_TYPE, "CL_DEVICE_TYPE") & CL_DEVICE_TYPE_GPU) != 0;
 }
 
-class OneDnnXpuTest : public testing::Test {
- protected:
-  void SetUp() override {
-    const std::optional<Device> d = seam_test_device();
-    if (!d) GTEST_SKIP() << "no OpenCL device on platform '" << test_platform() << "'";
-    device_ = *d;
-  }
-  Device device_;
-};
+class OneDnnXpuTest : public OnTestDevice<> {};
 
 TEST_F(OneDnnXpuTest, RefusesAnythingButAnIntelGpuWithAReasonLoggedOnce) {
   LogCapture log(logging::Level::info);

@@ -2,6 +2,8 @@
 // TFM_XPU_PLATFORM names another ("NVIDIA CUDA" on the GPU machine, "Intel" on an Intel GPU).
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <cstdlib>
 #include <optional>
 #include <string>
@@ -23,5 +25,17 @@ inline std::optional<Device> seam_test_device() {
   if (!backend || backend->device_count() == 0) return std::nullopt;
   return Device{DeviceType::xpu, 0};
 }
+
+// A fixture whose tests run on xpu:0 of the test platform (device_), skipped where it has no device.
+template <typename Base = testing::Test>
+class OnTestDevice : public Base {
+ protected:
+  void SetUp() override {
+    const std::optional<Device> d = seam_test_device();
+    if (!d) GTEST_SKIP() << "no OpenCL device on platform '" << test_platform() << "'";
+    device_ = *d;
+  }
+  Device device_;
+};
 
 }  // namespace tfm::xpu

@@ -19,15 +19,7 @@
 namespace tfm::xpu {
 namespace {
 
-class XpuKernelsTest : public testing::TestWithParam<DType> {
- protected:
-  void SetUp() override {
-    const std::optional<Device> d = seam_test_device();
-    if (!d) GTEST_SKIP() << "no OpenCL device on platform '" << test_platform() << "'";
-    device_ = *d;
-  }
-  Device device_;
-};
+class XpuKernelsTest : public OnTestDevice<testing::TestWithParam<DType>> {};
 
 // The conformance test's: of the result's largest magnitude.
 double tolerance(DType d) {
