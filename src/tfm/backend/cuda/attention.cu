@@ -15,6 +15,7 @@
 
 #include <map>
 #include <mutex>
+#include <type_traits>
 #include <utility>
 
 #include "tfm/backend/cuda/device_common.cuh"
@@ -550,18 +551,12 @@ void launch_tiles(const PagedAttentionArgs& a) {
   check_launch("paged_attention (tiles)");
 }
 
-template <typename T>
-void launch_tiles_for(const PagedAttentionArgs& a) {
-  if (a.head_dim == 64) launch_tiles<T, 64>(a);
-  if (a.head_dim == 128) launch_tiles<T, 128>(a);
-  if (a.head_dim == 256) launch_tiles<T, 256>(a);
-}
-
-template <typename T>
-void launch_split_rows_for(const PagedAttentionArgs& a, int64_t splits, float* partial) {
-  if (a.head_dim == 64) launch_split_rows<T, 64>(a, splits, partial);
-  if (a.head_dim == 128) launch_split_rows<T, 128>(a, splits, partial);
-  if (a.head_dim == 256) launch_split_rows<T, 256>(a, splits, partial);
+// Calls `launch` with the head size of the one-pass kernels (one_pass_dim) as a compile-time constant.
+template <typename Launch>
+void with_head_dim(int64_t head_dim, Launch&& launch) {
+  if (head_dim == 64) launch(std::integral_constant<int, 64>());
+  if (head_dim == 128) launch(std::integral_constant<int, 128>());
+  if (head_dim == 256) launch(std::integral_constant<int, 256>());
 }
 
 }  // namespace
@@ -579,12 +574,12 @@ void paged_attention(const PagedAttentionArgs& args, bool eager, float* workspac
   using Element = device_t<T>;
   if constexpr (sizeof(T) == 2) {
     if (!eager && uses_tiles<T>(args)) {
-      launch_tiles_for<Element>(args);
+      with_head_dim(args.head_dim, [&](auto d) { launch_tiles<Element, d()>(args); });
       return;
     }
   }
   if (!eager && one_pass_dim(args.head_dim)) {
-    launch_split_rows_for<Element>(args, split_count(args), workspace);
+    with_head_dim(args.head_dim, [&](auto d) { launch_split_rows<Element, d()>(args, split_count(args), workspace); });
     return;
   }
   if (args.head_dim > kThreads * kDimsPerThread) {
