@@ -70,12 +70,12 @@ TEST(IntelLinear, DpasTilesFollowTheDevicesSubGroupSize) {
   const LinearArgs a(37, 128, 97, DType::bfloat16);
   const auto arc = intel_linear_launch(LinearVariant::dpas, a.op(), kArc);
   ASSERT_TRUE(arc.has_value());
-  EXPECT_NE(arc->program.options.find("-DSUB_GROUP=8"), std::string::npos) << arc->program.options;
+  EXPECT_NE(arc->program->options.find("-DSUB_GROUP=8"), std::string::npos) << arc->program->options;
   EXPECT_EQ(arc->items, (std::array<size_t, 2>{13 * 8, 5}));  // 97 columns in tiles of 8; 37 rows in 8s
   EXPECT_EQ(arc->group[0], 8u);
   const auto max = intel_linear_launch(LinearVariant::dpas, a.op(), kMax);
   ASSERT_TRUE(max.has_value());
-  EXPECT_NE(max->program.options.find("-DSUB_GROUP=16"), std::string::npos) << max->program.options;
+  EXPECT_NE(max->program->options.find("-DSUB_GROUP=16"), std::string::npos) << max->program->options;
   EXPECT_EQ(max->items, (std::array<size_t, 2>{7 * 16, 5}));
   EXPECT_EQ(max->group[0], 16u);
 }

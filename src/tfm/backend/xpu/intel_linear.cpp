@@ -32,16 +32,24 @@ bool runs_dpas(DType d, const DeviceCapabilities& device) {
          offers_sub_group(device, static_cast<size_t>(device.dpas_sub_group_size()));
 }
 
-Program gemv_program(DType d) {
-  return {"intel_gemv", kernel_sources::intel_gemv,
-          dtype_option(d) + " -DSUB_GROUP=" + std::to_string(kGemvSubGroup) +
-              " -DSG_COLUMNS=" + std::to_string(kGemvColumns) + " -DROWS_MAX=" + std::to_string(kRowsMax)};
+const Program& gemv_program(DType d) {
+  return interned(
+      [&] {
+        return Program{"intel_gemv", kernel_sources::intel_gemv,
+                       dtype_option(d) + " -DSUB_GROUP=" + std::to_string(kGemvSubGroup) + " -DSG_COLUMNS=" +
+                           std::to_string(kGemvColumns) + " -DROWS_MAX=" + std::to_string(kRowsMax)};
+      },
+      d);
 }
 
-Program dpas_program(DType d, int sub_group) {
-  return {"intel_dpas", kernel_sources::intel_dpas,
-          dtype_option(d) + " -DDPAS -DSUB_GROUP=" + std::to_string(sub_group) +
-              " -DDPAS_SUB_GROUPS=" + std::to_string(kDpasSubGroups)};
+const Program& dpas_program(DType d, int sub_group) {
+  return interned(
+      [&] {
+        return Program{"intel_dpas", kernel_sources::intel_dpas,
+                       dtype_option(d) + " -DDPAS -DSUB_GROUP=" + std::to_string(sub_group) +
+                           " -DDPAS_SUB_GROUPS=" + std::to_string(kDpasSubGroups)};
+      },
+      d, sub_group);
 }
 
 size_t blocks(int64_t size, size_t block) {
@@ -85,12 +93,12 @@ std::optional<IntelLinearLaunch> intel_linear_launch(LinearVariant variant, cons
         a.x.size(1), " by ", N, " in ", dtype_name(a.dtype()), " on this device");
   if (variant == LinearVariant::dpas) {
     const auto sub_group = static_cast<size_t>(device.dpas_sub_group_size());
-    return IntelLinearLaunch{dpas_program(a.dtype(), device.dpas_sub_group_size()),
+    return IntelLinearLaunch{&dpas_program(a.dtype(), device.dpas_sub_group_size()),
                              "linear_dpas",
                              {blocks(N, sub_group) * sub_group, blocks(M, kDpasRows)},
                              {sub_group, kDpasSubGroups}};
   }
-  return IntelLinearLaunch{gemv_program(a.dtype()),
+  return IntelLinearLaunch{&gemv_program(a.dtype()),
                            "linear_subgroup_rows",
                            {static_cast<size_t>(N) * kGemvSubGroup, 1},
                            {kGemvSubGroup * kGemvColumns, 1}};

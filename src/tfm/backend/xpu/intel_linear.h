@@ -24,7 +24,7 @@ enum class LinearVariant {
 
 // A kernel of the Intel programs and its launch shape. Its arguments are linear.cl's: x, w, bias, y, M, K, N.
 struct IntelLinearLaunch {
-  Program program;
+  const Program* program;  // kept for the process (programs.h)
   const char* kernel;
   std::array<size_t, 2> items;  // rounded up to whole work-groups by the launch
   std::array<size_t, 2> group;

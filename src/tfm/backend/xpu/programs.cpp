@@ -15,31 +15,53 @@ std::string dtype_option(DType d, const char* macro) {
   return std::string("-D") + macro + "=" + name;
 }
 
-Program copy_program(DType d) {
-  return {"copy", kernel_sources::copy, dtype_size(d) == 2 ? "-DWORD=ushort" : "-DWORD=uint"};
+const Program& copy_program(DType d) {
+  return interned(
+      [&] {
+        return Program{"copy", kernel_sources::copy, dtype_size(d) == 2 ? "-DWORD=ushort" : "-DWORD=uint"};
+      },
+      dtype_size(d));
 }
 
-Program cast_program(DType from, DType to) {
-  return {"cast", kernel_sources::cast, dtype_option(from) + " " + dtype_option(to, "OUT_DTYPE")};
+const Program& cast_program(DType from, DType to) {
+  return interned(
+      [&] {
+        return Program{"cast", kernel_sources::cast,
+                       dtype_option(from) + " " + dtype_option(to, "OUT_DTYPE")};
+      },
+      from, to);
 }
 
-Program pointwise_program(DType d) {
-  return {"pointwise", kernel_sources::pointwise,
-          dtype_option(d) + " -DRMS_GROUP=" + std::to_string(kRmsGroup) + " -DMAX_HEAD_DIM=" +
-              std::to_string(kMaxHeadDim) + " -DARGMAX_GROUP=" + std::to_string(kArgmaxGroup)};
+const Program& pointwise_program(DType d) {
+  return interned(
+      [&] {
+        return Program{"pointwise", kernel_sources::pointwise,
+                       dtype_option(d) + " -DRMS_GROUP=" + std::to_string(kRmsGroup) + " -DMAX_HEAD_DIM=" +
+                           std::to_string(kMaxHeadDim) + " -DARGMAX_GROUP=" + std::to_string(kArgmaxGroup)};
+      },
+      d);
 }
 
-Program linear_program(DType d, int64_t rows_max) {
-  return {"linear", kernel_sources::linear,
-          dtype_option(d) + " -DTILE=" + std::to_string(kTile) + " -DTILE_K=" + std::to_string(kTileK) +
-              " -DTILE_REG=" + std::to_string(kTileReg) + " -DROWS_MAX=" + std::to_string(rows_max) +
-              " -DROWS_GROUP=" + std::to_string(kRowsGroup) + " -DROWS_LANES=" + std::to_string(kRowsLanes)};
+const Program& linear_program(DType d, int64_t rows_max) {
+  return interned(
+      [&] {
+        return Program{"linear", kernel_sources::linear,
+                       dtype_option(d) + " -DTILE=" + std::to_string(kTile) +
+                           " -DTILE_K=" + std::to_string(kTileK) + " -DTILE_REG=" + std::to_string(kTileReg) +
+                           " -DROWS_MAX=" + std::to_string(rows_max) + " -DROWS_GROUP=" +
+                           std::to_string(kRowsGroup) + " -DROWS_LANES=" + std::to_string(kRowsLanes)};
+      },
+      d, rows_max);
 }
 
-Program attention_program(DType d, int64_t head_dim) {
-  return {"attention", kernel_sources::attention,
-          dtype_option(d) + " -DHEAD_DIM=" + std::to_string(head_dim) +
-              " -DATT_GROUP=" + std::to_string(kAttentionGroup)};
+const Program& attention_program(DType d, int64_t head_dim) {
+  return interned(
+      [&] {
+        return Program{"attention", kernel_sources::attention,
+                       dtype_option(d) + " -DHEAD_DIM=" + std::to_string(head_dim) +
+                           " -DATT_GROUP=" + std::to_string(kAttentionGroup)};
+      },
+      d, head_dim);
 }
 
 std::vector<Program> every_program(const DeviceCapabilities& device) {
@@ -47,7 +69,8 @@ std::vector<Program> every_program(const DeviceCapabilities& device) {
   for (DType d : kComputeDTypes) {
     for (DType to : kComputeDTypes) programs.push_back(cast_program(d, to));
     programs.push_back(pointwise_program(d));
-    for (int64_t rows_max = 1; rows_max <= kRowsMax; rows_max *= 2) programs.push_back(linear_program(d, rows_max));
+    for (int64_t rows_max = 1; rows_max <= kRowsMax; rows_max *= 2)
+      programs.push_back(linear_program(d, rows_max));
     for (int64_t head_dim : {64, 80, 96, 128, 256}) programs.push_back(attention_program(d, head_dim));
     for (Program& p : intel_linear_programs(d, device)) programs.push_back(std::move(p));
   }

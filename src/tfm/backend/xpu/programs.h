@@ -5,7 +5,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
+#include <mutex>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "tfm/backend/xpu/device_capabilities.h"
@@ -28,7 +31,10 @@ inline constexpr size_t kRowsLanes = 32;       // 32 of them on each output colu
 static_assert(kRowsMax <= kRowsLanes, "linear_rows writes one output row per lane");
 inline constexpr size_t kAttentionGroup = 64;  // items per (query row, head)
 
-// A source of kernels/ with the options it is built with: one program per dtype (and shape constants).
+// A source of kernels/ with the options it is built with: one program per dtype (and shape constants). The
+// functions below return programs kept for the process, one per distinct arguments, so that a launch finds its
+// kernel by the program's address instead of building and comparing option strings (a decode step launches
+// ~260 kernels).
 struct Program {
   const char* name;
   const char* source;  // without kernels/common.cl
@@ -41,13 +47,26 @@ struct Program {
 // The DTYPE option of common.cl's storage macros ("-DDTYPE=bf16"), or another macro's.
 std::string dtype_option(DType d, const char* macro = "DTYPE");
 
-Program copy_program(DType d);  // copies move bits: one program per element size
-Program cast_program(DType from, DType to);
-Program pointwise_program(DType d);
+const Program& copy_program(DType d);  // copies move bits: one program per element size
+const Program& cast_program(DType from, DType to);
+const Program& pointwise_program(DType d);
 // linear_rows is built for a bound on the rows (1, 2, 4 or 8) so that a decode step of one sequence keeps one
 // accumulator a column in registers, not eight: fewer registers, more work-groups resident at once.
-Program linear_program(DType d, int64_t rows_max = kRowsMax);
-Program attention_program(DType d, int64_t head_dim);
+const Program& linear_program(DType d, int64_t rows_max = kRowsMax);
+const Program& attention_program(DType d, int64_t head_dim);
+
+// The program `make` returns, made once per `args` and kept for the process (each call site of interned has its
+// own table, as each lambda is a type of its own).
+template <typename Make, typename... Args>
+const Program& interned(const Make& make, const Args&... args) {
+  static std::mutex mutex;
+  static std::map<std::tuple<Args...>, Program> programs;
+  std::lock_guard<std::mutex> lock(mutex);
+  const std::tuple<Args...> key(args...);
+  auto it = programs.find(key);
+  if (it == programs.end()) it = programs.emplace(key, make()).first;
+  return it->second;
+}
 
 // Every program the kernels may build on a device with `device`'s capabilities: the portable ones in every
 // dtype (attention at the usual head sizes, its only open-ended option) and the Intel variants it can run.

@@ -8,6 +8,8 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 
 #include "tfm/backend/kernel_registry.h"
 #include "tfm/backend/xpu/onednn_matmul.h"
@@ -98,7 +100,8 @@ struct XpuKernels::Devices {
   Devices(XpuBackend& backend, size_t scores_bytes) : backend(backend), scores_bytes(scores_bytes) {}
 
   struct State {
-    std::map<std::string, ClKernel> kernels;  // by program, options and kernel name
+    // By program (kept for the process: programs.h) and kernel name (a string literal).
+    std::map<std::pair<const Program*, std::string_view>, ClKernel> kernels;
     ClBuffer scores;                          // the eager attention's scratch
     size_t scores_capacity = 0;
   };
@@ -108,7 +111,7 @@ struct XpuKernels::Devices {
   Launch kernel(const Tensor& on, const Program& program, const char* name, size_t group_items) {
     XpuDevice& device = backend.device(on.device().index);
     State& state = states[on.device().index];
-    const std::string key = std::string(program.name) + " " + program.options + " " + name;
+    const std::pair<const Program*, std::string_view> key(&program, name);
     auto it = state.kernels.find(key);
     if (it == state.kernels.end()) {
       const cl_program built = device.programs.get(program.name, program.text(), program.options);
@@ -201,7 +204,7 @@ void XpuKernels::run(const op::Linear& a, LinearVariant variant) {
   if (M == 0) return;
   const DeviceCapabilities& capabilities = devices_->backend.device(a.y.device().index).capabilities;
   if (const std::optional<IntelLinearLaunch> intel = intel_linear_launch(variant, a, capabilities)) {
-    devices_->kernel(a.y, intel->program, intel->kernel, intel->group[0] * intel->group[1])
+    devices_->kernel(a.y, *intel->program, intel->kernel, intel->group[0] * intel->group[1])
         .args(a.x, a.w, a.bias, a.y, m, k, n)
         .run(intel->items, intel->group);
   } else if (M <= kRowsMax) {
@@ -288,7 +291,7 @@ void XpuKernels::run(const op::PagedAttention& a, AttentionForm form) {
   std::lock_guard lock(devices_->mutex);
   const op::AttentionMetadata& meta = a.meta;
   const int64_t T = a.q.size(0), heads = a.q.size(1);
-  const Program program = attention_program(a.dtype(), a.q.size(2));
+  const Program& program = attention_program(a.dtype(), a.q.size(2));
   const auto common = [&](Launch& launch, auto... extra) {
     launch.args(a.q, a.cache_k, a.cache_v, meta.query_start, meta.context_lens, meta.block_tables,
                 meta.positions, to_int(meta.context_lens.size(0), "sequences"), to_int(heads, "heads"),
