@@ -43,6 +43,9 @@ class BlockCache {
 
   // Frees every cached block of device `index` (not while it captures: a graph may still take them).
   void release_cached(int index);
+  // Frees every cached block of every device, the graphs' pool included: for a backend that goes away (the
+  // blocks its tensors hold are theirs to give back first).
+  void release_all_cached();
 
  private:
   struct Block {
@@ -146,6 +149,19 @@ inline void BlockCache::release_cached(int index) {
     blocks_.erase(block);
   }
   free_[index].clear();
+}
+
+inline void BlockCache::release_all_cached() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (auto* pool : {&free_, &graph_free_}) {
+    for (auto& [index, blocks] : *pool) {
+      for (const auto& [size, block] : blocks) {
+        free_block_(index, block);
+        blocks_.erase(block);
+      }
+      blocks.clear();
+    }
+  }
 }
 
 }  // namespace tfm

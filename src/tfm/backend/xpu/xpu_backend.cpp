@@ -181,6 +181,10 @@ XpuBackend::XpuBackend(SelectionEnv env)
       blocks_([this](int index, size_t size) -> void* { return new_buffer(index, size); },
               [](int, void* buffer) { clReleaseMemObject(as_buffer(buffer)); }) {}
 
+XpuBackend::~XpuBackend() {
+  blocks_.release_all_cached();  // before devices_ releases the contexts the buffers belong to
+}
+
 const std::vector<std::unique_ptr<XpuDevice>>& XpuBackend::devices() {
   // A failed discovery (an invalid variable, a driver error) throws and is tried again on the next call.
   std::call_once(discovered_, [this] {

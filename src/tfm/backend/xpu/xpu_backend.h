@@ -41,6 +41,8 @@ class XpuBackend final : public Backend {
  public:
   // Devices are discovered on first use; an invalid variable in `env` is reported then, as tfm::Error.
   explicit XpuBackend(SelectionEnv env);
+  // Gives the cached buffers back to OpenCL (a backend of a test; the process-wide one is never destroyed).
+  ~XpuBackend() override;
 
   DeviceType type() const override { return DeviceType::xpu; }
   int device_count() override;
