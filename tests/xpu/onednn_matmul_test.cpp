@@ -17,6 +17,7 @@
 
 #include "support/error_of.h"
 #include "support/log_capture.h"
+#include "support/random_tensor.h"
 #include "test_platform.h"
 #include "tfm/backend/xpu/buffer_view.h"
 #include "tfm/backend/xpu/xpu_backend.h"
@@ -28,19 +29,10 @@ namespace {
 
 using test_support::error_of;
 using test_support::LogCapture;
+using test_support::random_tensor;
 
 double tolerance(DType d) {  // of the result's largest magnitude, as the kernel conformance test
   return d == DType::float32 ? 2e-5 : d == DType::bfloat16 ? 1.5e-2 : 2e-3;
-}
-
-// Random values in [-1, 1) rounded to `dtype`, on the CPU.
-Tensor random_cpu(const Shape& shape, DType dtype, std::mt19937& rng) {
-  Tensor values = Tensor::cpu(shape, DType::float32);
-  std::uniform_real_distribution<float> dist(-1.f, 1.f);
-  for (int64_t i = 0; i < values.numel(); ++i) values.data<float>()[i] = dist(rng);
-  Tensor stored = Tensor::cpu(shape, dtype);
-  ops::cast(values, stored);
-  return stored;
 }
 
 // A tensor of NaN: an element the kernel does not write shows.
@@ -95,8 +87,8 @@ TEST_F(OneDnnXpuTest, RefusesAnythingButAnIntelGpuWithAReasonLoggedOnce) {
             std::vector<std::string>{why + ". tfm's own kernels run the linears there"});
 
   std::mt19937 rng(1);
-  const Tensor x = to_device(random_cpu({20, 16}, DType::float32, rng), device_);
-  const Tensor w = to_device(random_cpu({12, 16}, DType::float32, rng), device_);
+  const Tensor x = to_device(random_tensor({20, 16}, DType::float32, rng), device_);
+  const Tensor w = to_device(random_tensor({12, 16}, DType::float32, rng), device_);
   Tensor y = empty({20, 12}, DType::float32, device_);
   const Tensor none;
   EXPECT_FALSE(linear.accepts(op::Linear{x, w, none, y}));
@@ -115,8 +107,8 @@ TEST_P(OneDnnLinearTest, DefaultAndOneDnnVariantEqualTheCpuReference) {
   for (int64_t M : {3, 37}) {
     for (bool with_bias : {false, true}) {
       const int64_t K = 70, N = 45;
-      const Tensor x = random_cpu({M, K}, dtype, rng), w = random_cpu({N, K}, dtype, rng);
-      const Tensor bias = with_bias ? random_cpu({N}, dtype, rng) : Tensor();
+      const Tensor x = random_tensor({M, K}, dtype, rng), w = random_tensor({N, K}, dtype, rng);
+      const Tensor bias = with_bias ? random_tensor({N}, dtype, rng) : Tensor();
       Tensor want = Tensor::cpu({M, N}, dtype);
       ops::linear(x, w, bias, want, "reference");
       const Tensor x_dev = to_device(x, device_), w_dev = to_device(w, device_);
@@ -143,7 +135,7 @@ TEST_P(OneDnnLinearTest, SubBuffersViewExactlyATensorsElements) {
   const size_t row_bytes = row * dtype_size(dtype);
   const int64_t aligned_row = static_cast<int64_t>(alignment / std::gcd(alignment, row_bytes));
   std::mt19937 rng(5);
-  const Tensor host = random_cpu({aligned_row + 7, row}, dtype, rng);
+  const Tensor host = random_tensor({aligned_row + 7, row}, dtype, rng);
   const Tensor whole = to_device(host, device_);
 
   const Tensor aligned = whole.narrow(aligned_row, 6);
@@ -175,8 +167,8 @@ TEST_P(OneDnnLinearTest, ViewsAtOffsetsEqualTheCpuReference) {
   const size_t alignment = sub_buffer_alignment(xpu_backend().device(0).id);
   const int64_t K = 24, N = 40, M = 17;
   std::mt19937 rng(9);
-  const Tensor x_all = random_cpu({M + 40, K}, dtype, rng), w = random_cpu({N, K}, dtype, rng),
-               bias = random_cpu({N}, dtype, rng);
+  const Tensor x_all = random_tensor({M + 40, K}, dtype, rng), w = random_tensor({N, K}, dtype, rng),
+               bias = random_tensor({N}, dtype, rng);
   const Tensor x_dev = to_device(x_all, device_), w_dev = to_device(w, device_),
                bias_dev = to_device(bias, device_);
   for (int64_t first :
@@ -219,8 +211,8 @@ TEST(OneDnnDescs, MatmulOnTheCpuEngineEqualsTheReference) {
         EXPECT_NE(dtype, DType::float32) << "oneDNN has a float32 matmul on every CPU";
         continue;
       }
-      const Tensor x = random_cpu({M, K}, dtype, rng), w = random_cpu({N, K}, dtype, rng);
-      const Tensor bias = with_bias ? random_cpu({N}, dtype, rng) : Tensor();
+      const Tensor x = random_tensor({M, K}, dtype, rng), w = random_tensor({N, K}, dtype, rng);
+      const Tensor bias = with_bias ? random_tensor({N}, dtype, rng) : Tensor();
       Tensor want = Tensor::cpu({M, N}, dtype), y = poisoned({M, N}, dtype, Device{});
       ops::linear(x, w, bias, want, "reference");
       const LinearDescs descs(dtype, M, K, N);

@@ -10,6 +10,7 @@
 #include <numeric>
 #include <random>
 
+#include "support/random_tensor.h"
 #include "test_platform.h"
 #include "tfm/backend/xpu/xpu_backend.h"
 #include "tfm/core/error.h"
@@ -28,12 +29,7 @@ double tolerance(DType d) {
 
 // Random values in [-1, 1) as `dtype` on `device`, converted by the CPU's cast.
 Tensor random_values(const Shape& shape, DType dtype, Device device, std::mt19937& rng) {
-  Tensor values = Tensor::cpu(shape, DType::float32);
-  std::uniform_real_distribution<float> dist(-1.f, 1.f);
-  for (int64_t i = 0; i < values.numel(); ++i) values.data<float>()[i] = dist(rng);
-  Tensor stored = Tensor::cpu(shape, dtype);
-  ops::cast(values, stored);
-  return to_device(stored, device);
+  return to_device(test_support::random_tensor(shape, dtype, rng), device);
 }
 
 Tensor ints(std::vector<int32_t> values, const Shape& shape, Device device) {

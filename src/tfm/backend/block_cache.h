@@ -39,7 +39,6 @@ class BlockCache {
   // Switches device `index`'s allocations to the graphs' pool (true) or back; false when asked to start while
   // the device already captures.
   bool set_capturing(int index, bool capturing);
-  bool capturing(int index);
 
   // Frees every cached block of device `index` (not while it captures: a graph may still take them).
   void release_cached(int index);
@@ -134,11 +133,6 @@ inline bool BlockCache::set_capturing(int index, bool capturing) {
     return true;
   }
   return capturing_.insert(index).second;
-}
-
-inline bool BlockCache::capturing(int index) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return capturing_.contains(index);
 }
 
 inline void BlockCache::release_cached(int index) {

@@ -190,7 +190,6 @@ std::unique_ptr<DeviceGraph> record(XpuDevice& device, const std::function<void(
                                                 ") records no device graphs: " + device.no_command_buffers);
     return nullptr;
   }
-  check(!device.recording, device.where, ": a device graph is already being captured");
   device.recording = std::make_unique<Recording>(*device.command_buffers, device.queue.get(), device.where);
   try {
     work();

@@ -106,7 +106,8 @@ void enqueue_kernel(XpuDevice& device, cl_kernel kernel, const char* name, const
 void refuse_while_recording(const XpuDevice& device, std::string_view what);
 
 // The work of `work` on `device` as a graph; nullptr when the device has no command buffers or `work` did
-// something a command buffer cannot hold (then none of its commands ran). Logs why there is no graph.
+// something a command buffer cannot hold (then none of its commands ran). Logs why there is no graph. The
+// caller (XpuBackend::capture) allows one capture a device at a time.
 std::unique_ptr<DeviceGraph> record(XpuDevice& device, const std::function<void()>& work);
 
 }  // namespace tfm::xpu
