@@ -83,6 +83,7 @@ const KernelRegistry& kernel_registry() {
     auto* r = new KernelRegistry;  // never destroyed: kernels may run from other statics' destructors
     cpu::register_pointwise_kernels(*r);
     cpu::register_linear_kernels(*r);
+    cpu::register_training_kernels(*r);
 #ifdef TFM_HAVE_CUDA
     cuda::register_kernels(*r);
 #endif

@@ -221,6 +221,147 @@ struct PagedAttention {
   }
 };
 
+// split_columns' inverse: the inputs copied side by side into the columns of out.
+//                                             ins[i] (T, width i), at most 4; out (T, sum of widths)
+struct ConcatColumns {
+  static constexpr std::string_view name = "concat_columns", layer = "";
+  static constexpr bool optional = true;
+  std::span<const Tensor* const> ins;
+  Tensor& out;
+  DType dtype() const { return out.dtype(); }
+  auto tensors() const { return tensor_list(out); }
+};
+
+// ---- Training: each forward op's backward, the loss and the optimizer step. ----
+// Gradients of parameters are float32 accumulators, added to (+=) so that micro-batches accumulate; gradients
+// of activations are in the op's dtype and written (=). An undefined gradient output is not computed. Kernels
+// compute in float32 and round where torch's autograd rounds: once per op, to the activation's dtype.
+// Optional: a device without them cannot train yet.
+
+// Linear's backward: dx = dy @ w, dw += dy^T @ x rounded to the dtype first (torch computes the product in the
+// dtype), dbias += the column sums of dy.     x (M, K), w (N, K), dy (M, N), dx (M, K) or undefined,
+//                                             dw (N, K) and dbias (N) float32 or undefined
+struct LinearBackward {
+  static constexpr std::string_view name = "linear_backward", layer = "Linear";
+  static constexpr bool optional = true;
+  const Tensor& x;
+  const Tensor& w;
+  const Tensor& dy;
+  Tensor& dx;
+  Tensor& dw;
+  Tensor& dbias;
+  DType dtype() const { return dy.dtype(); }
+  auto tensors() const { return tensor_list(x, w, dy, dx, dw, dbias); }
+};
+
+// RMSNorm's backward, from its input: with n = x / sqrt(mean(x^2) + eps), dn = dout * weight,
+// dx = (dn - n mean(dn n)) / sqrt(mean(x^2) + eps), dweight += the sums over rows of dout * n.
+//                                 x, dout, dx (rows, D) or (T, heads, D), weight (D), dweight (D) float32 or
+//                                 undefined; dx may be dout
+struct RmsNormBackward {
+  static constexpr std::string_view name = "rms_norm_backward", layer = "RMSNorm";
+  static constexpr bool optional = true;
+  const Tensor& x;
+  const Tensor& weight;
+  float eps;
+  const Tensor& dout;
+  Tensor& dx;
+  Tensor& dweight;
+  DType dtype() const { return x.dtype(); }
+  auto tensors() const { return tensor_list(x, weight, dout, dx, dweight); }
+};
+
+// SiLU-gate's backward: with s = sigmoid(gate), dgate = dout up s (1 + gate (1 - s)), dup = dout silu(gate).
+//                                             gate_up, dgate_up (T, 2I) as [gate | up], dout (T, I)
+struct SiluMulBackward {
+  static constexpr std::string_view name = "silu_mul_backward", layer = "SiLUAndMul";
+  static constexpr bool optional = true;
+  const Tensor& gate_up;
+  const Tensor& dout;
+  Tensor& dgate_up;
+  DType dtype() const { return dout.dtype(); }
+  auto tensors() const { return tensor_list(gate_up, dout, dgate_up); }
+};
+
+// Embedding's backward: dtable[ids[t]] += dout[t].          ids (T), dout (T, H), dtable (V, H) float32
+struct EmbeddingBackward {
+  static constexpr std::string_view name = "embedding_backward", layer = "Embedding";
+  static constexpr bool optional = true;
+  const Tensor& ids;
+  const Tensor& dout;
+  Tensor& dtable;
+  DType dtype() const { return dout.dtype(); }
+  auto tensors() const { return tensor_list(ids, dout, dtable); }
+};
+
+// Causal grouped-query attention's backward for sequences that attend only to themselves (a training batch:
+// sequence s is rows [query_start[s], query_start[s + 1]) at positions 0, 1, ...), from the forward's inputs
+// and output: the softmax is recomputed in float32, dq, dk and dv are written (rounded once).
+//               q, out, dout, dq (T, heads, D); k, v, dk, dv (T, kv_heads, D); query_start (S + 1) int32
+struct AttentionBackward {
+  static constexpr std::string_view name = "attention_backward", layer = "Attention";
+  static constexpr bool optional = true;
+  const Tensor& q;
+  const Tensor& k;
+  const Tensor& v;
+  const Tensor& out;
+  const Tensor& dout;
+  const Tensor& query_start;
+  float scale;
+  int64_t window;  // 0: full attention
+  Tensor& dq;
+  Tensor& dk;
+  Tensor& dv;
+  DType dtype() const { return q.dtype(); }
+  auto tensors() const { return tensor_list(q, k, v, out, dout, query_start, dq, dk, dv); }
+};
+
+// Causal LM cross-entropy of each row against its label, its gradient in the same pass: the logits are taken
+// in float32 (Transformers' loss upcasts them); loss[0] = the sum over rows of -log softmax(logits)[label],
+// dlogits = (softmax - onehot(label)) * grad_scale rounded to the dtype; a row labelled -100 adds no loss and
+// gets a zero gradient.        logits, dlogits (R, V), labels (R) int32, loss (1) float32; dlogits may be logits
+struct CrossEntropy {
+  static constexpr std::string_view name = "cross_entropy", layer = "";
+  static constexpr bool optional = true;
+  const Tensor& logits;
+  const Tensor& labels;
+  float grad_scale;
+  Tensor& loss;
+  Tensor& dlogits;
+  DType dtype() const { return logits.dtype(); }
+  auto tensors() const { return tensor_list(logits, labels, loss, dlogits); }
+};
+
+// out[0] += the sum of x's squared elements (a gradient norm's part).          x float32, out (1) float32
+struct SumSquares {
+  static constexpr std::string_view name = "sum_squares", layer = "";
+  static constexpr bool optional = true;
+  const Tensor& x;
+  Tensor& out;
+  DType dtype() const { return x.dtype(); }
+  auto tensors() const { return tensor_list(x, out); }
+};
+
+// One AdamW step as torch.optim.AdamW takes it (decoupled weight decay), on float32 state: g = grad *
+// grad_scale (clipping's factor), w *= 1 - lr weight_decay, m = lerp(m, g, 1 - beta1),
+// v = beta2 v + (1 - beta2) g^2, w -= lr / (1 - beta1^step) * m / (sqrt(v) / sqrt(1 - beta2^step) + eps).
+// `master` is the float32 weight; `param`, when defined, is the model's copy in its dtype, set to the
+// master's value rounded.                      master, grad, exp_avg, exp_avg_sq float32 of one shape;
+//                                              param of that shape or undefined
+struct AdamW {
+  static constexpr std::string_view name = "adamw", layer = "";
+  static constexpr bool optional = true;
+  Tensor& master;
+  const Tensor& grad;
+  Tensor& exp_avg;
+  Tensor& exp_avg_sq;
+  Tensor& param;
+  float lr, beta1, beta2, eps, weight_decay, grad_scale;
+  int64_t step;  // 1 on the first
+  DType dtype() const { return master.dtype(); }
+  auto tensors() const { return tensor_list(master, grad, exp_avg, exp_avg_sq, param); }
+};
+
 // Whether a device may lack Op's kernels (a fused or convenience op that callers use only where it runs).
 template <typename Op>
 constexpr bool is_optional() {
@@ -230,7 +371,9 @@ constexpr bool is_optional() {
 
 // Every op of the set, for code that visits them all: f.template operator()<Op>() for each.
 using All = std::tuple<Embedding, Linear, RmsNorm, AddRmsNorm, Rope, SiluMul, Add, Cast, SplitColumns, GatherRows,
-                       ArgmaxRows, KvCacheWrite, QkvRopeCache, PagedAttention>;
+                       ArgmaxRows, KvCacheWrite, QkvRopeCache, PagedAttention, LinearBackward, RmsNormBackward,
+                       SiluMulBackward, EmbeddingBackward, AttentionBackward, CrossEntropy, SumSquares, AdamW,
+                       ConcatColumns>;
 template <typename F>
 void for_each_op(F&& f) {
   [&]<typename... Op>(std::tuple<Op...>*) { (f.template operator()<Op>(), ...); }(static_cast<All*>(nullptr));

@@ -208,6 +208,75 @@ struct CausalLM::Impl {
     ops::gather_rows(rope_sin, device_positions, sin);
   }
 
+  std::vector<LinearModule> linear_modules() {
+    std::vector<LinearModule> out;
+    const int64_t D = config.head_dim, I = config.intermediate_size;
+    for (size_t l = 0; l < layers.size(); ++l) {
+      const std::string a = "model.layers." + std::to_string(l) + ".self_attn.",
+                        mlp = "model.layers." + std::to_string(l) + ".mlp.";
+      DecoderLayer& layer = layers[l];
+      out.push_back({&layer.self_attn().qkv_proj(),
+                     {{a + "q_proj", config.num_attention_heads * D},
+                      {a + "k_proj", config.num_key_value_heads * D},
+                      {a + "v_proj", config.num_key_value_heads * D}}});
+      out.push_back({&layer.self_attn().o_proj(), {{a + "o_proj", config.hidden_size}}});
+      out.push_back({&layer.mlp().gate_up_proj(), {{mlp + "gate_proj", I}, {mlp + "up_proj", I}}});
+      out.push_back({&layer.mlp().down_proj(), {{mlp + "down_proj", config.hidden_size}}});
+    }
+    return out;
+  }
+
+  StepLoss forward_backward(const std::vector<TrainingSequence>& batch, float grad_scale, Gradients& grads) {
+    check(!batch.empty(), "forward_backward: an empty batch");
+    // A cache just large enough for the batch: every sequence starts at position 0 and attends to itself.
+    int64_t blocks = 0;
+    for (const TrainingSequence& s : batch) {
+      check(!s.input_ids.empty() && s.labels.size() == s.input_ids.size(), "forward_backward: a sequence of ",
+            s.input_ids.size(), " tokens with ", s.labels.size(), " labels");
+      blocks += blocks_for(static_cast<int64_t>(s.input_ids.size()), kDefaultBlockSize);
+    }
+    KVCache cache = KVCache::create(config, blocks, kDefaultBlockSize, dtype, device);
+    BatchBuilder builder(cache);
+    std::vector<int32_t> shifted;  // each row's target: the next token's label, -100 for a sequence's last
+    StepLoss result;
+    for (const TrainingSequence& s : batch) {
+      SequenceCache seq;
+      builder.add(seq, std::vector<int64_t>(s.input_ids.begin(), s.input_ids.end()), Logits::all);
+      for (size_t i = 0; i < s.labels.size(); ++i) {
+        shifted.push_back(i + 1 < s.labels.size() ? s.labels[i + 1] : -100);
+        result.items += shifted.back() != -100;
+      }
+    }
+    const ForwardBatch fb = builder.finish();
+    validate(fb, cache, config.vocab_size);
+    StepInputs inputs = allocate_step_inputs(fb, device);
+    upload_step_inputs(fb, inputs);
+    Tensor cos, sin;  // float32 on the host, rounded to the dtype as the tables of an inference step are
+    rope.tables(fb.positions, cos, sin);
+    Tensor neg_sin = Tensor::cpu(sin.shape(), DType::float32);
+    for (int64_t i = 0; i < sin.numel(); ++i) neg_sin.data<float>()[i] = -sin.data<float>()[i];
+    cos = upload_as(cos, dtype, device);
+    sin = upload_as(sin, dtype, device);
+    neg_sin = upload_as(neg_sin, dtype, device);
+
+    SavedActivations saved;
+    const int64_t T = static_cast<int64_t>(fb.token_ids.size());
+    Tensor logits = tfm::empty({T, config.vocab_size}, dtype, device);
+    run_layers(inputs, cos, sin, cache, &saved, logits);
+    Tensor labels = Tensor::cpu({T}, DType::int32);
+    std::copy(shifted.begin(), shifted.end(), labels.data<int32_t>());
+    labels = to_device(labels, device);
+    Tensor loss = tfm::empty({1}, DType::float32, device);
+    ops::cross_entropy(logits, labels, grad_scale, loss, logits);  // the logits become their gradient
+    result.loss_sum = to_device(loss, Device{}).data<float>()[0];
+
+    const BackwardContext ctx{device, dtype, saved, inputs.meta.query_start, cos, neg_sin, grads};
+    Tensor grad = norm.backward(lm_head.backward(logits, ctx), ctx);  // of the last residual add's sum
+    for (size_t l = layers.size(); l-- > 0;) layers[l].backward(grad, ctx);
+    embed_tokens.backward(grad, ctx);
+    return result;
+  }
+
   // Embedding, the decoder layers, the final norm and the head, for the rows in `inputs`; the logits of the
   // wanted rows into `logits`. Device work only (no copy to or from the host), so that a graph can hold it.
   void run_layers(const StepInputs& inputs, const Tensor& cos, const Tensor& sin, KVCache& cache,
@@ -362,6 +431,52 @@ std::vector<int64_t> CausalLM::greedy(const ForwardBatch& batch, KVCache& cache)
   ops::argmax_rows(logits, ids);
   const Tensor host = to_device(ids, Device{});
   return std::vector<int64_t>(host.data<int32_t>(), host.data<int32_t>() + host.numel());
+}
+
+StepLoss CausalLM::forward_backward(const std::vector<TrainingSequence>& batch, float grad_scale,
+                                   Gradients& grads) {
+  return impl_->forward_backward(batch, grad_scale, grads);
+}
+
+std::vector<Parameter> CausalLM::parameters() const {
+  std::vector<Parameter> params;
+  auto add = [&](const std::string& name, const Tensor& value) {
+    params.push_back({name + ".weight", value, {{name + ".weight", value.size(0)}}});
+  };
+  auto add_linear = [&](const LinearModule& m) {
+    const auto* dense = dynamic_cast<const DenseWeight*>(&m.linear->weight());
+    check(dense != nullptr, m.linear->name(), " holds no dense weight to train");
+    Parameter weight{m.linear->name() + ".weight", dense->tensor(), {}};
+    Parameter bias{m.linear->name() + ".bias", m.linear->bias(), {}};
+    for (const auto& [module, rows] : m.modules) {
+      weight.checkpoint_rows.emplace_back(module + ".weight", rows);
+      bias.checkpoint_rows.emplace_back(module + ".bias", rows);
+    }
+    params.push_back(std::move(weight));
+    if (bias.value.defined()) params.push_back(std::move(bias));
+  };
+  Impl& m = *impl_;
+  add("model.embed_tokens", m.embed_tokens.table());
+  const std::vector<LinearModule> linears = m.linear_modules();  // four per layer: qkv, o, gate_up, down
+  for (size_t l = 0; l < m.layers.size(); ++l) {
+    const std::string p = "model.layers." + std::to_string(l) + ".";
+    DecoderLayer& layer = m.layers[l];
+    add(p + "input_layernorm", layer.input_layernorm().weight());
+    add_linear(linears[4 * l]);
+    add_linear(linears[4 * l + 1]);
+    if (layer.self_attn().q_norm()) add(p + "self_attn.q_norm", layer.self_attn().q_norm()->weight());
+    if (layer.self_attn().k_norm()) add(p + "self_attn.k_norm", layer.self_attn().k_norm()->weight());
+    add(p + "post_attention_layernorm", layer.post_attention_layernorm().weight());
+    add_linear(linears[4 * l + 2]);
+    add_linear(linears[4 * l + 3]);
+  }
+  add("model.norm", m.norm.weight());
+  if (!m.config.tie_word_embeddings) add_linear({&m.lm_head, {{"lm_head", m.config.vocab_size}}});
+  return params;
+}
+
+std::vector<LinearModule> CausalLM::linear_modules() {
+  return impl_->linear_modules();
 }
 
 void CausalLM::set_device_graphs(bool enabled) {

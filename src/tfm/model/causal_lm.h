@@ -15,6 +15,36 @@
 namespace tfm {
 
 class SavedActivations;
+class Gradients;
+class Linear;
+
+// A tensor of the model's weights as its layers hold it, with the checkpoint tensors it stacks: a fused
+// projection holds the rows of several (q_proj, k_proj and v_proj), one of its own otherwise.
+struct Parameter {
+  std::string name;  // as the layers name it: "model.layers.0.self_attn.qkv_proj.weight"
+  Tensor value;      // on the model's device, in its dtype
+  std::vector<std::pair<std::string, int64_t>> checkpoint_rows;  // {"model.layers.0.self_attn.q_proj.weight", rows}
+};
+
+// A linear layer and the checkpoint modules whose outputs it stacks ({"model.layers.0.self_attn.q_proj", rows}):
+// what LoRA adapters target.
+struct LinearModule {
+  Linear* linear;
+  std::vector<std::pair<std::string, int64_t>> modules;
+};
+
+// One sequence of a training batch: its tokens from position 0 and their labels in Transformers' convention
+// (unshifted, -100 where no loss is taken).
+struct TrainingSequence {
+  std::vector<int32_t> input_ids;
+  std::vector<int32_t> labels;
+};
+
+// A training step's summed loss and the number of (shifted) labels it was taken over.
+struct StepLoss {
+  double loss_sum = 0;
+  int64_t items = 0;
+};
 
 struct LoadOptions {
   std::string dtype = "auto";  // "auto" (config.json's dtype, else float32), "float32", "bfloat16", "float16"
@@ -58,6 +88,17 @@ class CausalLM {
   // one launch a step instead of one per kernel. On by default; off runs every step kernel by kernel.
   void set_device_graphs(bool enabled);
   bool device_graphs() const;
+
+  // The weights, each once (a tied head is the embedding's parameter): what an optimizer updates and a
+  // checkpoint saves.
+  std::vector<Parameter> parameters() const;
+  // Every linear layer but the head, in layer order.
+  std::vector<LinearModule> linear_modules();
+  // Transformers' causal LM loss of `batch` and its backward, in one step: each sequence's logits predict its
+  // next labels (shifted by one, the last predicting nothing); the cross-entropy summed over labels that are not
+  // -100 is returned with their count, and the gradient of (that sum times `grad_scale`) is added to `grads`'
+  // accumulators (a parameter without one gets none).
+  StepLoss forward_backward(const std::vector<TrainingSequence>& batch, float grad_scale, Gradients& grads);
 
   // Transformers' train() / eval(): with kernels in use, the layers switch to the variants registered for
   // the mode (kernelize's fallback to the default where a variant serves only the other).

@@ -1,8 +1,10 @@
 #include "tfm/model/layers.h"
 
 #include <cmath>
+#include <cstring>
 
 #include "tfm/backend/backend.h"
+#include "tfm/core/error.h"
 
 namespace tfm {
 
@@ -14,6 +16,39 @@ const Tensor* SavedActivations::find(std::string_view name) const {
   for (const auto& [n, t] : tensors_)
     if (n == name) return &t;
   return nullptr;
+}
+
+void Gradients::add(std::string name, Tensor accumulator) {
+  check(accumulator.dtype() == DType::float32, "the gradient of ", name, " must be float32, got ",
+        accumulator.str());
+  grads_.emplace_back(std::move(name), std::move(accumulator));
+}
+
+Tensor Gradients::of(std::string_view name) const {
+  for (const auto& [n, t] : grads_)
+    if (n == name) return t;
+  return {};
+}
+
+void Gradients::zero() {
+  for (auto& [name, t] : grads_) {
+    if (t.device().type == DeviceType::cpu) {
+      std::memset(t.raw(), 0, t.nbytes());
+    } else {
+      const std::vector<char> zeros(t.nbytes(), 0);
+      copy_from_host(t, zeros.data());
+    }
+  }
+}
+
+Tensor BackwardContext::empty(const Shape& shape) const {
+  return tfm::empty(shape, dtype, device);
+}
+
+const Tensor& BackwardContext::kept(const std::string& layer, const char* what) const {
+  const Tensor* t = saved.find(layer + "." + what);
+  check(t != nullptr, "backward of ", layer, ": the forward kept no ", what, " (run it with SavedActivations)");
+  return *t;
 }
 
 Tensor StepContext::empty(const Shape& shape) const {
@@ -34,11 +69,24 @@ void Linear::forward_into(const Tensor& x, Tensor& y, const StepContext& ctx) co
   weight_->forward(x, bias_, y, ctx.kernels.of("Linear"));
 }
 
+Tensor Linear::backward(const Tensor& dy, const BackwardContext& ctx, bool need_dx) const {
+  const Tensor& x = ctx.kept(name_, "input");
+  Tensor dx = need_dx ? ctx.empty(x.shape()) : Tensor();
+  Tensor dbias = bias_.defined() ? ctx.grads.of(name_ + ".bias") : Tensor();
+  weight_->backward(x, dy, dx, dbias, ctx.grads, name_);
+  return dx;
+}
+
 Tensor Embedding::forward(const Tensor& ids, const StepContext& ctx) const {
   ctx.keep(name_, "input", ids);
   Tensor out = ctx.empty({ids.size(0), table_.size(1)});
   ops::embedding(table_, ids, out, ctx.kernels.of("Embedding"));
   return out;
+}
+
+void Embedding::backward(const Tensor& dout, const BackwardContext& ctx) const {
+  Tensor dtable = ctx.grads.of(name_ + ".weight");
+  if (dtable.defined()) ops::embedding_backward(ctx.kept(name_, "input"), dout, dtable);
 }
 
 Tensor RMSNorm::forward(const Tensor& x, const StepContext& ctx) const {
@@ -58,6 +106,13 @@ Tensor RMSNorm::forward_residual(Tensor& residual, const Tensor& x, const StepCo
   ops::add_rms_norm(residual, x, weight_, eps_, out, ctx.kernels.of("RMSNorm"));
   ctx.keep(name_, "input", residual);
   return out;
+}
+
+Tensor RMSNorm::backward(const Tensor& dout, const BackwardContext& ctx) const {
+  Tensor dx = ctx.empty(dout.shape());
+  Tensor dweight = ctx.grads.of(name_ + ".weight");
+  ops::rms_norm_backward(ctx.kept(name_, "input"), weight_, eps_, dout, dx, dweight);
+  return dx;
 }
 
 Attention::Attention(std::string name, Geometry geometry, Linear qkv_proj, Linear o_proj,
@@ -91,6 +146,8 @@ Tensor Attention::forward(const Tensor& x, LayerCache& cache, const StepContext&
     ops::rope_(q, ctx.cos, ctx.sin, rotary);
     ops::rope_(k, ctx.cos, ctx.sin, rotary);
     ops::kv_cache_write(k, v, ctx.meta.slots, cache.key, cache.value, attention);
+    ctx.keep(name_, "key", k);
+    ctx.keep(name_, "value", v);
   }
   ctx.keep(name_, "query", q);
   Tensor out = ctx.empty({T, heads, head_dim});
@@ -98,11 +155,40 @@ Tensor Attention::forward(const Tensor& x, LayerCache& cache, const StepContext&
   return o_proj_.forward(out.reshape({T, heads * head_dim}), ctx);
 }
 
+Tensor Attention::backward(const Tensor& dy, const BackwardContext& ctx) const {
+  const auto [heads, kv_heads, head_dim, window] = geometry_;
+  const int64_t T = dy.size(0);
+  const Tensor dattention = o_proj_.backward(dy, ctx).reshape({T, heads, head_dim});
+  Tensor dq = ctx.empty({T, heads, head_dim}), dk = ctx.empty({T, kv_heads, head_dim}),
+         dv = ctx.empty({T, kv_heads, head_dim});
+  ops::attention_backward(ctx.kept(name_, "query"), ctx.kept(name_, "key"), ctx.kept(name_, "value"),
+                          ctx.kept(o_proj_.name(), "input").reshape({T, heads, head_dim}), dattention,
+                          ctx.query_start,
+                          scale_, window, dq, dk, dv);
+  ops::rope_(dq, ctx.cos, ctx.neg_sin);  // a rotation's transpose is the rotation back
+  ops::rope_(dk, ctx.cos, ctx.neg_sin);
+  if (q_norm_) dq = q_norm_->backward(dq, ctx);
+  if (k_norm_) dk = k_norm_->backward(dk, ctx);
+  Tensor dqkv = ctx.empty({T, (heads + 2 * kv_heads) * head_dim});
+  const Tensor* const parts[] = {&dq, &dk, &dv};
+  ops::concat_columns(parts, dqkv);
+  return qkv_proj_.backward(dqkv, ctx);
+}
+
 Tensor MLP::forward(const Tensor& x, const StepContext& ctx) const {
   const Tensor gate_up = gate_up_proj_.forward(x, ctx);  // rows of [gate | up]
+  ctx.keep(name_, "gate_up", gate_up);
   Tensor act = ctx.empty({x.size(0), gate_up.size(1) / 2});
   ops::silu_mul(gate_up, act, ctx.kernels.of("SiLUAndMul"));
   return down_proj_.forward(act, ctx);
+}
+
+Tensor MLP::backward(const Tensor& dy, const BackwardContext& ctx) const {
+  const Tensor dact = down_proj_.backward(dy, ctx);
+  const Tensor& gate_up = ctx.kept(name_, "gate_up");
+  Tensor dgate_up = ctx.empty(gate_up.shape());
+  ops::silu_mul_backward(gate_up, dact, dgate_up);
+  return gate_up_proj_.backward(dgate_up, ctx);
 }
 
 void DecoderLayer::forward(Tensor& h, Tensor& pending, LayerCache& cache, const StepContext& ctx) const {
@@ -110,6 +196,13 @@ void DecoderLayer::forward(Tensor& h, Tensor& pending, LayerCache& cache, const 
   pending = self_attn_.forward(x, cache, ctx);
   x = post_attention_layernorm_.forward_residual(h, pending, ctx);
   pending = mlp_.forward(x, ctx);
+}
+
+// The residual stream's gradient passes each block's norm and reaches the block's input as well as, unchanged,
+// the stream before it.
+void DecoderLayer::backward(Tensor& grad, const BackwardContext& ctx) const {
+  ops::add_(grad, post_attention_layernorm_.backward(mlp_.backward(grad, ctx), ctx));
+  ops::add_(grad, input_layernorm_.backward(self_attn_.backward(grad, ctx), ctx));
 }
 
 }  // namespace tfm

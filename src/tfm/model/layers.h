@@ -32,6 +32,34 @@ class SavedActivations {
   std::vector<std::pair<std::string, Tensor>> tensors_;
 };
 
+// Float32 gradient accumulators of parameters by name ("model.layers.0.mlp.down_proj.weight"), on the model's
+// device; a parameter without one is frozen, and its layer computes no gradient for it. Two names may share one
+// accumulator (a tied head and embedding).
+class Gradients {
+ public:
+  void add(std::string name, Tensor accumulator);
+  Tensor of(std::string_view name) const;  // undefined when frozen
+  const std::vector<std::pair<std::string, Tensor>>& all() const { return grads_; }
+  void zero();
+
+ private:
+  std::vector<std::pair<std::string, Tensor>> grads_;
+};
+
+// What every layer's backward of one step shares: what its forward kept, the step's geometry and the gradients.
+struct BackwardContext {
+  Device device;
+  DType dtype;
+  const SavedActivations& saved;
+  const Tensor& query_start;  // (S + 1) on the device: the batch's sequences, each from position 0
+  const Tensor& cos;          // the forward's RoPE tables; sin negated rotates back
+  const Tensor& neg_sin;
+  Gradients& grads;
+
+  Tensor empty(const Shape& shape) const;
+  const Tensor& kept(const std::string& layer, const char* what) const;  // an error when the forward kept none
+};
+
 // What every layer of one forward step shares.
 struct StepContext {
   Device device;
@@ -57,6 +85,10 @@ class LinearWeight {
   virtual int64_t out_features() const = 0;
   // y = x @ W^T + bias                      x (T, in), bias (out) or undefined, y (T, out)
   virtual void forward(const Tensor& x, const Tensor& bias, Tensor& y, std::string_view variant) const = 0;
+  // dx = dy @ W (when dx is defined), the gradients of its own parameters (named from `name`, the layer's)
+  // accumulated where `grads` has them, and dbias += the column sums of dy when defined.
+  virtual void backward(const Tensor& x, const Tensor& dy, Tensor& dx, Tensor& dbias, const Gradients& grads,
+                        const std::string& name) const = 0;
   virtual size_t nbytes() const = 0;  // of device memory
 };
 
@@ -68,6 +100,11 @@ class DenseWeight final : public LinearWeight {
   int64_t out_features() const override { return w_.size(0); }
   void forward(const Tensor& x, const Tensor& bias, Tensor& y, std::string_view variant) const override {
     ops::linear(x, w_, bias, y, variant);
+  }
+  void backward(const Tensor& x, const Tensor& dy, Tensor& dx, Tensor& dbias, const Gradients& grads,
+                const std::string& name) const override {
+    Tensor dw = grads.of(name + ".weight");
+    ops::linear_backward(x, w_, dy, dx, dw, dbias);
   }
   size_t nbytes() const override { return w_.nbytes(); }
   const Tensor& tensor() const { return w_; }
@@ -83,7 +120,14 @@ class Linear {
   Tensor forward(const Tensor& x, const StepContext& ctx) const;
   // The same into y (T, out), allocated by the caller.
   void forward_into(const Tensor& x, Tensor& y, const StepContext& ctx) const;
+  // dy (T, out) -> dx (T, in); with need_dx false only the parameters' gradients.
+  Tensor backward(const Tensor& dy, const BackwardContext& ctx, bool need_dx = true) const;
   const LinearWeight& weight() const { return *weight_; }
+  // LoRA and quantized weights wrap or replace the weight a layer was loaded with.
+  std::unique_ptr<LinearWeight> replace_weight(std::unique_ptr<LinearWeight> weight) {
+    std::swap(weight, weight_);
+    return weight;
+  }
   const Tensor& bias() const { return bias_; }
   const std::string& name() const { return name_; }
 
@@ -98,6 +142,7 @@ class Embedding {
   Embedding(std::string name, Tensor table) : name_(std::move(name)), table_(std::move(table)) {}
   // ids (T) -> (T, hidden)
   Tensor forward(const Tensor& ids, const StepContext& ctx) const;
+  void backward(const Tensor& dout, const BackwardContext& ctx) const;  // the table's gradient only
   const Tensor& table() const { return table_; }
 
  private:
@@ -113,6 +158,8 @@ class RMSNorm {
   void forward_(Tensor& x, const StepContext& ctx) const;  // in place
   // The residual stream's update and this norm in one call: residual += x, then normalized residual.
   Tensor forward_residual(Tensor& residual, const Tensor& x, const StepContext& ctx) const;
+  // dout -> the gradient of the norm's input (of dout's shape)
+  Tensor backward(const Tensor& dout, const BackwardContext& ctx) const;
   const Tensor& weight() const { return weight_; }
   float eps() const { return eps_; }
 
@@ -134,6 +181,12 @@ class Attention {
             std::optional<RMSNorm> k_norm);
   // x (T, hidden) -> (T, hidden); writes this step's keys and values into `cache`
   Tensor forward(const Tensor& x, LayerCache& cache, const StepContext& ctx) const;
+  Tensor backward(const Tensor& dy, const BackwardContext& ctx) const;  // (T, hidden) -> (T, hidden)
+  Linear& qkv_proj() { return qkv_proj_; }
+  Linear& o_proj() { return o_proj_; }
+  const std::optional<RMSNorm>& q_norm() const { return q_norm_; }
+  const std::optional<RMSNorm>& k_norm() const { return k_norm_; }
+  const Geometry& geometry() const { return geometry_; }
 
  private:
   std::string name_;
@@ -149,6 +202,9 @@ class MLP {
   MLP(std::string name, Linear gate_up_proj, Linear down_proj)
       : name_(std::move(name)), gate_up_proj_(std::move(gate_up_proj)), down_proj_(std::move(down_proj)) {}
   Tensor forward(const Tensor& x, const StepContext& ctx) const;  // (T, hidden) -> (T, hidden)
+  Tensor backward(const Tensor& dy, const BackwardContext& ctx) const;
+  Linear& gate_up_proj() { return gate_up_proj_; }
+  Linear& down_proj() { return down_proj_; }
 
  private:
   std::string name_;
@@ -166,6 +222,13 @@ class DecoderLayer {
   // (undefined before the first layer): each residual add happens in the RMSNorm that follows it. On return,
   // `pending` is this layer's MLP output.
   void forward(Tensor& h, Tensor& pending, LayerCache& cache, const StepContext& ctx) const;
+  // The same step backward: `grad` is the gradient of what the next layer's residual add sums (h + pending)
+  // and becomes that of this layer's (the input stream plus the previous block's output).
+  void backward(Tensor& grad, const BackwardContext& ctx) const;
+  RMSNorm& input_layernorm() { return input_layernorm_; }
+  Attention& self_attn() { return self_attn_; }
+  RMSNorm& post_attention_layernorm() { return post_attention_layernorm_; }
+  MLP& mlp() { return mlp_; }
 
  private:
   RMSNorm input_layernorm_;

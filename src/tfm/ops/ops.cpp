@@ -173,6 +173,23 @@ void split_columns(const Tensor& x, std::span<Tensor* const> outs) {
   dispatch(a);
 }
 
+void concat_columns(std::span<const Tensor* const> ins, Tensor& out) {
+  const op::ConcatColumns a{ins, out};
+  const DType d = compute_dtype(a);
+  expect(out, d, a.name, "out");
+  check(out.dim() == 2 && !ins.empty() && ins.size() <= op::SplitColumns::kMaxOutputs,
+        "concat_columns: 1 to ", op::SplitColumns::kMaxOutputs, " inputs into a matrix, got ", ins.size());
+  int64_t width = 0;
+  for (const Tensor* in : ins) {
+    expect(*in, d, a.name, "input");
+    check(in->dim() >= 1 && in->size(0) == out.size(0) && in->device() == out.device(), "concat_columns: input ",
+          in->str(), " does not have the rows of ", out.str());
+    width += in->numel() / std::max<int64_t>(out.size(0), 1);
+  }
+  check(out.size(1) == width, "concat_columns: ", out.str(), " is not the inputs side by side");
+  dispatch(a);
+}
+
 void gather_rows(const Tensor& x, const Tensor& rows, Tensor& out) {
   const op::GatherRows a{x, rows, out};
   const DType d = compute_dtype(a);
@@ -249,6 +266,134 @@ void paged_attention(const Tensor& q, const Tensor& cache_k, const Tensor& cache
             meta.block_tables.size(0) == S,
         "attention: metadata does not describe ", q.size(0), " rows");
   dispatch(a, variant);
+}
+
+namespace {
+
+// A float32 gradient accumulator of `shape`, when defined.
+void expect_accumulator(const Tensor& t, const Shape& shape, std::string_view op, const char* what) {
+  if (!t.defined()) return;
+  expect(t, DType::float32, op, what);
+  check(t.shape() == shape, op, ": ", what, " ", t.str(), " is not ", shape_str(shape));
+}
+
+// An activation gradient of `like`'s shape in `dtype`, when defined.
+void expect_gradient(const Tensor& t, const Tensor& like, DType dtype, std::string_view op, const char* what) {
+  if (!t.defined()) return;
+  expect(t, dtype, op, what);
+  check(t.shape() == like.shape(), op, ": ", what, " ", t.str(), " is not of the shape of ", like.str());
+}
+
+}  // namespace
+
+void linear_backward(const Tensor& x, const Tensor& w, const Tensor& dy, Tensor& dx, Tensor& dw, Tensor& dbias) {
+  const op::LinearBackward a{x, w, dy, dx, dw, dbias};
+  const DType d = compute_dtype(a);
+  expect(x, d, a.name, "x");
+  expect(w, d, a.name, "weight");
+  expect(dy, d, a.name, "dy");
+  check(x.dim() == 2 && w.dim() == 2 && dy.dim() == 2 && w.size(1) == x.size(1) && dy.size(0) == x.size(0) &&
+            dy.size(1) == w.size(0),
+        "linear_backward: shapes ", x.str(), ", ", w.str(), ", ", dy.str(), " do not match");
+  expect_gradient(dx, x, d, a.name, "dx");
+  expect_accumulator(dw, w.shape(), a.name, "dw");
+  expect_accumulator(dbias, {w.size(0)}, a.name, "dbias");
+  dispatch(a);
+}
+
+void rms_norm_backward(const Tensor& x, const Tensor& weight, float eps, const Tensor& dout, Tensor& dx,
+                       Tensor& dweight) {
+  const op::RmsNormBackward a{x, weight, eps, dout, dx, dweight};
+  const DType d = compute_dtype(a);
+  expect(x, d, a.name, "x");
+  expect(weight, d, a.name, "weight");
+  expect(dout, d, a.name, "dout");
+  check(weight.dim() == 1 && x.dim() >= 1 && x.size(-1) == weight.size(0) && dout.shape() == x.shape(),
+        "rms_norm_backward: shapes ", x.str(), ", ", weight.str(), ", ", dout.str(), " do not match");
+  expect_gradient(dx, x, d, a.name, "dx");
+  expect_accumulator(dweight, weight.shape(), a.name, "dweight");
+  dispatch(a);
+}
+
+void silu_mul_backward(const Tensor& gate_up, const Tensor& dout, Tensor& dgate_up) {
+  const op::SiluMulBackward a{gate_up, dout, dgate_up};
+  const DType d = compute_dtype(a);
+  expect(gate_up, d, a.name, "gate_up");
+  expect(dout, d, a.name, "dout");
+  expect(dgate_up, d, a.name, "dgate_up");
+  check(gate_up.dim() == 2 && dout.dim() == 2 && gate_up.size(0) == dout.size(0) &&
+            gate_up.size(1) == 2 * dout.size(1) && dgate_up.shape() == gate_up.shape(),
+        "silu_mul_backward: shapes ", gate_up.str(), ", ", dout.str(), " -> ", dgate_up.str(), " do not match");
+  dispatch(a);
+}
+
+void embedding_backward(const Tensor& ids, const Tensor& dout, Tensor& dtable) {
+  const op::EmbeddingBackward a{ids, dout, dtable};
+  const DType d = compute_dtype(a);
+  expect(ids, DType::int32, a.name, "ids");
+  expect(dout, d, a.name, "dout");
+  expect(dtable, DType::float32, a.name, "dtable");
+  check(ids.dim() == 1 && dout.dim() == 2 && dout.size(0) == ids.size(0) && dtable.dim() == 2 &&
+            dtable.size(1) == dout.size(1),
+        "embedding_backward: shapes ", ids.str(), ", ", dout.str(), " -> ", dtable.str(), " do not match");
+  dispatch(a);
+}
+
+void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& dout,
+                        const Tensor& query_start, float scale, int64_t window, Tensor& dq, Tensor& dk, Tensor& dv) {
+  const op::AttentionBackward a{q, k, v, out, dout, query_start, scale, window, dq, dk, dv};
+  const DType d = compute_dtype(a);
+  for (const auto& [t, what] : {std::pair<const Tensor*, const char*>{&q, "q"}, {&k, "k"}, {&v, "v"}, {&out, "out"},
+                                {&dout, "dout"}, {&dq, "dq"}, {&dk, "dk"}, {&dv, "dv"}})
+    expect(*t, d, a.name, what);
+  expect(query_start, DType::int32, a.name, "query_start");
+  check(q.dim() == 3 && k.dim() == 3 && k.size(0) == q.size(0) && k.size(2) == q.size(2) && k.size(1) > 0 &&
+            q.size(1) % k.size(1) == 0 && v.shape() == k.shape() && out.shape() == q.shape() &&
+            dout.shape() == q.shape() && dq.shape() == q.shape() && dk.shape() == k.shape() &&
+            dv.shape() == k.shape() && query_start.dim() == 1 && query_start.size(0) >= 1,
+        "attention_backward: shapes ", q.str(), ", ", k.str(), ", ", query_start.str(), " do not match");
+  check(window >= 0, "attention_backward: negative window ", window);
+  dispatch(a);
+}
+
+void cross_entropy(const Tensor& logits, const Tensor& labels, float grad_scale, Tensor& loss, Tensor& dlogits) {
+  const op::CrossEntropy a{logits, labels, grad_scale, loss, dlogits};
+  const DType d = compute_dtype(a);
+  expect(logits, d, a.name, "logits");
+  expect(labels, DType::int32, a.name, "labels");
+  expect(loss, DType::float32, a.name, "loss");
+  expect(dlogits, d, a.name, "dlogits");
+  check(logits.dim() == 2 && logits.size(1) > 0 && labels.dim() == 1 && labels.size(0) == logits.size(0) &&
+            loss.numel() == 1 && dlogits.shape() == logits.shape(),
+        "cross_entropy: shapes ", logits.str(), ", ", labels.str(), " do not match");
+  dispatch(a);
+}
+
+void sum_squares(const Tensor& x, Tensor& out) {
+  const op::SumSquares a{x, out};
+  expect(x, DType::float32, a.name, "x");
+  expect(out, DType::float32, a.name, "out");
+  check(out.numel() == 1, "sum_squares: out ", out.str(), " is not one element");
+  dispatch(a);
+}
+
+void adamw(Tensor& master, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq, Tensor& param,
+           const AdamWStep& s) {
+  const op::AdamW a{master, grad, exp_avg, exp_avg_sq, param, s.lr, s.beta1, s.beta2, s.eps, s.weight_decay,
+                    s.grad_scale, s.step};
+  for (const auto& [t, what] : {std::pair<const Tensor*, const char*>{&master, "master"}, {&grad, "grad"},
+                                {&exp_avg, "exp_avg"},
+                                {&exp_avg_sq, "exp_avg_sq"}}) {
+    expect(*t, DType::float32, a.name, what);
+    check(t->shape() == master.shape(), "adamw: ", what, " ", t->str(), " is not of the master's shape ",
+          master.str());
+  }
+  if (param.defined()) {
+    expect(param, compute_dtype(param.dtype(), a.name), a.name, "param");
+    check(param.shape() == master.shape(), "adamw: param ", param.str(), " is not of the master's shape");
+  }
+  check(s.step >= 1, "adamw: step ", s.step, " (the first is 1)");
+  dispatch(a);
 }
 
 }  // namespace tfm::ops

@@ -28,6 +28,7 @@ void silu_mul(const Tensor& gate_up, Tensor& out, std::string_view variant = {})
 void add_(Tensor& x, const Tensor& y);
 void cast(const Tensor& x, Tensor& out);
 void split_columns(const Tensor& x, std::span<Tensor* const> outs);
+void concat_columns(std::span<const Tensor* const> ins, Tensor& out);
 void gather_rows(const Tensor& x, const Tensor& rows, Tensor& out);
 void argmax_rows(const Tensor& x, Tensor& ids);
 bool argmax_rows_runs_on(DeviceType device, DType dtype);
@@ -41,5 +42,24 @@ void qkv_rope_cache(const Tensor& qkv, const Tensor& q_norm, const Tensor& k_nor
 bool qkv_rope_cache_runs_on(DeviceType device, DType dtype);
 void paged_attention(const Tensor& q, const Tensor& cache_k, const Tensor& cache_v, const AttentionMetadata& meta,
                      float scale, int64_t window, Tensor& out, std::string_view variant = {});
+
+// Training (op_set.h describes each). Gradients of parameters are float32 accumulators (+=); an undefined
+// output is not computed.
+void linear_backward(const Tensor& x, const Tensor& w, const Tensor& dy, Tensor& dx, Tensor& dw, Tensor& dbias);
+void rms_norm_backward(const Tensor& x, const Tensor& weight, float eps, const Tensor& dout, Tensor& dx,
+                       Tensor& dweight);
+void silu_mul_backward(const Tensor& gate_up, const Tensor& dout, Tensor& dgate_up);
+void embedding_backward(const Tensor& ids, const Tensor& dout, Tensor& dtable);
+void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& dout,
+                        const Tensor& query_start, float scale, int64_t window, Tensor& dq, Tensor& dk, Tensor& dv);
+void cross_entropy(const Tensor& logits, const Tensor& labels, float grad_scale, Tensor& loss, Tensor& dlogits);
+void sum_squares(const Tensor& x, Tensor& out);
+struct AdamWStep {
+  float lr, beta1, beta2, eps, weight_decay;
+  float grad_scale = 1.f;
+  int64_t step;  // 1 on the first
+};
+void adamw(Tensor& master, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq, Tensor& param,
+           const AdamWStep& step);
 
 }  // namespace tfm::ops

@@ -13,4 +13,5 @@ Backend& cpu_backend();
 namespace tfm::cpu {
 void register_pointwise_kernels(KernelRegistry& registry);
 void register_linear_kernels(KernelRegistry& registry);
+void register_training_kernels(KernelRegistry& registry);
 }  // namespace tfm::cpu

@@ -70,6 +70,22 @@ void split_columns(const op::SplitColumns& a) {
 }
 
 template <typename T>
+void concat_columns(const op::ConcatColumns& a) {
+  const int64_t rows = a.out.size(0), total = a.out.size(1);
+  T* out = a.out.data<T>();
+  parallel_for(rows, {.enabled = rows * total > 65536}, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      T* row = out + t * total;
+      for (const Tensor* in : a.ins) {
+        const int64_t width = in->numel() / rows;
+        std::memcpy(row, in->data<T>() + t * width, width * sizeof(T));
+        row += width;
+      }
+    }
+  });
+}
+
+template <typename T>
 void kv_cache_write(const op::KvCacheWrite& a) {
   const int64_t rows = a.k.size(0), kv_dim = rows ? a.k.numel() / rows : 0;
   const int32_t* slots = a.slots.data<int32_t>();
@@ -302,6 +318,7 @@ void register_pointwise_kernels(KernelRegistry& r) {
       r.add<op::GatherRows>(cpu, d, "default", {.run = gather_rows<T>, .is_default = true});
       r.add<op::ArgmaxRows>(cpu, d, "default", {.run = argmax_rows<T>, .is_default = true});
       r.add<op::SplitColumns>(cpu, d, "default", {.run = split_columns<T>, .is_default = true});
+      r.add<op::ConcatColumns>(cpu, d, "default", {.run = concat_columns<T>, .is_default = true});
       r.add<op::KvCacheWrite>(cpu, d, "default", {.run = kv_cache_write<T>, .is_default = true});
       r.add<op::Add>(cpu, d, "default", {.run = add<T>, .is_default = true});
       r.add<op::Cast>(cpu, d, "default", {.run = cast<T>, .is_default = true});

@@ -1,0 +1,63 @@
+// torch.optim.AdamW over a model's trainable tensors as Transformers' Trainer sets it up: weight decay on every
+// tensor but biases and norms, gradient clipping by the global norm, float32 master weights and state. Where the
+// model computes in float32 its tensors are the masters; in bfloat16 or float16 the optimizer keeps float32
+// masters and writes each step's result back into the model's copies.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "tfm/core/tensor.h"
+#include "tfm/model/layers.h"
+
+namespace tfm {
+
+struct AdamWOptions {
+  float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f, weight_decay = 0.f;
+};
+
+// Whether Trainer decays a parameter of this name: not biases and not norms (get_decay_parameter_names).
+bool decays(const std::string& name);
+
+class AdamW {
+ public:
+  explicit AdamW(AdamWOptions options) : options_(options) {}
+
+  // A trainable tensor of the model (on its device, in its dtype) under `name`, with a zeroed gradient in
+  // gradients(); `aliases` are other names the layers ask its gradient by (a tied head).
+  void add(const std::string& name, const Tensor& param, const std::vector<std::string>& aliases = {});
+
+  // The accumulators the backward adds to, by parameter name.
+  Gradients& gradients() { return gradients_; }
+
+  // The global L2 norm of the gradients; with max_norm > 0 the next step scales them by
+  // max_norm / (norm + 1e-6) when that is below 1 (torch.nn.utils.clip_grad_norm_).
+  double clip_grad_norm(double max_norm);
+
+  // One AdamW step at learning rate `lr`, then the gradients are zeroed.
+  void step(double lr);
+  int64_t steps() const { return steps_; }
+
+  // The state a checkpoint keeps (masters, exp_avg, exp_avg_sq by "<name>.<what>") and the step count;
+  // restore() takes it back, an error naming what does not match.
+  std::vector<std::pair<std::string, Tensor>> state() const;
+  void restore(const std::vector<std::pair<std::string, Tensor>>& state, int64_t steps);
+
+  struct Entry {
+    std::string name;
+    Tensor param;   // the model's tensor
+    Tensor master;  // float32: param itself when the model computes in float32
+    Tensor grad, exp_avg, exp_avg_sq;
+    bool decay;
+  };
+  const std::vector<Entry>& entries() const { return entries_; }
+
+ private:
+  AdamWOptions options_;
+  std::vector<Entry> entries_;
+  Gradients gradients_;
+  double grad_scale_ = 1.0;
+  int64_t steps_ = 0;
+};
+
+}  // namespace tfm
