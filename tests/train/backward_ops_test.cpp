@@ -293,8 +293,8 @@ TEST(TrainingOps, SumSquaresAdds) {
 TEST(TrainingOps, AdamWFollowsTorchOverSteps) {
   std::mt19937 rng(9);
   const int64_t n = 257;
-  const ops::AdamWStep base{.lr = 1e-2f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f, .weight_decay = 0.1f,
-                            .grad_scale = 0.5f, .step = 1};
+  const ops::AdamWStep base{.lr = 1e-2, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .weight_decay = 0.1,
+                            .grad_scale = 0.5, .step = 1};
   Vec w = random_vec(n, rng), m(static_cast<size_t>(n), 0.0), v(m);
   Tensor master = floats(w, {n}), exp_avg = zeros({n}), exp_avg_sq = zeros({n}), param = Tensor::cpu({n}, DType::bfloat16);
   for (int64_t step = 1; step <= 5; ++step) {

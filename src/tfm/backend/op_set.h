@@ -356,7 +356,9 @@ struct AdamW {
   Tensor& exp_avg;
   Tensor& exp_avg_sq;
   Tensor& param;
-  float lr, beta1, beta2, eps, weight_decay, grad_scale;
+  // Host scalars in double, as torch's Python floats: 1 - beta2 of a float32 beta2 would differ in its 5th
+  // digit.
+  double lr, beta1, beta2, eps, weight_decay, grad_scale;
   int64_t step;  // 1 on the first
   DType dtype() const { return master.dtype(); }
   auto tensors() const { return tensor_list(master, grad, exp_avg, exp_avg_sq, param); }

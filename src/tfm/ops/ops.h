@@ -55,8 +55,8 @@ void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const
 void cross_entropy(const Tensor& logits, const Tensor& labels, float grad_scale, Tensor& loss, Tensor& dlogits);
 void sum_squares(const Tensor& x, Tensor& out);
 struct AdamWStep {
-  float lr, beta1, beta2, eps, weight_decay;
-  float grad_scale = 1.f;
+  double lr, beta1, beta2, eps, weight_decay;
+  double grad_scale = 1.0;
   int64_t step;  // 1 on the first
 };
 void adamw(Tensor& master, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq, Tensor& param,

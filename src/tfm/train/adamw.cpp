@@ -49,12 +49,12 @@ void AdamW::step(double lr) {
   ++steps_;
   for (Entry& e : entries_) {
     Tensor model_copy = e.master.storage() == e.param.storage() ? Tensor() : e.param;
-    const ops::AdamWStep s{.lr = static_cast<float>(lr),
+    const ops::AdamWStep s{.lr = lr,
                            .beta1 = options_.beta1,
                            .beta2 = options_.beta2,
                            .eps = options_.eps,
-                           .weight_decay = e.decay ? options_.weight_decay : 0.f,
-                           .grad_scale = static_cast<float>(grad_scale_),
+                           .weight_decay = e.decay ? options_.weight_decay : 0.0,
+                           .grad_scale = grad_scale_,
                            .step = steps_};
     ops::adamw(e.master, e.grad, e.exp_avg, e.exp_avg_sq, model_copy, s);
   }

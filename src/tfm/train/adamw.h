@@ -13,7 +13,7 @@
 namespace tfm {
 
 struct AdamWOptions {
-  float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f, weight_decay = 0.f;
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0.0;
 };
 
 // Whether Trainer decays a parameter of this name: not biases and not norms (get_decay_parameter_names).
