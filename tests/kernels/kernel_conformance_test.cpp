@@ -470,6 +470,164 @@ std::vector<Case> paged_attention_cases(std::mt19937& rng) {
   return cases;
 }
 
+std::vector<Case> concat_columns_cases(std::mt19937& rng) {
+  std::vector<Case> cases;
+  for (int64_t T : {1, 7}) {
+    cases.push_back(make_case<op::ConcatColumns>(
+        "concat_columns rows " + std::to_string(T),
+        {random_floats({T, 3}, rng), random_floats({T, 2, 4}, rng), random_floats({T, 1}, rng)},
+        [T](std::vector<Tensor>& in, Device device, DType dtype, auto kernel, std::vector<Tensor>& out) {
+          out = {poisoned({T, 12}, dtype, device)};
+          const Tensor* const ins[] = {&in[0], &in[1], &in[2]};
+          return kernel(op::ConcatColumns{ins, out[0]});
+        }));
+  }
+  return cases;
+}
+
+// Training ops' float32 accumulators start from the same random values on both sides (they add to them).
+Tensor accumulator(const Tensor& host_start, Device device) {
+  return placed(host_start, DType::float32, device);
+}
+
+std::vector<Case> linear_backward_cases(std::mt19937& rng) {
+  std::vector<Case> cases;
+  for (const auto& [M, K, N] : {std::array<int64_t, 3>{1, 5, 3}, {9, 33, 17}, {64, 40, 70}}) {
+    for (bool all : {true, false}) {
+      const Tensor dw0 = random_floats({N, K}, rng), db0 = random_floats({N}, rng);
+      cases.push_back(make_case<op::LinearBackward>(
+          "linear_backward " + shape_text({M, K, N}) + (all ? "" : " dx only"),
+          {random_floats({M, K}, rng), random_floats({N, K}, rng), random_floats({M, N}, rng)},
+          [M, K, all, dw0, db0](std::vector<Tensor>& in, Device device, DType dtype, auto kernel,
+                                std::vector<Tensor>& out) {
+            out = {poisoned({M, K}, dtype, device)};
+            Tensor dw = all ? accumulator(dw0, device) : Tensor(), db = all ? accumulator(db0, device) : Tensor();
+            if (!kernel(op::LinearBackward{in[0], in[1], in[2], out[0], dw, db})) return false;
+            if (all) out.insert(out.end(), {dw, db});
+            return true;
+          }));
+    }
+  }
+  return cases;
+}
+
+std::vector<Case> rms_norm_backward_cases(std::mt19937& rng) {
+  std::vector<Case> cases;
+  for (const Shape& shape : {Shape{1, 7}, Shape{6, 64}, Shape{3, 4, 16}, Shape{130, 300}}) {
+    const int64_t D = shape.back();
+    const Tensor dw0 = random_floats({D}, rng);
+    cases.push_back(make_case<op::RmsNormBackward>(
+        "rms_norm_backward " + shape_str(shape),
+        {random_floats(shape, rng, 3.f), random_floats({D}, rng), random_floats(shape, rng)},
+        [shape, dw0](std::vector<Tensor>& in, Device device, DType dtype, auto kernel, std::vector<Tensor>& out) {
+          out = {poisoned(shape, dtype, device), accumulator(dw0, device)};
+          return kernel(op::RmsNormBackward{in[0], in[1], 1e-6f, in[2], out[0], out[1]});
+        }));
+  }
+  return cases;
+}
+
+std::vector<Case> silu_mul_backward_cases(std::mt19937& rng) {
+  std::vector<Case> cases;
+  for (const auto& [T, I] : {std::pair<int64_t, int64_t>{1, 5}, {9, 64}, {33, 300}}) {
+    cases.push_back(make_case<op::SiluMulBackward>(
+        "silu_mul_backward " + shape_text({T, I}), {random_floats({T, 2 * I}, rng, 3.f), random_floats({T, I}, rng)},
+        [T, I](std::vector<Tensor>& in, Device device, DType dtype, auto kernel, std::vector<Tensor>& out) {
+          out = {poisoned({T, 2 * I}, dtype, device)};
+          return kernel(op::SiluMulBackward{in[0], in[1], out[0]});
+        }));
+  }
+  return cases;
+}
+
+std::vector<Case> embedding_backward_cases(std::mt19937& rng) {
+  std::vector<Case> cases;
+  for (const auto& [T, H] : {std::pair<int64_t, int64_t>{1, 3}, {40, 64}}) {
+    const Tensor table0 = random_floats({11, H}, rng);
+    cases.push_back(make_case<op::EmbeddingBackward>(
+        "embedding_backward " + shape_text({T, H}), {ints(random_ints(T, 11, rng), {T}), random_floats({T, H}, rng)},
+        [table0](std::vector<Tensor>& in, Device device, DType, auto kernel, std::vector<Tensor>& out) {
+          out = {accumulator(table0, device)};
+          return kernel(op::EmbeddingBackward{in[0], in[1], out[0]});
+        }));
+  }
+  return cases;
+}
+
+std::vector<Case> attention_backward_cases(std::mt19937& rng) {
+  struct Shape_ {
+    std::vector<int32_t> starts;
+    int64_t heads, kv_heads, D, window;
+  };
+  std::vector<Case> cases;
+  for (const Shape_& c : {Shape_{{0, 1}, 2, 1, 8, 0}, Shape_{{0, 5, 6, 30}, 4, 2, 16, 0},
+                          Shape_{{0, 70}, 2, 2, 64, 9}, Shape_{{0, 3, 200}, 8, 2, 128, 0}}) {
+    const int64_t T = c.starts.back(), S = static_cast<int64_t>(c.starts.size()) - 1;
+    const Shape qs{T, c.heads, c.D}, ks{T, c.kv_heads, c.D};
+    const float scale = 1.f / std::sqrt(static_cast<float>(c.D));
+    cases.push_back(make_case<op::AttentionBackward>(
+        "attention_backward heads " + std::to_string(c.heads) + "/" + std::to_string(c.kv_heads) + " dim " +
+            std::to_string(c.D) + " rows " + std::to_string(T) + " window " + std::to_string(c.window),
+        {random_floats(qs, rng, 2.f), random_floats(ks, rng, 2.f), random_floats(ks, rng), random_floats(qs, rng),
+         random_floats(qs, rng), ints(c.starts, {S + 1})},
+        [c, qs, ks, scale](std::vector<Tensor>& in, Device device, DType dtype, auto kernel,
+                           std::vector<Tensor>& out) {
+          out = {poisoned(qs, dtype, device), poisoned(ks, dtype, device), poisoned(ks, dtype, device)};
+          return kernel(op::AttentionBackward{in[0], in[1], in[2], in[3], in[4], in[5], scale, c.window, out[0],
+                                              out[1], out[2]});
+        }));
+  }
+  return cases;
+}
+
+std::vector<Case> cross_entropy_cases(std::mt19937& rng) {
+  std::vector<Case> cases;
+  for (const auto& [R, V] : {std::pair<int64_t, int64_t>{1, 7}, {9, 1000}, {4, 151936}}) {
+    std::vector<int32_t> labels = random_ints(R, static_cast<int32_t>(V), rng);
+    if (R > 1) labels[1] = -100;
+    cases.push_back(make_case<op::CrossEntropy>(
+        "cross_entropy " + shape_text({R, V}), {random_floats({R, V}, rng, 5.f), ints(labels, {R})},
+        [R, V](std::vector<Tensor>& in, Device device, DType dtype, auto kernel, std::vector<Tensor>& out) {
+          out = {poisoned({1}, DType::float32, device), poisoned({R, V}, dtype, device)};
+          return kernel(op::CrossEntropy{in[0], in[1], 0.125f, out[0], out[1]});
+        }));
+  }
+  return cases;
+}
+
+std::vector<Case> sum_squares_cases(std::mt19937& rng) {
+  std::vector<Case> cases;
+  for (int64_t n : {1, 1000, 70001}) {
+    cases.push_back(make_case<op::SumSquares>(
+        "sum_squares " + std::to_string(n), {random_floats({n}, rng)},
+        [](std::vector<Tensor>& in, Device device, DType, auto kernel, std::vector<Tensor>& out) {
+          out = {placed(Tensor::cpu({1}, DType::float32), DType::float32, device)};
+          return kernel(op::SumSquares{in[0], out[0]});
+        }));
+  }
+  return cases;
+}
+
+std::vector<Case> adamw_cases(std::mt19937& rng) {
+  std::vector<Case> cases;
+  for (int64_t n : {1, 1000, 70001}) {
+    for (bool with_copy : {false, true}) {
+      Tensor v0 = random_floats({n}, rng);
+      for (int64_t i = 0; i < n; ++i) v0.data<float>()[i] = std::fabs(v0.data<float>()[i]);  // a second moment
+      cases.push_back(make_case<op::AdamW>(
+          "adamw " + std::to_string(n) + (with_copy ? " with a bfloat16 copy" : ""),
+          {random_floats({n}, rng), random_floats({n}, rng), random_floats({n}, rng, 0.1f), v0},
+          [n, with_copy](std::vector<Tensor>& in, Device device, DType, auto kernel, std::vector<Tensor>& out) {
+            out = {in[0], in[2], in[3]};
+            if (with_copy) out.push_back(poisoned({n}, DType::bfloat16, device));
+            Tensor param = with_copy ? out[3] : Tensor();
+            return kernel(op::AdamW{out[0], in[1], out[1], out[2], param, 1e-3, 0.9, 0.999, 1e-8, 0.01, 0.5, 3});
+          }));
+    }
+  }
+  return cases;
+}
+
 // The cases of every op, by op name.
 const std::map<std::string_view, std::vector<Case>>& all_cases() {
   static const auto cases = [] {
@@ -489,6 +647,15 @@ const std::map<std::string_view, std::vector<Case>>& all_cases() {
     m[op::KvCacheWrite::name] = kv_cache_write_cases(rng);
     m[op::QkvRopeCache::name] = qkv_rope_cache_cases(rng);
     m[op::PagedAttention::name] = paged_attention_cases(rng);
+    m[op::ConcatColumns::name] = concat_columns_cases(rng);
+    m[op::LinearBackward::name] = linear_backward_cases(rng);
+    m[op::RmsNormBackward::name] = rms_norm_backward_cases(rng);
+    m[op::SiluMulBackward::name] = silu_mul_backward_cases(rng);
+    m[op::EmbeddingBackward::name] = embedding_backward_cases(rng);
+    m[op::AttentionBackward::name] = attention_backward_cases(rng);
+    m[op::CrossEntropy::name] = cross_entropy_cases(rng);
+    m[op::SumSquares::name] = sum_squares_cases(rng);
+    m[op::AdamW::name] = adamw_cases(rng);
     return m;
   }();
   return cases;
