@@ -1,6 +1,7 @@
 #include "tfm/train/training_args.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
