@@ -11,31 +11,13 @@
 #include <iterator>
 #include <string>
 
+#include "support/scratch_dir.h"
+
 namespace tfm::testing {
 
 inline std::string safetensors_fixture(const std::string& name) {
   return std::string(TFM_SOURCE_DIR) + "/tests/fixtures/safetensors/" + name;
 }
-
-// A fresh directory for one test, removed with it; under `base` when given (the fuzz test uses memory).
-class ScratchDir {
- public:
-  explicit ScratchDir(std::filesystem::path base = std::filesystem::temp_directory_path()) {
-    const auto* test = ::testing::UnitTest::GetInstance()->current_test_info();
-    path_ = base / ("tfm_" + std::string(test->test_suite_name()) + "_" + test->name() + "_" +
-                    std::to_string(::getpid()));
-    std::filesystem::remove_all(path_);
-    std::filesystem::create_directories(path_);
-  }
-  ~ScratchDir() { std::filesystem::remove_all(path_); }
-  ScratchDir(const ScratchDir&) = delete;
-  ScratchDir& operator=(const ScratchDir&) = delete;
-  std::string operator/(const std::string& name) const { return (path_ / name).string(); }
-  const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
-};
 
 // Where the interop tests leave the files tfm wrote: $TFM_SAFETENSORS_EXPORT when set, for
 // `make_safetensors.py check DIR` to load them in Python; else the test's scratch directory.
