@@ -20,7 +20,8 @@ Tokens render_tokens(const json::Value& messages, size_t count, bool add_generat
   inputs.messages = json::Array(messages.as_array().begin(), messages.as_array().begin() + count);
   inputs.add_generation_prompt = add_generation_prompt;
   // The template writes the special tokens itself.
-  return tokenizer.encode(render_chat_template(source, tokenizer.config(), inputs), /*add_special_tokens=*/false);
+  return tokenizer.encode(render_chat_template(source, tokenizer.config(), inputs),
+                          /*add_special_tokens=*/false);
 }
 
 size_t common_prefix(const Tokens& a, const Tokens& b) {
@@ -32,7 +33,8 @@ size_t common_prefix(const Tokens& a, const Tokens& b) {
 size_t longest_tail_continued(std::span<const int64_t> tail, std::span<const int64_t> next) {
   const std::span<const int64_t> pattern = next.first(std::min(tail.size(), next.size()));
   if (pattern.empty()) return 0;
-  std::vector<size_t> border(pattern.size(), 0);  // of pattern[:i+1]: its longest proper prefix that is a suffix
+  std::vector<size_t> border(pattern.size(),
+                             0);  // of pattern[:i+1]: its longest proper prefix that is a suffix
   for (size_t i = 1, k = 0; i < pattern.size(); ++i) {
     while (k > 0 && pattern[i] != pattern[k]) k = border[k - 1];
     if (pattern[i] == pattern[k]) ++k;

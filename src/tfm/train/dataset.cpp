@@ -17,8 +17,8 @@ std::vector<TrainingExample> text_blocks(const TrainingRecords& records, const s
   const std::vector<std::vector<int64_t>> token_lists = tokenizer.encode_batch(texts);
   int64_t total = 0;
   for (const auto& tokens : token_lists) total += static_cast<int64_t>(tokens.size());
-  check(total >= block_size, file, " has ", total, " tokens, fewer than one block of max_seq_length = ",
-        block_size, " tokens");
+  check(total >= block_size, file, " has ", total,
+        " tokens, fewer than one block of max_seq_length = ", block_size, " tokens");
 
   std::vector<TrainingExample> blocks;
   blocks.reserve(total / block_size);

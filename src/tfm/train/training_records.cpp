@@ -16,7 +16,8 @@ std::string_view type_name(const json::Value& v) {
 }
 
 void check_messages(const json::Value& messages, const std::string& where) {
-  check(messages.is_array(), where, "\"messages\" must be a list of message objects, found ", type_name(messages));
+  check(messages.is_array(), where, "\"messages\" must be a list of message objects, found ",
+        type_name(messages));
   check(messages.size() > 0, where, "\"messages\" is empty");
   bool has_assistant = false;
   for (size_t i = 0; i < messages.size(); ++i) {
