@@ -8,7 +8,7 @@
 #include "tfm/train/batches.h"
 #include "train_fixtures.h"
 
-namespace tfm::train {
+namespace tfm {
 namespace {
 
 using test_support::error_of;
@@ -81,4 +81,4 @@ TEST(MicroBatches, BadSizeOrIndexIsAnError) {
 }
 
 }  // namespace
-}  // namespace tfm::train
+}  // namespace tfm

@@ -7,7 +7,7 @@
 #include "tfm/train/dataset.h"
 #include "train_fixtures.h"
 
-namespace tfm::train {
+namespace tfm {
 namespace {
 
 using test_support::error_of;
@@ -206,4 +206,4 @@ TEST(Dataset, MaxSeqLengthMustBePositive) {
 }
 
 }  // namespace
-}  // namespace tfm::train
+}  // namespace tfm

@@ -11,7 +11,7 @@
 #include "tfm/io/json.h"
 #include "tfm/tokenizer/tokenizer.h"
 
-namespace tfm::train::testing {
+namespace tfm::testing {
 
 inline std::string fixture(const std::string& name) {
   return TFM_SOURCE_DIR "/tests/fixtures/train/" + name;
@@ -44,4 +44,4 @@ std::vector<T> ints_of(const json::Value& list) {
   return out;
 }
 
-}  // namespace tfm::train::testing
+}  // namespace tfm::testing

@@ -6,7 +6,7 @@
 #include "tfm/train/training_records.h"
 #include "train_fixtures.h"
 
-namespace tfm::train {
+namespace tfm {
 namespace {
 
 using test_support::error_of;
@@ -111,4 +111,4 @@ TEST(TrainingRecordsErrors, DeepNestingIsAnErrorNotACrash) {
 }
 
 }  // namespace
-}  // namespace tfm::train
+}  // namespace tfm

@@ -226,25 +226,25 @@ struct CausalLM::Impl {
     return out;
   }
 
-  StepLoss forward_backward(const std::vector<TrainingSequence>& batch, float grad_scale, Gradients& grads) {
+  StepLoss forward_backward(const std::vector<const TrainingExample*>& batch, float grad_scale, Gradients& grads) {
     check(!batch.empty(), "forward_backward: an empty batch");
     // A cache just large enough for the batch: every sequence starts at position 0 and attends to itself.
     int64_t blocks = 0;
-    for (const TrainingSequence& s : batch) {
-      check(!s.input_ids.empty() && s.labels.size() == s.input_ids.size(), "forward_backward: a sequence of ",
-            s.input_ids.size(), " tokens with ", s.labels.size(), " labels");
-      blocks += blocks_for(static_cast<int64_t>(s.input_ids.size()), kDefaultBlockSize);
+    for (const TrainingExample* s : batch) {
+      check(!s->input_ids.empty() && s->labels.size() == s->input_ids.size(), "forward_backward: a sequence of ",
+            s->input_ids.size(), " tokens with ", s->labels.size(), " labels");
+      blocks += blocks_for(static_cast<int64_t>(s->input_ids.size()), kDefaultBlockSize);
     }
     KVCache cache = KVCache::create(config, blocks, kDefaultBlockSize, dtype, device);
     BatchBuilder builder(cache);
     std::vector<int32_t> shifted;  // each row's target: the next token's label, -100 for a sequence's last
     StepLoss result;
-    for (const TrainingSequence& s : batch) {
+    for (const TrainingExample* s : batch) {
       SequenceCache seq;
-      builder.add(seq, std::vector<int64_t>(s.input_ids.begin(), s.input_ids.end()), Logits::all);
-      for (size_t i = 0; i < s.labels.size(); ++i) {
-        shifted.push_back(i + 1 < s.labels.size() ? s.labels[i + 1] : -100);
-        result.items += shifted.back() != -100;
+      builder.add(seq, std::vector<int64_t>(s->input_ids.begin(), s->input_ids.end()), Logits::all);
+      for (size_t i = 0; i < s->labels.size(); ++i) {
+        shifted.push_back(i + 1 < s->labels.size() ? s->labels[i + 1] : kIgnoreIndex);
+        result.items += shifted.back() != kIgnoreIndex;
       }
     }
     const ForwardBatch fb = builder.finish();
@@ -433,7 +433,7 @@ std::vector<int64_t> CausalLM::greedy(const ForwardBatch& batch, KVCache& cache)
   return std::vector<int64_t>(host.data<int32_t>(), host.data<int32_t>() + host.numel());
 }
 
-StepLoss CausalLM::forward_backward(const std::vector<TrainingSequence>& batch, float grad_scale,
+StepLoss CausalLM::forward_backward(const std::vector<const TrainingExample*>& batch, float grad_scale,
                                    Gradients& grads) {
   return impl_->forward_backward(batch, grad_scale, grads);
 }

@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "tfm/core/device.h"
 #include "tfm/core/kernel_mode.h"
@@ -33,9 +34,12 @@ struct LinearModule {
   std::vector<std::pair<std::string, int64_t>> modules;
 };
 
-// One sequence of a training batch: its tokens from position 0 and their labels in Transformers' convention
-// (unshifted, -100 where no loss is taken).
-struct TrainingSequence {
+// Transformers' ignore_index: a label that takes no loss.
+inline constexpr int32_t kIgnoreIndex = -100;
+
+// One sequence of a training batch, from position 0. Labels are unshifted, as Transformers' are (the loss
+// shifts them): one per input id, the id itself where the model is to learn that token, kIgnoreIndex elsewhere.
+struct TrainingExample {
   std::vector<int32_t> input_ids;
   std::vector<int32_t> labels;
 };
@@ -98,7 +102,7 @@ class CausalLM {
   // next labels (shifted by one, the last predicting nothing); the cross-entropy summed over labels that are not
   // -100 is returned with their count, and the gradient of (that sum times `grad_scale`) is added to `grads`'
   // accumulators (a parameter without one gets none).
-  StepLoss forward_backward(const std::vector<TrainingSequence>& batch, float grad_scale, Gradients& grads);
+  StepLoss forward_backward(const std::vector<const TrainingExample*>& batch, float grad_scale, Gradients& grads);
 
   // Transformers' train() / eval(): with kernels in use, the layers switch to the variants registered for
   // the mode (kernelize's fallback to the default where a variant serves only the other).

@@ -8,7 +8,7 @@
 #include "tfm/core/error.h"
 #include "tfm/tokenizer/tokenizer.h"
 
-namespace tfm::train {
+namespace tfm {
 namespace {
 
 using Tokens = std::vector<int64_t>;
@@ -75,4 +75,4 @@ TrainingExample tokenize_with_assistant_labels(const json::Value& messages, cons
   return example;
 }
 
-}  // namespace tfm::train
+}  // namespace tfm

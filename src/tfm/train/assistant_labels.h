@@ -20,7 +20,7 @@
 #include "tfm/io/json.h"
 #include "tfm/train/dataset.h"
 
-namespace tfm::train {
+namespace tfm {
 
 // `messages` rendered by the template `source` and tokenized as apply_chat_template(messages,
 // tokenize=True) does (no special tokens added), with the labels of the rule above. Errors (a template that
@@ -28,4 +28,4 @@ namespace tfm::train {
 TrainingExample tokenize_with_assistant_labels(const json::Value& messages, const std::string& source,
                                                const tokenizer::Tokenizer& tokenizer);
 
-}  // namespace tfm::train
+}  // namespace tfm

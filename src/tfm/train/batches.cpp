@@ -5,7 +5,7 @@
 
 #include "tfm/core/error.h"
 
-namespace tfm::train {
+namespace tfm {
 namespace {
 
 uint64_t mix(uint64_t z) {
@@ -49,4 +49,4 @@ std::vector<MicroBatch> micro_batches(const std::vector<TrainingExample>& exampl
   return batches;
 }
 
-}  // namespace tfm::train
+}  // namespace tfm

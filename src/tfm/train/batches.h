@@ -8,7 +8,7 @@
 
 #include "tfm/train/dataset.h"
 
-namespace tfm::train {
+namespace tfm {
 
 // A permutation of 0 .. n-1, the same for the same (n, seed, epoch) everywhere. Precisely, with all
 // arithmetic modulo 2^64 and splitmix64's output function
@@ -30,4 +30,4 @@ struct MicroBatch {
 std::vector<MicroBatch> micro_batches(const std::vector<TrainingExample>& examples,
                                       const std::vector<int64_t>& order, int64_t batch_size, bool drop_last);
 
-}  // namespace tfm::train
+}  // namespace tfm

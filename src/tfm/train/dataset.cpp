@@ -6,7 +6,7 @@
 #include "tfm/tokenizer/tokenizer.h"
 #include "tfm/train/assistant_labels.h"
 
-namespace tfm::train {
+namespace tfm {
 namespace {
 
 std::vector<TrainingExample> text_blocks(const TrainingRecords& records, const std::string& file,
@@ -75,4 +75,4 @@ TrainingDataset load_training_dataset(const std::string& path, const tokenizer::
   return {RecordKind::text, text_blocks(records, path, tokenizer, max_seq_length), 0};
 }
 
-}  // namespace tfm::train
+}  // namespace tfm

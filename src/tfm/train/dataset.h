@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "tfm/model/causal_lm.h"
 #include "tfm/tokenizer/chat_template.h"
 #include "tfm/train/training_records.h"
 
@@ -21,17 +22,7 @@ namespace tfm::tokenizer {
 class Tokenizer;
 }
 
-namespace tfm::train {
-
-// Transformers' ignore_index: a label that takes no loss.
-inline constexpr int32_t kIgnoreIndex = -100;
-
-// One sequence of the model's input. labels are unshifted, as Transformers' are (the loss shifts them): one
-// per input id, the id itself where the model is to learn that token, kIgnoreIndex elsewhere.
-struct TrainingExample {
-  std::vector<int32_t> input_ids;
-  std::vector<int32_t> labels;
-};
+namespace tfm {
 
 struct TrainingDataset {
   RecordKind kind = RecordKind::text;
@@ -44,4 +35,4 @@ struct TrainingDataset {
 TrainingDataset load_training_dataset(const std::string& path, const tokenizer::Tokenizer& tokenizer,
                                       const ChatTemplates& templates, int64_t max_seq_length);
 
-}  // namespace tfm::train
+}  // namespace tfm

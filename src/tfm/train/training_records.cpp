@@ -4,7 +4,7 @@
 #include "tfm/io/file.h"
 #include "tfm/io/json_reader.h"
 
-namespace tfm::train {
+namespace tfm {
 namespace {
 
 bool is_blank(std::string_view line) {
@@ -79,4 +79,4 @@ TrainingRecords read_training_records(const std::string& path) {
   return parse_training_records(io::read_file(path), path);
 }
 
-}  // namespace tfm::train
+}  // namespace tfm

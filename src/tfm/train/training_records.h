@@ -11,7 +11,7 @@
 
 #include "tfm/io/json.h"
 
-namespace tfm::train {
+namespace tfm {
 
 enum class RecordKind { text, messages };
 
@@ -32,4 +32,4 @@ TrainingRecords parse_training_records(std::string_view contents, const std::str
 // Reads and parses a file; an unreadable one is an error naming it.
 TrainingRecords read_training_records(const std::string& path);
 
-}  // namespace tfm::train
+}  // namespace tfm
