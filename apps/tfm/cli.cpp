@@ -92,6 +92,17 @@ bool Args::flag(std::string_view name) {
   return !w->value.has_value() || *w->value == "true";
 }
 
+std::vector<std::string> Args::take_unused() {
+  std::vector<std::string> words;
+  for (Word& w : words_) {
+    if (w.used) continue;
+    w.used = true;
+    words.push_back("--" + w.name);
+    if (w.value) words.push_back(*w.value);
+  }
+  return words;
+}
+
 void Args::finish() {
   for (const Word& w : words_) check(w.used, "unknown option --", w.name);
 }

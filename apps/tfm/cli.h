@@ -25,6 +25,9 @@ class Args {
   bool help() const { return help_; }
   // --quiet, which every command takes: only results and errors (no warnings, progress bars or timing).
   bool quiet() const { return quiet_; }
+  // The options no get() or flag() has asked for, as command-line words again ("--name", "value"), marked
+  // used: for a command that hands them on to a parser of its own (train's TrainingArguments).
+  std::vector<std::string> take_unused();
   void finish();
 
  private:

@@ -14,7 +14,7 @@ namespace {
 const tfm::cli::Command* const kCommands[] = {
     &tfm::cli::kGenerateCommand,     &tfm::cli::kChatCommand,     &tfm::cli::kForwardCommand,
     &tfm::cli::kDevicesCommand,      &tfm::cli::kKernelsCommand,  &tfm::cli::kTokenizeCommand,
-    &tfm::cli::kDetokenizeCommand,   &tfm::cli::kChatTemplateCommand, &tfm::cli::kServeCommand,
+    &tfm::cli::kDetokenizeCommand,   &tfm::cli::kChatTemplateCommand, &tfm::cli::kServeCommand, &tfm::cli::kTrainCommand,
     &tfm::cli::kBenchThroughputCommand, &tfm::cli::kBenchServeCommand, &tfm::cli::kBenchLatencyCommand,
 };
 

@@ -46,7 +46,7 @@ ModelArgs read_model_args(Args& args, ModelUse use) {
     if (const auto kernels = args.get("kernels")) m.options.kernel_config = KernelConfig::parse(*kernels);
   }
   m.id = model ? *model : default_model_dir();
-  m.dir = resolve_pretrained(m.id, m.options.revision, /*weights=*/use == ModelUse::run);
+  m.dir = resolve_pretrained(m.id, m.options.revision, /*weights=*/use != ModelUse::tokenizer);
   return m;
 }
 

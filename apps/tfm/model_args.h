@@ -12,7 +12,8 @@ namespace tfm::cli {
 
 enum class ModelUse {
   run,       // the weights are loaded: the options that place and run them are read too
-  tokenizer  // only the tokenizer files and chat templates are needed (a Hub id downloads no weights)
+  tokenizer,  // only the tokenizer files and chat templates are needed (a Hub id downloads no weights)
+  train       // the weights are loaded where and how the Trainer decides (no placement options)
 };
 
 struct ModelArgs {

@@ -226,13 +226,17 @@ struct CausalLM::Impl {
     return out;
   }
 
-  StepLoss forward_backward(const std::vector<const TrainingExample*>& batch, float grad_scale, Gradients& grads) {
-    check(!batch.empty(), "forward_backward: an empty batch");
+  // A training batch's loss and, with `grads`, its backward. With `recompute`, the forward keeps only each
+  // layer's input and the backward runs each layer's forward again before its backward (activation
+  // checkpointing): one more forward for a layer's activations instead of all of them.
+  StepLoss train_step(const std::vector<const TrainingExample*>& batch, float grad_scale, Gradients* grads,
+                      bool recompute) {
+    check(!batch.empty(), "a training step needs at least one sequence");
     // A cache just large enough for the batch: every sequence starts at position 0 and attends to itself.
     int64_t blocks = 0;
     for (const TrainingExample* s : batch) {
-      check(!s->input_ids.empty() && s->labels.size() == s->input_ids.size(), "forward_backward: a sequence of ",
-            s->input_ids.size(), " tokens with ", s->labels.size(), " labels");
+      check(!s->input_ids.empty() && s->labels.size() == s->input_ids.size(), "a training sequence of ",
+            s->input_ids.size(), " tokens has ", s->labels.size(), " labels");
       blocks += blocks_for(static_cast<int64_t>(s->input_ids.size()), kDefaultBlockSize);
     }
     KVCache cache = KVCache::create(config, blocks, kDefaultBlockSize, dtype, device);
@@ -260,20 +264,38 @@ struct CausalLM::Impl {
     neg_sin = upload_as(neg_sin, dtype, device);
 
     SavedActivations saved;
-    const int64_t T = static_cast<int64_t>(fb.token_ids.size());
-    Tensor logits = tfm::empty({T, config.vocab_size}, dtype, device);
-    run_layers(inputs, cos, sin, cache, &saved, logits);
-    Tensor labels = Tensor::cpu({T}, DType::int32);
+    const StepContext ctx{device, dtype, inputs.meta, cos, sin, kernels, grads ? &saved : nullptr};
+    const StepContext unsaved{device, dtype, inputs.meta, cos, sin, kernels, nullptr};
+    Tensor h = embed_tokens.forward(inputs.ids, ctx), pending;
+    std::vector<std::pair<Tensor, Tensor>> layer_inputs;  // (h, pending) before each layer, with recompute
+    for (size_t l = 0; l < layers.size(); ++l) {
+      if (recompute && grads) layer_inputs.emplace_back(clone(h), pending.defined() ? clone(pending) : Tensor());
+      layers[l].forward(h, pending, cache.layers[l], recompute ? unsaved : ctx);
+    }
+    Tensor logits = lm_head.forward(norm.forward_residual(h, pending, ctx), ctx);
+    Tensor labels = Tensor::cpu({static_cast<int64_t>(shifted.size())}, DType::int32);
     std::copy(shifted.begin(), shifted.end(), labels.data<int32_t>());
     labels = to_device(labels, device);
     Tensor loss = tfm::empty({1}, DType::float32, device);
     ops::cross_entropy(logits, labels, grad_scale, loss, logits);  // the logits become their gradient
     result.loss_sum = to_device(loss, Device{}).data<float>()[0];
+    if (!grads) return result;
 
-    const BackwardContext ctx{device, dtype, saved, inputs.meta.query_start, cos, neg_sin, grads};
-    Tensor grad = norm.backward(lm_head.backward(logits, ctx), ctx);  // of the last residual add's sum
-    for (size_t l = layers.size(); l-- > 0;) layers[l].backward(grad, ctx);
-    embed_tokens.backward(grad, ctx);
+    const BackwardContext back{device, dtype, saved, inputs.meta.query_start, cos, neg_sin, *grads};
+    Tensor grad = norm.backward(lm_head.backward(logits, back), back);  // of the last residual add's sum
+    for (size_t l = layers.size(); l-- > 0;) {
+      if (!recompute) {
+        layers[l].backward(grad, back);
+        continue;
+      }
+      SavedActivations layer_saved;
+      auto& [layer_h, layer_pending] = layer_inputs[l];
+      layers[l].forward(layer_h, layer_pending, cache.layers[l],
+                        StepContext{device, dtype, inputs.meta, cos, sin, kernels, &layer_saved});
+      layers[l].backward(grad, BackwardContext{device, dtype, layer_saved, inputs.meta.query_start, cos, neg_sin,
+                                               *grads});
+    }
+    embed_tokens.backward(grad, back);
     return result;
   }
 
@@ -434,8 +456,12 @@ std::vector<int64_t> CausalLM::greedy(const ForwardBatch& batch, KVCache& cache)
 }
 
 StepLoss CausalLM::forward_backward(const std::vector<const TrainingExample*>& batch, float grad_scale,
-                                   Gradients& grads) {
-  return impl_->forward_backward(batch, grad_scale, grads);
+                                   Gradients& grads, bool recompute_layers) {
+  return impl_->train_step(batch, grad_scale, &grads, recompute_layers);
+}
+
+StepLoss CausalLM::loss(const std::vector<const TrainingExample*>& batch) {
+  return impl_->train_step(batch, 0.f, nullptr, false);
 }
 
 std::vector<Parameter> CausalLM::parameters() const {

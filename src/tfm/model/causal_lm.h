@@ -101,8 +101,12 @@ class CausalLM {
   // Transformers' causal LM loss of `batch` and its backward, in one step: each sequence's logits predict its
   // next labels (shifted by one, the last predicting nothing); the cross-entropy summed over labels that are not
   // -100 is returned with their count, and the gradient of (that sum times `grad_scale`) is added to `grads`'
-  // accumulators (a parameter without one gets none).
-  StepLoss forward_backward(const std::vector<const TrainingExample*>& batch, float grad_scale, Gradients& grads);
+  // accumulators (a parameter without one gets none). `recompute_layers` is activation checkpointing: each
+  // layer's forward runs again in the backward instead of keeping its activations.
+  StepLoss forward_backward(const std::vector<const TrainingExample*>& batch, float grad_scale, Gradients& grads,
+                            bool recompute_layers = false);
+  // The same loss without the backward (evaluation).
+  StepLoss loss(const std::vector<const TrainingExample*>& batch);
 
   // Transformers' train() / eval(): with kernels in use, the layers switch to the variants registered for
   // the mode (kernelize's fallback to the default where a variant serves only the other).

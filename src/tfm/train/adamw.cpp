@@ -36,12 +36,12 @@ void AdamW::add(const std::string& name, const Tensor& param, const std::vector<
   entries_.push_back(std::move(e));
 }
 
-double AdamW::clip_grad_norm(double max_norm) {
+double AdamW::clip_grad_norm(double max_norm, double loss_scale) {
   check(!entries_.empty(), "the optimizer has no parameters");
   Tensor total = zeros_like_float(empty({1}, DType::float32, entries_.front().grad.device()));
   for (const Entry& e : entries_) ops::sum_squares(e.grad, total);
-  const double norm = std::sqrt(static_cast<double>(to_device(total, Device{}).data<float>()[0]));
-  grad_scale_ = max_norm > 0 ? std::min(1.0, max_norm / (norm + 1e-6)) : 1.0;
+  const double norm = std::sqrt(static_cast<double>(to_device(total, Device{}).data<float>()[0])) / loss_scale;
+  grad_scale_ = (max_norm > 0 ? std::min(1.0, max_norm / (norm + 1e-6)) : 1.0) / loss_scale;
   return norm;
 }
 
@@ -60,6 +60,17 @@ void AdamW::step(double lr) {
   }
   grad_scale_ = 1.0;
   gradients_.zero();
+}
+
+void AdamW::skip_step() {
+  grad_scale_ = 1.0;
+  gradients_.zero();
+}
+
+const Tensor& AdamW::master(const std::string& name) const {
+  for (const Entry& e : entries_)
+    if (e.name == name) return e.master;
+  throw_error("the optimizer does not train ", name);
 }
 
 std::vector<std::pair<std::string, Tensor>> AdamW::state() const {

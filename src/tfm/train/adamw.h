@@ -30,12 +30,15 @@ class AdamW {
   // The accumulators the backward adds to, by parameter name.
   Gradients& gradients() { return gradients_; }
 
-  // The global L2 norm of the gradients; with max_norm > 0 the next step scales them by
-  // max_norm / (norm + 1e-6) when that is below 1 (torch.nn.utils.clip_grad_norm_).
-  double clip_grad_norm(double max_norm);
+  // The global L2 norm of the gradients, which hold the true ones times `loss_scale` (float16's loss scaling);
+  // the next step divides them by loss_scale and, with max_norm > 0, scales them by max_norm / (norm + 1e-6)
+  // when that is below 1 (torch.nn.utils.clip_grad_norm_).
+  double clip_grad_norm(double max_norm, double loss_scale = 1.0);
 
   // One AdamW step at learning rate `lr`, then the gradients are zeroed.
   void step(double lr);
+  // No step (gradients that overflowed float16): the gradients are zeroed.
+  void skip_step();
   int64_t steps() const { return steps_; }
 
   // The state a checkpoint keeps (masters, exp_avg, exp_avg_sq by "<name>.<what>") and the step count;
@@ -51,6 +54,7 @@ class AdamW {
     bool decay;
   };
   const std::vector<Entry>& entries() const { return entries_; }
+  const Tensor& master(const std::string& name) const;  // an error naming it when it is not trained
 
  private:
   AdamWOptions options_;
