@@ -17,18 +17,25 @@ std::string shape_str(const Shape& shape) {
   return s + "]";
 }
 
+// These run for every tensor an op touches: their messages are built only when they fail.
 int64_t shape_numel(const Shape& shape) {
   int64_t n = 1;
   for (int64_t d : shape) {
-    check(d >= 0, "shape ", shape_str(shape), " has a negative size");
-    n = checked_mul(n, d, "the elements of shape " + shape_str(shape));
+    if (d < 0) throw_error("shape ", shape_str(shape), " has a negative size");
+    int64_t product = 0;
+    if (__builtin_mul_overflow(n, d, &product))
+      throw_error("the elements of shape ", shape_str(shape), " (", n, " * ", d, ") does not fit in 64 bits");
+    n = product;
   }
   return n;
 }
 
 size_t shape_bytes(const Shape& shape, DType dtype) {
-  return static_cast<size_t>(checked_mul(shape_numel(shape), static_cast<int64_t>(dtype_size(dtype)),
-                                         "the bytes of shape " + shape_str(shape)));
+  const int64_t n = shape_numel(shape), size = static_cast<int64_t>(dtype_size(dtype));
+  int64_t bytes = 0;
+  if (__builtin_mul_overflow(n, size, &bytes))
+    throw_error("the bytes of shape ", shape_str(shape), " (", n, " * ", size, ") does not fit in 64 bits");
+  return static_cast<size_t>(bytes);
 }
 
 std::optional<size_t> host_available_memory() {
@@ -114,14 +121,14 @@ bool Tensor::is_contiguous() const {
 }
 
 Tensor Tensor::reshape(const Shape& shape) const {
-  check(is_contiguous(), "reshape of a non-contiguous tensor ", str());
-  check(shape_numel(shape) == numel(), "cannot reshape ", str(), " to ", shape_str(shape));
+  if (!is_contiguous()) throw_error("reshape of a non-contiguous tensor ", str());
+  if (shape_numel(shape) != numel()) throw_error("cannot reshape ", str(), " to ", shape_str(shape));
   return Tensor(storage_, shape, dtype_, offset_);
 }
 
 Tensor Tensor::narrow(int64_t start, int64_t length) const {
-  check(dim() >= 1 && start >= 0 && length >= 0 && start + length <= shape_[0], "narrow(", start, ", ",
-        length, ") out of range for ", str());
+  if (!(dim() >= 1 && start >= 0 && length >= 0 && start + length <= shape_[0]))
+    throw_error("narrow(", start, ", ", length, ") out of range for ", str());
   Tensor t = *this;
   t.shape_[0] = length;
   t.offset_ = offset_ + start * strides_[0];
@@ -129,7 +136,7 @@ Tensor Tensor::narrow(int64_t start, int64_t length) const {
 }
 
 Tensor Tensor::operator[](int64_t i) const {
-  check(dim() >= 1 && i >= 0 && i < shape_[0], "index ", i, " out of range for ", str());
+  if (!(dim() >= 1 && i >= 0 && i < shape_[0])) throw_error("index ", i, " out of range for ", str());
   Tensor t = *this;
   t.offset_ = offset_ + i * strides_[0];
   t.shape_.erase(t.shape_.begin());

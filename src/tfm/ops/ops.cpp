@@ -9,14 +9,18 @@
 namespace tfm::ops {
 namespace {
 
+// Checks format their message only on failure (`if (!ok) throw_error(...)` rather than check(ok, ...)): an op
+// runs per layer per step, and building the message every time costs more than a small kernel.
+
 void expect(const Tensor& t, DType dtype, std::string_view op, const char* what) {
-  check(t.defined() && t.dtype() == dtype && t.is_contiguous(), op, ": ", what, " must be contiguous ",
-        dtype_name(dtype), ", got ", t.defined() ? t.str() : "nothing");
+  if (!(t.defined() && t.dtype() == dtype && t.is_contiguous()))
+    throw_error(op, ": ", what, " must be contiguous ", dtype_name(dtype), ", got ",
+                t.defined() ? t.str() : "nothing");
 }
 
 DType compute_dtype(DType d, std::string_view op) {
-  check(std::find(std::begin(kComputeDTypes), std::end(kComputeDTypes), d) != std::end(kComputeDTypes), op, ": ",
-        dtype_name(d), " is not a dtype models compute in (float32, bfloat16, float16)");
+  check(std::find(std::begin(kComputeDTypes), std::end(kComputeDTypes), d) != std::end(kComputeDTypes), op,
+        ": ", dtype_name(d), " is not a dtype models compute in (float32, bfloat16, float16)");
   return d;
 }
 
@@ -32,8 +36,8 @@ void dispatch(const Op& a, std::string_view variant = {}) {
   const auto tensors = a.tensors();
   const Device device = tensors[0]->device();
   for (const Tensor* t : tensors) {
-    check(!t->defined() || t->device() == device, Op::name, ": tensors on ", device.str(), " and ",
-          t->device().str());
+    if (!(!t->defined() || t->device() == device))
+      throw_error(Op::name, ": tensors on ", device.str(), " and ", t->device().str());
   }
   kernel_registry().run(a, device.type, variant);
 }
@@ -58,8 +62,8 @@ void argmax_rows(const Tensor& x, Tensor& ids) {
   const DType d = compute_dtype(a);
   expect(x, d, a.name, "x");
   expect(ids, DType::int32, a.name, "ids");
-  check(x.dim() == 2 && x.size(1) > 0 && ids.dim() == 1 && ids.size(0) == x.size(0), "argmax_rows: shapes ",
-        x.str(), " -> ", ids.str(), " do not match");
+  if (!(x.dim() == 2 && x.size(1) > 0 && ids.dim() == 1 && ids.size(0) == x.size(0)))
+    throw_error("argmax_rows: shapes ", x.str(), " -> ", ids.str(), " do not match");
   dispatch(a);
 }
 
@@ -69,9 +73,9 @@ void embedding(const Tensor& table, const Tensor& ids, Tensor& out, std::string_
   expect(table, d, a.name, "table");
   expect(ids, DType::int32, a.name, "ids");
   expect(out, d, a.name, "out");
-  check(table.dim() == 2 && ids.dim() == 1 && out.dim() == 2 && out.size(0) == ids.size(0) &&
-            out.size(1) == table.size(1),
-        "embedding: out ", out.str(), " does not match ", ids.str(), " and ", table.str());
+  if (!(table.dim() == 2 && ids.dim() == 1 && out.dim() == 2 && out.size(0) == ids.size(0) &&
+        out.size(1) == table.size(1)))
+    throw_error("embedding: out ", out.str(), " does not match ", ids.str(), " and ", table.str());
   dispatch(a, variant);
 }
 
@@ -81,12 +85,13 @@ void linear(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y, std
   expect(x, d, a.name, "x");
   expect(w, d, a.name, "weight");
   expect(y, d, a.name, "y");
-  check(x.dim() == 2 && w.dim() == 2 && w.size(1) == x.size(1) && y.dim() == 2 && y.size(0) == x.size(0) &&
-            y.size(1) == w.size(0),
-        "linear: shapes ", x.str(), " @ ", w.str(), "^T -> ", y.str(), " do not match");
+  if (!(x.dim() == 2 && w.dim() == 2 && w.size(1) == x.size(1) && y.dim() == 2 && y.size(0) == x.size(0) &&
+        y.size(1) == w.size(0)))
+    throw_error("linear: shapes ", x.str(), " @ ", w.str(), "^T -> ", y.str(), " do not match");
   if (bias.defined()) {
     expect(bias, d, a.name, "bias");
-    check(bias.dim() == 1 && bias.size(0) == w.size(0), "linear: bias ", bias.str(), " does not match ", w.str());
+    if (!(bias.dim() == 1 && bias.size(0) == w.size(0)))
+      throw_error("linear: bias ", bias.str(), " does not match ", w.str());
   }
   dispatch(a, variant);
 }
@@ -97,8 +102,8 @@ void rms_norm(const Tensor& x, const Tensor& weight, float eps, Tensor& out, std
   expect(x, d, a.name, "x");
   expect(weight, d, a.name, "weight");
   expect(out, d, a.name, "out");
-  check(weight.dim() == 1 && x.dim() >= 1 && x.size(-1) == weight.size(0) && out.shape() == x.shape(),
-        "rms_norm: shapes ", x.str(), ", ", weight.str(), " -> ", out.str(), " do not match");
+  if (!(weight.dim() == 1 && x.dim() >= 1 && x.size(-1) == weight.size(0) && out.shape() == x.shape()))
+    throw_error("rms_norm: shapes ", x.str(), ", ", weight.str(), " -> ", out.str(), " do not match");
   dispatch(a, variant);
 }
 
@@ -110,10 +115,10 @@ void add_rms_norm(Tensor& residual, const Tensor& x, const Tensor& weight, float
   expect(x, d, a.name, "x");
   expect(weight, d, a.name, "weight");
   expect(out, d, a.name, "out");
-  check(weight.dim() == 1 && residual.dim() == 2 && residual.size(1) == weight.size(0) &&
-            x.shape() == residual.shape() && out.shape() == residual.shape(),
-        "add_rms_norm: shapes ", residual.str(), " + ", x.str(), ", ", weight.str(), " -> ", out.str(),
-        " do not match");
+  if (!(weight.dim() == 1 && residual.dim() == 2 && residual.size(1) == weight.size(0) &&
+        x.shape() == residual.shape() && out.shape() == residual.shape()))
+    throw_error("add_rms_norm: shapes ", residual.str(), " + ", x.str(), ", ", weight.str(), " -> ",
+                out.str(), " do not match");
   dispatch(a, variant);
 }
 
@@ -123,9 +128,9 @@ void rope_(Tensor& x, const Tensor& cos, const Tensor& sin, std::string_view var
   expect(x, d, a.name, "x");
   expect(cos, d, a.name, "cos");
   expect(sin, d, a.name, "sin");
-  check(x.dim() == 3 && cos.dim() == 2 && cos.shape() == sin.shape() && cos.size(0) == x.size(0) &&
-            cos.size(1) <= x.size(2) && cos.size(1) % 2 == 0,
-        "rope: shapes ", x.str(), ", ", cos.str(), " do not match");
+  if (!(x.dim() == 3 && cos.dim() == 2 && cos.shape() == sin.shape() && cos.size(0) == x.size(0) &&
+        cos.size(1) <= x.size(2) && cos.size(1) % 2 == 0))
+    throw_error("rope: shapes ", x.str(), ", ", cos.str(), " do not match");
   dispatch(a, variant);
 }
 
@@ -134,8 +139,9 @@ void silu_mul(const Tensor& gate_up, Tensor& out, std::string_view variant) {
   const DType d = compute_dtype(a);
   expect(gate_up, d, a.name, "gate_up");
   expect(out, d, a.name, "out");
-  check(gate_up.dim() == 2 && out.dim() == 2 && gate_up.size(0) == out.size(0) && gate_up.size(1) == 2 * out.size(1),
-        "silu_mul: shapes ", gate_up.str(), " -> ", out.str(), " do not match");
+  if (!(gate_up.dim() == 2 && out.dim() == 2 && gate_up.size(0) == out.size(0) &&
+        gate_up.size(1) == 2 * out.size(1)))
+    throw_error("silu_mul: shapes ", gate_up.str(), " -> ", out.str(), " do not match");
   dispatch(a, variant);
 }
 
@@ -144,7 +150,7 @@ void add_(Tensor& x, const Tensor& y) {
   const DType d = compute_dtype(a);
   expect(x, d, a.name, "x");
   expect(y, d, a.name, "y");
-  check(x.shape() == y.shape(), "add: shapes ", x.str(), " and ", y.str(), " differ");
+  if (!(x.shape() == y.shape())) throw_error("add: shapes ", x.str(), " and ", y.str(), " differ");
   dispatch(a);
 }
 
@@ -152,7 +158,7 @@ void cast(const Tensor& x, Tensor& out) {
   const op::Cast a{x, out};
   expect(x, compute_dtype(a), a.name, "x");
   expect(out, compute_dtype(out.dtype(), a.name), a.name, "out");
-  check(x.shape() == out.shape(), "cast: shapes ", x.str(), " and ", out.str(), " differ");
+  if (!(x.shape() == out.shape())) throw_error("cast: shapes ", x.str(), " and ", out.str(), " differ");
   dispatch(a);
 }
 
@@ -160,16 +166,17 @@ void split_columns(const Tensor& x, std::span<Tensor* const> outs) {
   const op::SplitColumns a{x, outs};
   const DType d = compute_dtype(a);
   expect(x, d, a.name, "x");
-  check(x.dim() >= 1 && !outs.empty() && outs.size() <= op::SplitColumns::kMaxOutputs,
-        "split_columns: 1 to ", op::SplitColumns::kMaxOutputs, " outputs, got ", outs.size());
+  check(x.dim() >= 1 && !outs.empty() && outs.size() <= op::SplitColumns::kMaxOutputs, "split_columns: 1 to ",
+        op::SplitColumns::kMaxOutputs, " outputs, got ", outs.size());
   int64_t width = 0;
   for (Tensor* o : outs) {
     expect(*o, d, a.name, "output");
-    check(o->dim() >= 1 && o->size(0) == x.size(0) && o->device() == x.device(), "split_columns: output ", o->str(),
-          " does not have the rows of ", x.str());
+    if (!(o->dim() >= 1 && o->size(0) == x.size(0) && o->device() == x.device()))
+      throw_error("split_columns: output ", o->str(), " does not have the rows of ", x.str());
     width += o->numel() / std::max<int64_t>(x.size(0), 1);
   }
-  check(x.numel() == x.size(0) * width, "split_columns: ", x.str(), " is not the outputs side by side");
+  if (!(x.numel() == x.size(0) * width))
+    throw_error("split_columns: ", x.str(), " is not the outputs side by side");
   dispatch(a);
 }
 
@@ -182,11 +189,11 @@ void concat_columns(std::span<const Tensor* const> ins, Tensor& out) {
   int64_t width = 0;
   for (const Tensor* in : ins) {
     expect(*in, d, a.name, "input");
-    check(in->dim() >= 1 && in->size(0) == out.size(0) && in->device() == out.device(), "concat_columns: input ",
-          in->str(), " does not have the rows of ", out.str());
+    if (!(in->dim() >= 1 && in->size(0) == out.size(0) && in->device() == out.device()))
+      throw_error("concat_columns: input ", in->str(), " does not have the rows of ", out.str());
     width += in->numel() / std::max<int64_t>(out.size(0), 1);
   }
-  check(out.size(1) == width, "concat_columns: ", out.str(), " is not the inputs side by side");
+  if (!(out.size(1) == width)) throw_error("concat_columns: ", out.str(), " is not the inputs side by side");
   dispatch(a);
 }
 
@@ -196,8 +203,9 @@ void gather_rows(const Tensor& x, const Tensor& rows, Tensor& out) {
   expect(x, d, a.name, "x");
   expect(rows, DType::int32, a.name, "rows");
   expect(out, d, a.name, "out");
-  check(x.dim() == 2 && rows.dim() == 1 && out.dim() == 2 && out.size(0) == rows.size(0) && out.size(1) == x.size(1),
-        "gather_rows: shapes ", x.str(), ", ", rows.str(), " -> ", out.str(), " do not match");
+  if (!(x.dim() == 2 && rows.dim() == 1 && out.dim() == 2 && out.size(0) == rows.size(0) &&
+        out.size(1) == x.size(1)))
+    throw_error("gather_rows: shapes ", x.str(), ", ", rows.str(), " -> ", out.str(), " do not match");
   dispatch(a);
 }
 
@@ -210,10 +218,11 @@ void kv_cache_write(const Tensor& k, const Tensor& v, const Tensor& slots, Tenso
   expect(slots, DType::int32, a.name, "slots");
   expect(cache_k, d, a.name, "key cache");
   expect(cache_v, d, a.name, "value cache");
-  check(k.dim() == 3 && v.shape() == k.shape() && slots.dim() == 1 && slots.size(0) == k.size(0) &&
-            cache_k.dim() == 4 && cache_k.size(2) == k.size(1) && cache_k.size(3) == k.size(2) &&
-            cache_v.shape() == cache_k.shape(),
-        "kv_cache_write: shapes ", k.str(), ", ", slots.str(), " -> ", cache_k.str(), " do not match");
+  if (!(k.dim() == 3 && v.shape() == k.shape() && slots.dim() == 1 && slots.size(0) == k.size(0) &&
+        cache_k.dim() == 4 && cache_k.size(2) == k.size(1) && cache_k.size(3) == k.size(2) &&
+        cache_v.shape() == cache_k.shape()))
+    throw_error("kv_cache_write: shapes ", k.str(), ", ", slots.str(), " -> ", cache_k.str(),
+                " do not match");
   dispatch(a, variant);
 }
 
@@ -221,34 +230,42 @@ bool qkv_rope_cache_runs_on(DeviceType device, DType dtype) {
   return kernel_registry().find<op::QkvRopeCache>(device, dtype) != nullptr;
 }
 
-void qkv_rope_cache(const Tensor& qkv, const Tensor& q_norm, const Tensor& k_norm, float eps, const Tensor& cos,
-                    const Tensor& sin, const Tensor& slots, Tensor& q, Tensor& cache_k, Tensor& cache_v,
-                    std::string_view variant) {
+void qkv_rope_cache(const Tensor& qkv, const Tensor& q_norm, const Tensor& k_norm, float eps,
+                    const Tensor& cos, const Tensor& sin, const Tensor& slots, Tensor& q, Tensor& cache_k,
+                    Tensor& cache_v, std::string_view variant) {
   const op::QkvRopeCache a{qkv, q_norm, k_norm, eps, cos, sin, slots, q, cache_k, cache_v};
   const DType d = compute_dtype(a);
-  for (const auto& [t, what] : {std::pair{&qkv, "qkv"}, {&cos, "cos"}, {&sin, "sin"}, {&q, "q"},
-                                {&cache_k, "cache_k"}, {&cache_v, "cache_v"}})
+  for (const auto& [t, what] : {std::pair{&qkv, "qkv"},
+                                {&cos, "cos"},
+                                {&sin, "sin"},
+                                {&q, "q"},
+                                {&cache_k, "cache_k"},
+                                {&cache_v, "cache_v"}})
     expect(*t, d, a.name, what);
   expect(slots, DType::int32, a.name, "slots");
-  check(q.dim() == 3 && cache_k.dim() == 4 && cache_k.shape() == cache_v.shape() && cache_k.size(3) == q.size(2),
-        "qkv_rope_cache: q ", q.str(), " and the cache ", cache_k.str(), " do not match");
+  if (!(q.dim() == 3 && cache_k.dim() == 4 && cache_k.shape() == cache_v.shape() &&
+        cache_k.size(3) == q.size(2)))
+    throw_error("qkv_rope_cache: q ", q.str(), " and the cache ", cache_k.str(), " do not match");
   const int64_t T = q.size(0), heads = q.size(1), D = q.size(2), kv_heads = cache_k.size(2);
-  check(qkv.dim() == 2 && qkv.size(0) == T && qkv.size(1) == (heads + 2 * kv_heads) * D && slots.dim() == 1 &&
-            slots.size(0) == T,
-        "qkv_rope_cache: qkv ", qkv.str(), " and slots ", slots.str(), " do not match q ", q.str(), " and ",
-        kv_heads, " kv heads");
-  check(cos.dim() == 2 && cos.shape() == sin.shape() && cos.size(0) == T && cos.size(1) <= D && cos.size(1) % 2 == 0,
-        "qkv_rope_cache: cos ", cos.str(), " does not match q ", q.str());
+  if (!(qkv.dim() == 2 && qkv.size(0) == T && qkv.size(1) == (heads + 2 * kv_heads) * D && slots.dim() == 1 &&
+        slots.size(0) == T))
+    throw_error("qkv_rope_cache: qkv ", qkv.str(), " and slots ", slots.str(), " do not match q ", q.str(),
+                " and ", kv_heads, " kv heads");
+  if (!(cos.dim() == 2 && cos.shape() == sin.shape() && cos.size(0) == T && cos.size(1) <= D &&
+        cos.size(1) % 2 == 0))
+    throw_error("qkv_rope_cache: cos ", cos.str(), " does not match q ", q.str());
   for (const Tensor* norm : {&q_norm, &k_norm}) {
     if (!norm->defined()) continue;
     expect(*norm, d, a.name, "norm weight");
-    check(norm->dim() == 1 && norm->size(0) == D, "qkv_rope_cache: norm weight ", norm->str(), " is not (", D, ")");
+    check(norm->dim() == 1 && norm->size(0) == D, "qkv_rope_cache: norm weight ", norm->str(), " is not (", D,
+          ")");
   }
   dispatch(a, variant);
 }
 
-void paged_attention(const Tensor& q, const Tensor& cache_k, const Tensor& cache_v, const AttentionMetadata& meta,
-                     float scale, int64_t window, Tensor& out, std::string_view variant) {
+void paged_attention(const Tensor& q, const Tensor& cache_k, const Tensor& cache_v,
+                     const AttentionMetadata& meta, float scale, int64_t window, Tensor& out,
+                     std::string_view variant) {
   const op::PagedAttention a{q, cache_k, cache_v, meta, scale, window, out};
   const DType d = compute_dtype(a);
   expect(q, d, a.name, "q");
@@ -259,11 +276,11 @@ void paged_attention(const Tensor& q, const Tensor& cache_k, const Tensor& cache
     expect(*t, DType::int32, a.name, "metadata");
   }
   const int64_t S = meta.context_lens.size(0);
-  check(q.dim() == 3 && out.shape() == q.shape() && cache_k.dim() == 4 && cache_k.size(3) == q.size(2) &&
-            cache_k.size(2) > 0 && q.size(1) % cache_k.size(2) == 0 && cache_v.shape() == cache_k.shape(),
-        "attention: shapes ", q.str(), ", cache ", cache_k.str(), " -> ", out.str(), " do not match");
-  check(meta.query_start.size(0) == S + 1 && meta.positions.size(0) == q.size(0) && meta.block_tables.dim() == 2 &&
-            meta.block_tables.size(0) == S,
+  if (!(q.dim() == 3 && out.shape() == q.shape() && cache_k.dim() == 4 && cache_k.size(3) == q.size(2) &&
+        cache_k.size(2) > 0 && q.size(1) % cache_k.size(2) == 0 && cache_v.shape() == cache_k.shape()))
+    throw_error("attention: shapes ", q.str(), ", cache ", cache_k.str(), " -> ", out.str(), " do not match");
+  check(meta.query_start.size(0) == S + 1 && meta.positions.size(0) == q.size(0) &&
+            meta.block_tables.dim() == 2 && meta.block_tables.size(0) == S,
         "attention: metadata does not describe ", q.size(0), " rows");
   dispatch(a, variant);
 }
@@ -274,27 +291,30 @@ namespace {
 void expect_accumulator(const Tensor& t, const Shape& shape, std::string_view op, const char* what) {
   if (!t.defined()) return;
   expect(t, DType::float32, op, what);
-  check(t.shape() == shape, op, ": ", what, " ", t.str(), " is not ", shape_str(shape));
+  if (!(t.shape() == shape)) throw_error(op, ": ", what, " ", t.str(), " is not ", shape_str(shape));
 }
 
 // An activation gradient of `like`'s shape in `dtype`, when defined.
-void expect_gradient(const Tensor& t, const Tensor& like, DType dtype, std::string_view op, const char* what) {
+void expect_gradient(const Tensor& t, const Tensor& like, DType dtype, std::string_view op,
+                     const char* what) {
   if (!t.defined()) return;
   expect(t, dtype, op, what);
-  check(t.shape() == like.shape(), op, ": ", what, " ", t.str(), " is not of the shape of ", like.str());
+  if (!(t.shape() == like.shape()))
+    throw_error(op, ": ", what, " ", t.str(), " is not of the shape of ", like.str());
 }
 
 }  // namespace
 
-void linear_backward(const Tensor& x, const Tensor& w, const Tensor& dy, Tensor& dx, Tensor& dw, Tensor& dbias) {
+void linear_backward(const Tensor& x, const Tensor& w, const Tensor& dy, Tensor& dx, Tensor& dw,
+                     Tensor& dbias) {
   const op::LinearBackward a{x, w, dy, dx, dw, dbias};
   const DType d = compute_dtype(a);
   expect(x, d, a.name, "x");
   expect(w, d, a.name, "weight");
   expect(dy, d, a.name, "dy");
-  check(x.dim() == 2 && w.dim() == 2 && dy.dim() == 2 && w.size(1) == x.size(1) && dy.size(0) == x.size(0) &&
-            dy.size(1) == w.size(0),
-        "linear_backward: shapes ", x.str(), ", ", w.str(), ", ", dy.str(), " do not match");
+  if (!(x.dim() == 2 && w.dim() == 2 && dy.dim() == 2 && w.size(1) == x.size(1) && dy.size(0) == x.size(0) &&
+        dy.size(1) == w.size(0)))
+    throw_error("linear_backward: shapes ", x.str(), ", ", w.str(), ", ", dy.str(), " do not match");
   expect_gradient(dx, x, d, a.name, "dx");
   expect_accumulator(dw, w.shape(), a.name, "dw");
   expect_accumulator(dbias, {w.size(0)}, a.name, "dbias");
@@ -308,8 +328,8 @@ void rms_norm_backward(const Tensor& x, const Tensor& weight, float eps, const T
   expect(x, d, a.name, "x");
   expect(weight, d, a.name, "weight");
   expect(dout, d, a.name, "dout");
-  check(weight.dim() == 1 && x.dim() >= 1 && x.size(-1) == weight.size(0) && dout.shape() == x.shape(),
-        "rms_norm_backward: shapes ", x.str(), ", ", weight.str(), ", ", dout.str(), " do not match");
+  if (!(weight.dim() == 1 && x.dim() >= 1 && x.size(-1) == weight.size(0) && dout.shape() == x.shape()))
+    throw_error("rms_norm_backward: shapes ", x.str(), ", ", weight.str(), ", ", dout.str(), " do not match");
   expect_gradient(dx, x, d, a.name, "dx");
   expect_accumulator(dweight, weight.shape(), a.name, "dweight");
   dispatch(a);
@@ -321,9 +341,10 @@ void silu_mul_backward(const Tensor& gate_up, const Tensor& dout, Tensor& dgate_
   expect(gate_up, d, a.name, "gate_up");
   expect(dout, d, a.name, "dout");
   expect(dgate_up, d, a.name, "dgate_up");
-  check(gate_up.dim() == 2 && dout.dim() == 2 && gate_up.size(0) == dout.size(0) &&
-            gate_up.size(1) == 2 * dout.size(1) && dgate_up.shape() == gate_up.shape(),
-        "silu_mul_backward: shapes ", gate_up.str(), ", ", dout.str(), " -> ", dgate_up.str(), " do not match");
+  if (!(gate_up.dim() == 2 && dout.dim() == 2 && gate_up.size(0) == dout.size(0) &&
+        gate_up.size(1) == 2 * dout.size(1) && dgate_up.shape() == gate_up.shape()))
+    throw_error("silu_mul_backward: shapes ", gate_up.str(), ", ", dout.str(), " -> ", dgate_up.str(),
+                " do not match");
   dispatch(a);
 }
 
@@ -333,39 +354,49 @@ void embedding_backward(const Tensor& ids, const Tensor& dout, Tensor& dtable) {
   expect(ids, DType::int32, a.name, "ids");
   expect(dout, d, a.name, "dout");
   expect(dtable, DType::float32, a.name, "dtable");
-  check(ids.dim() == 1 && dout.dim() == 2 && dout.size(0) == ids.size(0) && dtable.dim() == 2 &&
-            dtable.size(1) == dout.size(1),
-        "embedding_backward: shapes ", ids.str(), ", ", dout.str(), " -> ", dtable.str(), " do not match");
+  if (!(ids.dim() == 1 && dout.dim() == 2 && dout.size(0) == ids.size(0) && dtable.dim() == 2 &&
+        dtable.size(1) == dout.size(1)))
+    throw_error("embedding_backward: shapes ", ids.str(), ", ", dout.str(), " -> ", dtable.str(),
+                " do not match");
   dispatch(a);
 }
 
-void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& dout,
-                        const Tensor& query_start, float scale, int64_t window, Tensor& dq, Tensor& dk, Tensor& dv) {
+void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
+                        const Tensor& dout, const Tensor& query_start, float scale, int64_t window,
+                        Tensor& dq, Tensor& dk, Tensor& dv) {
   const op::AttentionBackward a{q, k, v, out, dout, query_start, scale, window, dq, dk, dv};
   const DType d = compute_dtype(a);
-  for (const auto& [t, what] : {std::pair<const Tensor*, const char*>{&q, "q"}, {&k, "k"}, {&v, "v"}, {&out, "out"},
-                                {&dout, "dout"}, {&dq, "dq"}, {&dk, "dk"}, {&dv, "dv"}})
+  for (const auto& [t, what] : {std::pair<const Tensor*, const char*>{&q, "q"},
+                                {&k, "k"},
+                                {&v, "v"},
+                                {&out, "out"},
+                                {&dout, "dout"},
+                                {&dq, "dq"},
+                                {&dk, "dk"},
+                                {&dv, "dv"}})
     expect(*t, d, a.name, what);
   expect(query_start, DType::int32, a.name, "query_start");
-  check(q.dim() == 3 && k.dim() == 3 && k.size(0) == q.size(0) && k.size(2) == q.size(2) && k.size(1) > 0 &&
-            q.size(1) % k.size(1) == 0 && v.shape() == k.shape() && out.shape() == q.shape() &&
-            dout.shape() == q.shape() && dq.shape() == q.shape() && dk.shape() == k.shape() &&
-            dv.shape() == k.shape() && query_start.dim() == 1 && query_start.size(0) >= 1,
-        "attention_backward: shapes ", q.str(), ", ", k.str(), ", ", query_start.str(), " do not match");
+  if (!(q.dim() == 3 && k.dim() == 3 && k.size(0) == q.size(0) && k.size(2) == q.size(2) && k.size(1) > 0 &&
+        q.size(1) % k.size(1) == 0 && v.shape() == k.shape() && out.shape() == q.shape() &&
+        dout.shape() == q.shape() && dq.shape() == q.shape() && dk.shape() == k.shape() &&
+        dv.shape() == k.shape() && query_start.dim() == 1 && query_start.size(0) >= 1))
+    throw_error("attention_backward: shapes ", q.str(), ", ", k.str(), ", ", query_start.str(),
+                " do not match");
   check(window >= 0, "attention_backward: negative window ", window);
   dispatch(a);
 }
 
-void cross_entropy(const Tensor& logits, const Tensor& labels, float grad_scale, Tensor& loss, Tensor& dlogits) {
+void cross_entropy(const Tensor& logits, const Tensor& labels, float grad_scale, Tensor& loss,
+                   Tensor& dlogits) {
   const op::CrossEntropy a{logits, labels, grad_scale, loss, dlogits};
   const DType d = compute_dtype(a);
   expect(logits, d, a.name, "logits");
   expect(labels, DType::int32, a.name, "labels");
   expect(loss, DType::float32, a.name, "loss");
   expect(dlogits, d, a.name, "dlogits");
-  check(logits.dim() == 2 && logits.size(1) > 0 && labels.dim() == 1 && labels.size(0) == logits.size(0) &&
-            loss.numel() == 1 && dlogits.shape() == logits.shape(),
-        "cross_entropy: shapes ", logits.str(), ", ", labels.str(), " do not match");
+  if (!(logits.dim() == 2 && logits.size(1) > 0 && labels.dim() == 1 && labels.size(0) == logits.size(0) &&
+        loss.numel() == 1 && dlogits.shape() == logits.shape()))
+    throw_error("cross_entropy: shapes ", logits.str(), ", ", labels.str(), " do not match");
   dispatch(a);
 }
 
@@ -373,24 +404,26 @@ void sum_squares(const Tensor& x, Tensor& out) {
   const op::SumSquares a{x, out};
   expect(x, DType::float32, a.name, "x");
   expect(out, DType::float32, a.name, "out");
-  check(out.numel() == 1, "sum_squares: out ", out.str(), " is not one element");
+  if (!(out.numel() == 1)) throw_error("sum_squares: out ", out.str(), " is not one element");
   dispatch(a);
 }
 
 void adamw(Tensor& master, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq, Tensor& param,
            const AdamWStep& s) {
-  const op::AdamW a{master, grad, exp_avg, exp_avg_sq, param, s.lr, s.beta1, s.beta2, s.eps, s.weight_decay,
-                    s.grad_scale, s.step};
-  for (const auto& [t, what] : {std::pair<const Tensor*, const char*>{&master, "master"}, {&grad, "grad"},
+  const op::AdamW a{master,  grad,    exp_avg, exp_avg_sq,     param,        s.lr,
+                    s.beta1, s.beta2, s.eps,   s.weight_decay, s.grad_scale, s.step};
+  for (const auto& [t, what] : {std::pair<const Tensor*, const char*>{&master, "master"},
+                                {&grad, "grad"},
                                 {&exp_avg, "exp_avg"},
                                 {&exp_avg_sq, "exp_avg_sq"}}) {
     expect(*t, DType::float32, a.name, what);
-    check(t->shape() == master.shape(), "adamw: ", what, " ", t->str(), " is not of the master's shape ",
-          master.str());
+    if (!(t->shape() == master.shape()))
+      throw_error("adamw: ", what, " ", t->str(), " is not of the master's shape ", master.str());
   }
   if (param.defined()) {
     expect(param, compute_dtype(param.dtype(), a.name), a.name, "param");
-    check(param.shape() == master.shape(), "adamw: param ", param.str(), " is not of the master's shape");
+    if (!(param.shape() == master.shape()))
+      throw_error("adamw: param ", param.str(), " is not of the master's shape");
   }
   check(s.step >= 1, "adamw: step ", s.step, " (the first is 1)");
   dispatch(a);
