@@ -238,8 +238,9 @@ struct ConcatColumns {
 // compute in float32 and round where torch's autograd rounds: once per op, to the activation's dtype.
 // Optional: a device without them cannot train yet.
 
-// Linear's backward: dx = dy @ w, dw += dy^T @ x rounded to the dtype first (torch computes the product in the
-// dtype), dbias += the column sums of dy.     x (M, K), w (N, K), dy (M, N), dx (M, K) or undefined,
+// Linear's backward: dx = dy @ w (rounded once), dw += dy^T @ x and dbias += the column sums of dy, both
+// summed in float32 into the accumulators (torch rounds dy^T @ x to the dtype before its float32 master adds
+// it; tfm keeps the bits that rounding drops).     x (M, K), w (N, K), dy (M, N), dx (M, K) or undefined,
 //                                             dw (N, K) and dbias (N) float32 or undefined
 struct LinearBackward {
   static constexpr std::string_view name = "linear_backward", layer = "Linear";
@@ -255,7 +256,8 @@ struct LinearBackward {
 };
 
 // RMSNorm's backward, from its input: with n = x / sqrt(mean(x^2) + eps), dn = dout * weight,
-// dx = (dn - n mean(dn n)) / sqrt(mean(x^2) + eps), dweight += the sums over rows of dout * n.
+// dx = (dn - n mean(dn n)) / sqrt(mean(x^2) + eps), dweight += the sums over rows of dout * n (n rounded to
+// the dtype, as the forward's product takes it; the sums in float32).
 //                                 x, dout, dx (rows, D) or (T, heads, D), weight (D), dweight (D) float32 or
 //                                 undefined; dx may be dout
 struct RmsNormBackward {

@@ -51,9 +51,9 @@ void linear_backward(const op::LinearBackward& a) {
         }
         if (a.dw.defined()) {
           float* dw = a.dw.data<float>() + n * K;
-          for (int64_t k = 0; k < K; ++k) dw[k] += round_to<T>(row[k]);
+          for (int64_t k = 0; k < K; ++k) dw[k] += row[k];
         }
-        if (a.dbias.defined()) a.dbias.data<float>()[n] += round_to<T>(bias);
+        if (a.dbias.defined()) a.dbias.data<float>()[n] += bias;
       }
     });
   }
@@ -96,7 +96,7 @@ void rms_norm_backward(const op::RmsNormBackward& a) {
     for (int64_t i = 0; i < D; ++i) {
       float sum = 0.f;
       for (int64_t part = 0; part < parts; ++part) sum += partial[part * D + i];
-      dweight[i] += round_to<T>(sum);
+      dweight[i] += sum;
     }
   }
 }
