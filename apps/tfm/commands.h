@@ -17,5 +17,6 @@ extern const Command kDetokenizeCommand;
 extern const Command kChatTemplateCommand;
 extern const Command kBenchLatencyCommand;
 extern const Command kServeCommand;
+extern const Command kMergeAdapterCommand;
 
 }  // namespace tfm::cli
