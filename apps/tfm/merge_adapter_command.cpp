@@ -14,7 +14,8 @@ namespace {
 namespace fs = std::filesystem;
 
 bool is_weights_file(const std::string& name) {
-  return name.ends_with(".safetensors") || name.ends_with(".safetensors.index.json") || name.ends_with(".bin");
+  return name.ends_with(".safetensors") || name.ends_with(".safetensors.index.json") ||
+         name.ends_with(".bin");
 }
 
 int run(Args& args) {
@@ -55,8 +56,10 @@ const Command kMergeAdapterCommand{
     "merge-adapter", "fold a PEFT LoRA adapter into a model and write the merged model folder",
     "usage: tfm merge-adapter --model ID|DIR --adapter DIR --output-dir DIR [--dtype D]\n\n"
     "Loads the model with the adapter, merges it as PEFT's merge_and_unload does (W += scaling * B @ A) and\n"
-    "writes a model folder that `tfm generate --model` loads: model.safetensors with the checkpoint's names,\n"
-    "and the model folder's other files (config.json, generation_config.json, tokenizer files) copied.\n\noptions:\n"
+    "writes a model folder that `tfm generate --model` loads: model.safetensors with the checkpoint's "
+    "names,\n"
+    "and the model folder's other files (config.json, generation_config.json, tokenizer files) "
+    "copied.\n\noptions:\n"
     "  --output-dir DIR            the folder to write\n" +
         std::string(kModelHelp) + kRunHelp,
     run};

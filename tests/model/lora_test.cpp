@@ -101,12 +101,14 @@ TEST(LoraConfig, ScalingFollowsRankAlphaPatternsAndRslora) {
 
 TEST(LoraConfig, FieldsTfmDoesNotImplementAreErrorsNamingThem) {
   EXPECT_NE(error_of([] { config_of(R"({"use_dora": true})"); }).find("use_dora"), std::string::npos);
-  EXPECT_NE(error_of([] { config_of(R"({"fan_in_fan_out": true})"); }).find("fan_in_fan_out"), std::string::npos);
+  EXPECT_NE(error_of([] { config_of(R"({"fan_in_fan_out": true})"); }).find("fan_in_fan_out"),
+            std::string::npos);
   EXPECT_NE(error_of([] { config_of(R"({"bias": "all"})"); }).find("bias \"all\""), std::string::npos);
   EXPECT_NE(error_of([] { config_of(R"({"peft_type": "IA3"})"); }).find("peft_type IA3"), std::string::npos);
   EXPECT_NE(error_of([] { config_of(R"({"r": 0})"); }).find("r = 0"), std::string::npos);
-  EXPECT_EQ(error_of([] { config_of(R"({"use_dora": false, "modules_to_save": null, "loftq_config": {}})"); }),
-            "(no error)");
+  EXPECT_EQ(
+      error_of([] { config_of(R"({"use_dora": false, "modules_to_save": null, "loftq_config": {}})"); }),
+      "(no error)");
 }
 
 TEST(LoraConfig, WritesPeftsFieldsAndReadsThemBack) {
@@ -138,7 +140,8 @@ TEST(Lora, AdaptedForwardEqualsTheMergedModels) {
   for (const std::string name : {"llama_gqa", "qwen2_tied_sharded", "qwen3_head_dim_sliding"}) {
     CausalLM model = load(name);
     const Tensor base = logits_of(model, kTokens);
-    attach_lora(model, config_of(R"({"r": 4, "lora_alpha": 8, "target_modules": ["k_proj", "o_proj", "up_proj"]})"),
+    attach_lora(model,
+                config_of(R"({"r": 4, "lora_alpha": 8, "target_modules": ["k_proj", "o_proj", "up_proj"]})"),
                 7);
     randomize_b(model, 3);
     const Tensor adapted = logits_of(model, kTokens);
@@ -151,8 +154,8 @@ TEST(Lora, AdaptedForwardEqualsTheMergedModels) {
 
 TEST(Lora, BackwardMatchesDifferencesOfTheLoss) {
   CausalLM model = load("qwen2_tied_sharded");
-  const auto trainable =
-      attach_lora(model, config_of(R"({"r": 2, "lora_alpha": 4, "target_modules": ["v_proj", "gate_proj"]})"), 5);
+  const auto trainable = attach_lora(
+      model, config_of(R"({"r": 2, "lora_alpha": 4, "target_modules": ["v_proj", "gate_proj"]})"), 5);
   randomize_b(model, 9);
   const std::vector<TrainingSequence> batch = {{{5, 17, 99, 3, 250}, {5, 17, 99, 3, 250}},
                                                {{42, 7, 311}, {-100, 7, 311}}};
@@ -195,7 +198,8 @@ TEST(Lora, DropoutRunsOnlyInTraining) {
 
 TEST(Lora, SavedAdapterLoadsBackBitForBit) {
   CausalLM model = load("llama_gqa");
-  LoraConfig config = config_of(R"({"r": 4, "lora_alpha": 16, "target_modules": ["q_proj", "v_proj", "down_proj"]})");
+  LoraConfig config =
+      config_of(R"({"r": 4, "lora_alpha": 16, "target_modules": ["q_proj", "v_proj", "down_proj"]})");
   config.base_model_name_or_path = "llama_gqa";
   attach_lora(model, config, 11);
   randomize_b(model, 12);
@@ -207,7 +211,8 @@ TEST(Lora, SavedAdapterLoadsBackBitForBit) {
   EXPECT_NE(file.find("base_model.model.model.layers.1.mlp.down_proj.lora_B.weight"), nullptr);
   const json::Value saved = json::parse_file((dir / "adapter_config.json").string());
   EXPECT_TRUE(saved.at("inference_mode").as_bool());
-  EXPECT_TRUE(io::read_file((dir / "adapter_config.json").string()).starts_with("{\n  \"alora_invocation_tokens\": null,\n"));
+  EXPECT_TRUE(io::read_file((dir / "adapter_config.json").string())
+                  .starts_with("{\n  \"alora_invocation_tokens\": null,\n"));
 
   CausalLM reloaded = load("llama_gqa");
   const LoraConfig read = load_adapter(reloaded, dir.string());
@@ -216,7 +221,8 @@ TEST(Lora, SavedAdapterLoadsBackBitForBit) {
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < got.size(); ++i) {
     EXPECT_EQ(got[i].first, want[i].first);
-    EXPECT_EQ(std::memcmp(got[i].second.raw(), want[i].second.raw(), want[i].second.nbytes()), 0) << got[i].first;
+    EXPECT_EQ(std::memcmp(got[i].second.raw(), want[i].second.raw(), want[i].second.nbytes()), 0)
+        << got[i].first;
   }
   EXPECT_EQ(max_relative_difference(logits_of(reloaded, kTokens), logits_of(model, kTokens)), 0.0);
   fs::remove_all(dir);
@@ -224,7 +230,8 @@ TEST(Lora, SavedAdapterLoadsBackBitForBit) {
 
 TEST(Lora, AdapterFolderErrorsNameWhatIsWrong) {
   CausalLM model = load("llama_gqa");
-  EXPECT_NE(error_of([&] { load_adapter(model, "/nonexistent/adapter"); }).find("does not exist"), std::string::npos);
+  EXPECT_NE(error_of([&] { load_adapter(model, "/nonexistent/adapter"); }).find("does not exist"),
+            std::string::npos);
 
   const LoraConfig config = config_of(R"({"target_modules": ["q_proj"]})");
   attach_lora(model, config, 1);
@@ -242,22 +249,32 @@ TEST(Lora, AdapterFolderErrorsNameWhatIsWrong) {
   for (const auto& [name, t] : tensors)
     renamed.emplace_back(name.substr(0, name.size() - 6) + "default.weight", t);
   save_safetensors(file, renamed);
-  EXPECT_EQ(error_of([&] { CausalLM m = load("llama_gqa"); load_adapter(m, dir.string()); }), "(no error)");
+  EXPECT_EQ(error_of([&] {
+              CausalLM m = load("llama_gqa");
+              load_adapter(m, dir.string());
+            }),
+            "(no error)");
 
   save_safetensors(file, std::vector(tensors.begin() + 1, tensors.end()));
-  EXPECT_NE(error_of([&] { CausalLM m = load("llama_gqa"); load_adapter(m, dir.string()); })
-                .find("has no " + tensors[0].first),
+  EXPECT_NE(error_of([&] {
+              CausalLM m = load("llama_gqa");
+              load_adapter(m, dir.string());
+            }).find("has no " + tensors[0].first),
             std::string::npos);
   tensors.emplace_back("base_model.model.model.layers.0.mlp.up_proj.lora_A.weight", tensors[0].second);
   save_safetensors(file, tensors);
-  EXPECT_NE(error_of([&] { CausalLM m = load("llama_gqa"); load_adapter(m, dir.string()); }).find("up_proj.lora_A"),
+  EXPECT_NE(error_of([&] {
+              CausalLM m = load("llama_gqa");
+              load_adapter(m, dir.string());
+            }).find("up_proj.lora_A"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { attach_lora(model, config, 2); }).find("already has LoRA adapters"), std::string::npos);
+  EXPECT_NE(error_of([&] { attach_lora(model, config, 2); }).find("already has LoRA adapters"),
+            std::string::npos);
   fs::remove_all(dir);
 }
 
-// Writes tests/fixtures/lora/tfm_llama_gqa, the adapter tfm saved that make_lora_references.py loads into PEFT
-// (run with --gtest_also_run_disabled_tests after a change to the saved format).
+// Writes tests/fixtures/lora/tfm_llama_gqa, the adapter tfm saved that make_lora_references.py loads into
+// PEFT (run with --gtest_also_run_disabled_tests after a change to the saved format).
 TEST(Lora, DISABLED_WriteTheTfmAdapterFixture) {
   CausalLM model = load("llama_gqa");
   LoraConfig config = config_of(R"({"r": 4, "lora_alpha": 8, "target_modules": ["q_proj", "k_proj", "v_proj",
@@ -289,7 +306,8 @@ TEST(Lora, LogitsMatchPefts) {
     ++compared;
   }
   if (compared == 0)
-    GTEST_SKIP() << "no PEFT references yet: run tests/fixtures/make_lora_references.py where torch and peft are";
+    GTEST_SKIP()
+        << "no PEFT references yet: run tests/fixtures/make_lora_references.py where torch and peft are";
 }
 
 }  // namespace

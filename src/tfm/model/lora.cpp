@@ -27,7 +27,8 @@ bool full_match(const std::string& pattern, const std::string& text, const char*
   try {
     return std::regex_match(text, std::regex(pattern));
   } catch (const std::regex_error& e) {
-    throw_error("LoRA ", field, ": \"", pattern, "\" is not a regular expression tfm can read (", e.what(), ")");
+    throw_error("LoRA ", field, ": \"", pattern, "\" is not a regular expression tfm can read (", e.what(),
+                ")");
   }
 }
 
@@ -113,7 +114,8 @@ std::vector<PlannedLinear> plan(CausalLM& model, const LoraConfig& config) {
     PlannedLinear p{m.linear, {}};
     int64_t row = 0;
     for (const auto& [module, rows] : m.modules) {
-      if (config.targets(module)) p.adapters.push_back({module, row, rows, {}, {}, config.scaling_of(module)});
+      if (config.targets(module))
+        p.adapters.push_back({module, row, rows, {}, {}, config.scaling_of(module)});
       row += rows;
     }
     if (!p.adapters.empty()) out.push_back(std::move(p));
@@ -159,17 +161,20 @@ LoraConfig LoraConfig::from_json(const json::Value& j, const std::string& source
   check(j.is_object(), source, ": not a JSON object");
   LoraConfig c;
   if (const json::Value* t = j.find("peft_type"); t && !t->is_null())
-    check(t->as_string() == "LORA", source, ": peft_type ", t->as_string(), " is not LORA (tfm runs LoRA adapters)");
+    check(t->as_string() == "LORA", source, ": peft_type ", t->as_string(),
+          " is not LORA (tfm runs LoRA adapters)");
   // Fields that would change what the adapters compute, which tfm does not implement.
-  for (const char* field : {"use_dora", "fan_in_fan_out", "modules_to_save", "layers_to_transform", "layers_pattern",
-                            "target_parameters", "layer_replication", "lora_bias", "use_qalora",
-                            "trainable_token_indices", "alora_invocation_tokens", "use_bdlora", "arrow_config",
-                            "kasa_config", "velora_config", "monteclora_config"}) {
+  for (const char* field : {"use_dora", "fan_in_fan_out", "modules_to_save", "layers_to_transform",
+                            "layers_pattern", "target_parameters", "layer_replication", "lora_bias",
+                            "use_qalora", "trainable_token_indices", "alora_invocation_tokens", "use_bdlora",
+                            "arrow_config", "kasa_config", "velora_config", "monteclora_config"}) {
     const json::Value* v = j.find(field);
-    check(!v || is_unset(*v), source, ": ", field, " = ", v ? json::dump_compact(*v) : "", " is not supported by tfm");
+    check(!v || is_unset(*v), source, ": ", field, " = ", v ? json::dump_compact(*v) : "",
+          " is not supported by tfm");
   }
   if (const json::Value* v = j.find("bias"); v && !v->is_null())
-    check(v->as_string() == "none", source, ": bias \"", v->as_string(), "\" is not supported (only \"none\")");
+    check(v->as_string() == "none", source, ": bias \"", v->as_string(),
+          "\" is not supported (only \"none\")");
   try {
     if (const json::Value* v = j.find("r")) c.r = v->as_int();
     if (const json::Value* v = j.find("lora_alpha")) c.lora_alpha = v->as_double();
@@ -191,7 +196,8 @@ LoraConfig LoraConfig::from_json(const json::Value& j, const std::string& source
   check(c.r > 0, source, ": r = ", c.r, " must be positive");
   for (const auto& [key, rank] : c.rank_pattern)
     check(rank > 0, source, ": rank_pattern[\"", key, "\"] = ", rank, " must be positive");
-  check(c.lora_dropout >= 0 && c.lora_dropout < 1, source, ": lora_dropout ", c.lora_dropout, " is not in [0, 1)");
+  check(c.lora_dropout >= 0 && c.lora_dropout < 1, source, ": lora_dropout ", c.lora_dropout,
+        " is not in [0, 1)");
   return c;
 }
 
@@ -210,7 +216,8 @@ json::Value LoraConfig::to_json() const {
       {"alpha_pattern", std::move(patterns_alpha)},
       {"arrow_config", nullptr},
       {"auto_mapping", nullptr},
-      {"base_model_name_or_path", base_model_name_or_path.empty() ? json::Value() : json::Value(base_model_name_or_path)},
+      {"base_model_name_or_path",
+       base_model_name_or_path.empty() ? json::Value() : json::Value(base_model_name_or_path)},
       {"bias", "none"},
       {"corda_config", nullptr},
       {"ensure_weight_tying", false},
@@ -282,8 +289,8 @@ LoraWeight::LoraWeight(std::unique_ptr<LinearWeight> base, std::vector<LoraAdapt
   for (const LoraAdapter& a : adapters_) {
     check(a.a.dim() == 2 && a.a.size(1) == base_->in_features() && a.b.dim() == 2 && a.b.size(0) == a.rows &&
               a.b.size(1) == a.a.size(0) && a.row + a.rows <= base_->out_features(),
-          "LoRA adapter of ", a.module, ": A ", a.a.str(), " and B ", a.b.str(), " do not fit rows [", a.row, ", ",
-          a.row + a.rows, ") of a ", base_->out_features(), "x", base_->in_features(), " weight");
+          "LoRA adapter of ", a.module, ": A ", a.a.str(), " and B ", a.b.str(), " do not fit rows [", a.row,
+          ", ", a.row + a.rows, ") of a ", base_->out_features(), "x", base_->in_features(), " weight");
   }
 }
 
@@ -311,8 +318,8 @@ void LoraWeight::forward(const Tensor& x, const Tensor& bias, Tensor& y, std::st
   }
 }
 
-void LoraWeight::backward(const Tensor& x, const Tensor& dy, Tensor& dx, Tensor& dbias, const Gradients& grads,
-                          const std::string& name) const {
+void LoraWeight::backward(const Tensor& x, const Tensor& dy, Tensor& dx, Tensor& dbias,
+                          const Gradients& grads, const std::string& name) const {
   base_->backward(x, dy, dx, dbias, grads, name);
   const int64_t T = x.size(0);
   for (size_t i = 0; i < adapters_.size(); ++i) {
@@ -341,13 +348,14 @@ size_t LoraWeight::nbytes() const {
   return bytes;
 }
 
-std::vector<std::pair<std::string, Tensor>> attach_lora(CausalLM& model, const LoraConfig& config, uint64_t seed) {
+std::vector<std::pair<std::string, Tensor>> attach_lora(CausalLM& model, const LoraConfig& config,
+                                                        uint64_t seed) {
   std::vector<PlannedLinear> planned = plan(model, config);
   std::mt19937_64 rng(seed);
   for (PlannedLinear& p : planned) {
     const int64_t in = p.linear->weight().in_features();
-    // kaiming_uniform_(a=sqrt(5)) bounds A by gain * sqrt(3 / in) with gain sqrt(2 / (1 + 5)): 1 / sqrt(in). The
-    // uniform is drawn from the top 24 bits, so that the values do not depend on the standard library.
+    // kaiming_uniform_(a=sqrt(5)) bounds A by gain * sqrt(3 / in) with gain sqrt(2 / (1 + 5)): 1 / sqrt(in).
+    // The uniform is drawn from the top 24 bits, so that the values do not depend on the standard library.
     const double bound = 1.0 / std::sqrt(static_cast<double>(in));
     for (LoraAdapter& a : p.adapters) {
       const int64_t r = config.rank_of(a.module);
@@ -368,7 +376,9 @@ LoraConfig load_adapter(CausalLM& model, const std::string& dir) {
   check(fs::is_directory(dir), "adapter folder ", dir, " does not exist");
   const std::string weights = (fs::path(dir) / kWeightsFile).string();
   check(fs::exists(weights), dir, " has no ", kWeightsFile,
-        fs::exists(fs::path(dir) / "adapter_model.bin") ? " (tfm reads safetensors only, not adapter_model.bin)" : "");
+        fs::exists(fs::path(dir) / "adapter_model.bin")
+            ? " (tfm reads safetensors only, not adapter_model.bin)"
+            : "");
   const LoraConfig config = LoraConfig::from_file((fs::path(dir) / kConfigFile).string());
   const SafetensorsFile file = SafetensorsFile::open(weights);
   std::map<std::string, std::string> unused;  // saved key -> the key in the file
@@ -384,9 +394,10 @@ LoraConfig load_adapter(CausalLM& model, const std::string& dir) {
         const auto it = unused.find(key);
         check(it != unused.end(), weights, " has no ", key, " (adapter_config.json targets ", a.module, ")");
         const TensorInfo& info = *file.find(it->second);
-        check(info.shape == shape, weights, ": ", it->second, " has shape ", shape_str(info.shape), ", the model's ",
-              a.module, " needs ", shape_str(shape), " (an adapter for another model?)");
-        check(is_floating(info.dtype), weights, ": ", it->second, " is ", dtype_name(info.dtype), ", not a float");
+        check(info.shape == shape, weights, ": ", it->second, " has shape ", shape_str(info.shape),
+              ", the model's ", a.module, " needs ", shape_str(shape), " (an adapter for another model?)");
+        check(is_floating(info.dtype), weights, ": ", it->second, " is ", dtype_name(info.dtype),
+              ", not a float");
         Tensor t = placed_as(file.get(it->second), model.dtype(), model.device());
         unused.erase(it);
         return t;
@@ -396,8 +407,9 @@ LoraConfig load_adapter(CausalLM& model, const std::string& dir) {
     }
   }
   if (!unused.empty())
-    throw_error(weights, " has ", unused.begin()->second,
-                ", which no module adapter_config.json targets in this model has (an adapter for another model?)");
+    throw_error(
+        weights, " has ", unused.begin()->second,
+        ", which no module adapter_config.json targets in this model has (an adapter for another model?)");
   install(model, std::move(planned), config, 0);
   return config;
 }
@@ -422,7 +434,8 @@ void save_adapter(CausalLM& model, const LoraConfig& config, const std::string& 
   LoraConfig saved = config;
   saved.inference_mode = true;  // as PEFT's save_pretrained writes it
   write_text((fs::path(dir) / kConfigFile).string(),
-             json::dump(saved.to_json(), {.indent = 2, .ensure_ascii = true, .sort_keys = true, .item_separator = ","}));
+             json::dump(saved.to_json(),
+                        {.indent = 2, .ensure_ascii = true, .sort_keys = true, .item_separator = ","}));
 }
 
 void merge_adapter(CausalLM& model) {

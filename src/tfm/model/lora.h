@@ -55,8 +55,8 @@ struct LoraAdapter {
   std::string module;  // "model.layers.0.self_attn.q_proj"
   int64_t row = 0;     // the block's first output row in the Linear
   int64_t rows = 0;
-  Tensor a;            // (r, in) in the model's dtype
-  Tensor b;            // (rows, r)
+  Tensor a;  // (r, in) in the model's dtype
+  Tensor b;  // (rows, r)
   float scaling = 1;
 };
 
@@ -64,12 +64,14 @@ struct LoraAdapter {
 // "base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight"; also the name of its gradient.
 std::string lora_key(const std::string& module, char which);
 
-// A frozen base weight plus adapters: y = base(x) + scaling * B(A(dropout(x))) on each adapter's rows. Dropout
-// (lora_dropout) runs only in training, each adapter with its own mask drawn from `seed` and the number of
-// training forwards so far; a backward uses the masks of the latest forward, as forward_backward pairs them.
+// A frozen base weight plus adapters: y = base(x) + scaling * B(A(dropout(x))) on each adapter's rows.
+// Dropout (lora_dropout) runs only in training, each adapter with its own mask drawn from `seed` and the
+// number of training forwards so far; a backward uses the masks of the latest forward, as forward_backward
+// pairs them.
 class LoraWeight final : public LinearWeight {
  public:
-  LoraWeight(std::unique_ptr<LinearWeight> base, std::vector<LoraAdapter> adapters, float dropout, uint64_t seed);
+  LoraWeight(std::unique_ptr<LinearWeight> base, std::vector<LoraAdapter> adapters, float dropout,
+             uint64_t seed);
   int64_t in_features() const override { return base_->in_features(); }
   int64_t out_features() const override { return base_->out_features(); }
   void forward(const Tensor& x, const Tensor& bias, Tensor& y, std::string_view variant) const override;
@@ -98,7 +100,8 @@ class LoraWeight final : public LinearWeight {
 
 // New adapters on the modules `config` targets, initialised as PEFT does from `seed` (A kaiming-uniform, i.e.
 // uniform in +-1/sqrt(in), B zeros); returns the trainable tensors by lora_key name, for the optimizer.
-std::vector<std::pair<std::string, Tensor>> attach_lora(CausalLM& model, const LoraConfig& config, uint64_t seed);
+std::vector<std::pair<std::string, Tensor>> attach_lora(CausalLM& model, const LoraConfig& config,
+                                                        uint64_t seed);
 
 // Attaches the adapter folder `dir` (adapter_config.json, adapter_model.safetensors, as PEFT saves them; keys
 // with or without PEFT's ".default" adapter name). A key that is missing, unexpected or of another shape than

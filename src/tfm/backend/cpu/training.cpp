@@ -253,7 +253,8 @@ void add_scaled_columns(const op::AddScaledColumns& a) {
     for (int64_t r = begin; r < end; ++r) {
       T* out = a.out.data<T>() + r * N + a.out_column;
       const T* x = a.x.data<T>() + r * M + a.x_column;
-      for (int64_t c = 0; c < a.width; ++c) out[c] = from_float<T>(to_float(out[c]) + round_to<T>(a.scale * to_float(x[c])));
+      for (int64_t c = 0; c < a.width; ++c)
+        out[c] = from_float<T>(to_float(out[c]) + round_to<T>(a.scale * to_float(x[c])));
     }
   });
 }
