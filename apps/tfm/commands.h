@@ -18,5 +18,6 @@ extern const Command kChatTemplateCommand;
 extern const Command kBenchLatencyCommand;
 extern const Command kServeCommand;
 extern const Command kTrainCommand;
+extern const Command kMergeAdapterCommand;
 
 }  // namespace tfm::cli

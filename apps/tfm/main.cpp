@@ -16,6 +16,7 @@ const tfm::cli::Command* const kCommands[] = {
     &tfm::cli::kDevicesCommand,      &tfm::cli::kKernelsCommand,  &tfm::cli::kTokenizeCommand,
     &tfm::cli::kDetokenizeCommand,   &tfm::cli::kChatTemplateCommand, &tfm::cli::kServeCommand, &tfm::cli::kTrainCommand,
     &tfm::cli::kBenchThroughputCommand, &tfm::cli::kBenchServeCommand, &tfm::cli::kBenchLatencyCommand,
+    &tfm::cli::kMergeAdapterCommand,
 };
 
 void print_usage(std::ostream& out) {

@@ -21,7 +21,8 @@ const char* const kRunHelp =
     "kernels`)\n"
     "  --kernels JSON|FILE         a KernelConfig: layer kind -> variant, per device and mode, e.g.\n"
     "                              '{\"RMSNorm\": \"fused\", \"Linear\": {\"cpu\": \"reference\"}}' "
-    "(implies --use-kernels)\n";
+    "(implies --use-kernels)\n"
+    "  --adapter DIR               a PEFT LoRA adapter folder (adapter_config.json, adapter_model.safetensors)\n";
 
 std::string default_model_dir() {
   namespace fs = std::filesystem;
@@ -44,6 +45,7 @@ ModelArgs read_model_args(Args& args, ModelUse use) {
     m.options.attn_implementation = args.get_or("attn-implementation", "sdpa");
     m.options.use_kernels = args.flag("use-kernels");
     if (const auto kernels = args.get("kernels")) m.options.kernel_config = KernelConfig::parse(*kernels);
+    m.options.adapter = args.get_or("adapter", "");
   }
   m.id = model ? *model : default_model_dir();
   m.dir = resolve_pretrained(m.id, m.options.revision, /*weights=*/use != ModelUse::tokenizer);

@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <cmath>
 #include <iostream>
+#include <optional>
 
 #include "commands.h"
 #include "model_args.h"
@@ -34,8 +35,39 @@ TrainingDataset load_data(const std::string& path, const std::string& model_dir,
   return data;
 }
 
+// LoraConfig from the --lora-* flags; nullopt for full fine-tuning (no LoRA flag given).
+std::optional<LoraConfig> read_lora_args(Args& args, const std::string& model_id) {
+  const auto r = args.get_int("lora-r");
+  const auto alpha = args.get_double("lora-alpha");
+  const auto dropout = args.get_double("lora-dropout");
+  const auto targets = args.get("lora-target-modules");
+  const bool rslora = args.flag("use-rslora");
+  if (!r && !alpha && !dropout && !targets && !rslora) return std::nullopt;
+  json::Object config{{"r", r.value_or(8)},
+                      {"lora_alpha", alpha.value_or(8.0)},
+                      {"lora_dropout", dropout.value_or(0.0)},
+                      {"use_rslora", rslora},
+                      {"base_model_name_or_path", model_id}};
+  if (targets) {
+    if (*targets == "all-linear") {
+      config.emplace_back("target_modules", *targets);
+    } else {  // names, comma-separated, as PEFT's list
+      json::Array names;
+      for (size_t start = 0; start <= targets->size();) {
+        const size_t comma = std::min(targets->find(',', start), targets->size());
+        check(comma > start, "--lora-target-modules: an empty module name in '", *targets, "'");
+        names.emplace_back(targets->substr(start, comma - start));
+        start = comma + 1;
+      }
+      config.emplace_back("target_modules", std::move(names));
+    }
+  }
+  return LoraConfig::from_json(json::Value(std::move(config)), "the --lora-* options");
+}
+
 int run(Args& args) {
   ModelArgs m = read_model_args(args, ModelUse::train);
+  const std::optional<LoraConfig> lora = read_lora_args(args, m.id);
   const auto data = args.get("data");
   const auto eval_data = args.get("eval-data");
   const auto max_seq_length_arg = args.get_int("max-seq-length");
@@ -61,7 +93,9 @@ int run(Args& args) {
   std::vector<TrainingExample> eval;
   if (eval_data) eval = load_data(*eval_data, m.dir, tok, max_seq_length).examples;
 
-  Trainer trainer(model, training, full_model_weights(model, m.dir), std::move(train.examples), std::move(eval));
+  TrainedWeights weights = lora ? lora_weights(model, *lora, static_cast<uint64_t>(training.seed), m.dir)
+                                : full_model_weights(model, m.dir);
+  Trainer trainer(model, training, std::move(weights), std::move(train.examples), std::move(eval));
   trainer.on_log([](const LogEntry& entry) { std::cout << json::dump_compact(json::Value(entry)) << std::endl; });
   trainer.train();
   if (eval_data) {  // run_clm's final evaluation, with its perplexity
@@ -91,6 +125,13 @@ const Command kTrainCommand{
     "  --eval-data FILE.jsonl      evaluation records\n"
     "  --max-seq-length N          tokens per block (default: min(1024, the tokenizer's model_max_length))\n"
     "  --config FILE               TrainingArguments as JSON (flags override it)\n"
+    "  --lora-r N                  train LoRA adapters of rank N (default 8 with any --lora option) instead of\n"
+    "                              the weights; saved as PEFT saves them (adapter_config.json,\n"
+    "                              adapter_model.safetensors), for --adapter DIR and `tfm merge-adapter`\n"
+    "  --lora-alpha A              scaling numerator (default 8)\n"
+    "  --lora-dropout P            dropout on the adapters' input while training (default 0)\n"
+    "  --lora-target-modules M     comma-separated module names (q_proj,v_proj: PEFT's default) or all-linear\n"
+    "  --use-rslora                scale by alpha / sqrt(r) instead of alpha / r\n"
     "  TrainingArguments flags     as HfArgumentParser takes them: --learning_rate 1e-4 or --learning-rate 1e-4,\n"
     "                              --num_train_epochs, --max_steps, --per_device_train_batch_size,\n"
     "                              --gradient_accumulation_steps, --lr_scheduler_type, --warmup_steps,\n"

@@ -628,6 +628,32 @@ std::vector<Case> adamw_cases(std::mt19937& rng) {
   return cases;
 }
 
+std::vector<Case> add_scaled_columns_cases(std::mt19937& rng) {
+  std::vector<Case> cases;
+  for (int64_t T : {1, 7}) {
+    cases.push_back(make_case<op::AddScaledColumns>(
+        "add_scaled_columns_ rows " + std::to_string(T), {random_floats({T, 40}, rng), random_floats({T, 24}, rng)},
+        [](std::vector<Tensor>& in, Device, DType, auto kernel, std::vector<Tensor>& out) {
+          out = {in[0]};
+          return kernel(op::AddScaledColumns{in[0], 8, in[1], 5, 17, 0.37f});
+        }));
+  }
+  return cases;
+}
+
+std::vector<Case> dropout_cases(std::mt19937& rng) {
+  std::vector<Case> cases;
+  for (float p : {0.f, 0.1f, 0.5f}) {
+    cases.push_back(make_case<op::Dropout>(
+        "dropout p " + std::to_string(p), {random_floats({5, 300}, rng)},
+        [p](std::vector<Tensor>& in, Device device, DType dtype, auto kernel, std::vector<Tensor>& out) {
+          out = {poisoned({5, 300}, dtype, device)};
+          return kernel(op::Dropout{in[0], p, 1234, out[0]});
+        }));
+  }
+  return cases;
+}
+
 // The cases of every op, by op name.
 const std::map<std::string_view, std::vector<Case>>& all_cases() {
   static const auto cases = [] {
@@ -656,6 +682,8 @@ const std::map<std::string_view, std::vector<Case>>& all_cases() {
     m[op::CrossEntropy::name] = cross_entropy_cases(rng);
     m[op::SumSquares::name] = sum_squares_cases(rng);
     m[op::AdamW::name] = adamw_cases(rng);
+    m[op::AddScaledColumns::name] = add_scaled_columns_cases(rng);
+    m[op::Dropout::name] = dropout_cases(rng);
     return m;
   }();
   return cases;

@@ -232,6 +232,24 @@ struct ConcatColumns {
   auto tensors() const { return tensor_list(out); }
 };
 
+// A column block of x scaled and added into columns of out: out[:, out_column + c] += scale * x[:, x_column + c]
+// for c < width, the product rounded to the dtype first, then the sum (torch's `result + lora_B(...) *
+// scaling`, LoRA's forward; into zeros, the scaled block of a gradient its backward needs).
+//                                             out (T, N), x (T, M), out_column + width <= N, x_column + width <= M
+// Optional: a device without it runs no LoRA adapters yet.
+struct AddScaledColumns {
+  static constexpr std::string_view name = "add_scaled_columns_", layer = "";
+  static constexpr bool optional = true;
+  Tensor& out;
+  int64_t out_column;
+  const Tensor& x;
+  int64_t x_column;
+  int64_t width;
+  float scale;
+  DType dtype() const { return out.dtype(); }
+  auto tensors() const { return tensor_list(out, x); }
+};
+
 // ---- Training: each forward op's backward, the loss and the optimizer step. ----
 // Gradients of parameters are float32 accumulators, added to (+=) so that micro-batches accumulate; gradients
 // of activations are in the op's dtype and written (=). An undefined gradient output is not computed. Kernels
@@ -318,6 +336,21 @@ struct AttentionBackward {
   auto tensors() const { return tensor_list(q, k, v, out, dout, query_start, dq, dk, dv); }
 };
 
+// Inverted dropout with a counter-based random stream: element i is kept when
+// u(seed, i) = (splitmix64(splitmix64(seed) ^ i) >> 40) / 2^24 is at least p, and then scaled by 1 / (1 - p)
+// (rounded once), else zeroed. The same seed gives the same mask, so that applying it to a gradient is its
+// backward. torch's Philox stream is not reproduced.            x, out of one shape; out may be x; 0 <= p < 1
+struct Dropout {
+  static constexpr std::string_view name = "dropout", layer = "";
+  static constexpr bool optional = true;
+  const Tensor& x;
+  float p;
+  uint64_t seed;
+  Tensor& out;
+  DType dtype() const { return x.dtype(); }
+  auto tensors() const { return tensor_list(x, out); }
+};
+
 // Causal LM cross-entropy of each row against its label, its gradient in the same pass: the logits are taken
 // in float32 (Transformers' loss upcasts them); loss[0] = the sum over rows of -log softmax(logits)[label],
 // dlogits = (softmax - onehot(label)) * grad_scale rounded to the dtype; a row labelled -100 adds no loss and
@@ -377,7 +410,7 @@ constexpr bool is_optional() {
 using All = std::tuple<Embedding, Linear, RmsNorm, AddRmsNorm, Rope, SiluMul, Add, Cast, SplitColumns, GatherRows,
                        ArgmaxRows, KvCacheWrite, QkvRopeCache, PagedAttention, LinearBackward, RmsNormBackward,
                        SiluMulBackward, EmbeddingBackward, AttentionBackward, CrossEntropy, SumSquares, AdamW,
-                       ConcatColumns>;
+                       ConcatColumns, AddScaledColumns, Dropout>;
 template <typename F>
 void for_each_op(F&& f) {
   [&]<typename... Op>(std::tuple<Op...>*) { (f.template operator()<Op>(), ...); }(static_cast<All*>(nullptr));

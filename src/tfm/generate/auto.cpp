@@ -2,6 +2,7 @@
 
 #include "tfm/core/error.h"
 #include "tfm/io/hub.h"
+#include "tfm/model/lora.h"
 #include "tfm/tokenizer/chat_template.h"
 
 namespace tfm {
@@ -30,6 +31,7 @@ AutoModelForCausalLM AutoModelForCausalLM::from_pretrained(const std::string& id
                                                   .kernel_config = options.kernel_config,
                                                   .progress = options.progress,
                                                   .device_graphs = options.device_graphs});
+  if (!options.adapter.empty()) load_adapter(model, options.adapter);
   GenerationConfig generation_config = load_generation_config(dir, model.config());
   return AutoModelForCausalLM(std::move(model), std::move(generation_config), id_or_dir, dir);
 }

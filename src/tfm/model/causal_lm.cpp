@@ -426,6 +426,7 @@ const LayerKernels& CausalLM::layer_kernels() const {
 void CausalLM::train(bool mode) {
   if (impl_->training == mode) return;
   impl_->training = mode;
+  for (const LinearModule& m : impl_->linear_modules()) m.linear->train(mode);
   impl_->resolve_kernels();
 }
 

@@ -90,6 +90,8 @@ class LinearWeight {
   virtual void backward(const Tensor& x, const Tensor& dy, Tensor& dx, Tensor& dbias, const Gradients& grads,
                         const std::string& name) const = 0;
   virtual size_t nbytes() const = 0;  // of device memory
+  // Transformers' train() / eval() reaching the weight (a LoRA adapter's dropout runs only in training).
+  virtual void train(bool /*mode*/) {}
 };
 
 // A weight held as it is in the checkpoint: (out, in) in the model's dtype.
@@ -123,6 +125,7 @@ class Linear {
   // dy (T, out) -> dx (T, in); with need_dx false only the parameters' gradients.
   Tensor backward(const Tensor& dy, const BackwardContext& ctx, bool need_dx = true) const;
   const LinearWeight& weight() const { return *weight_; }
+  void train(bool mode) { weight_->train(mode); }
   // LoRA and quantized weights wrap or replace the weight a layer was loaded with.
   std::unique_ptr<LinearWeight> replace_weight(std::unique_ptr<LinearWeight> weight) {
     std::swap(weight, weight_);

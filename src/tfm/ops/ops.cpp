@@ -209,6 +209,19 @@ void gather_rows(const Tensor& x, const Tensor& rows, Tensor& out) {
   dispatch(a);
 }
 
+void add_scaled_columns_(Tensor& out, int64_t out_column, const Tensor& x, int64_t x_column, int64_t width,
+                         float scale) {
+  const op::AddScaledColumns a{out, out_column, x, x_column, width, scale};
+  const DType d = compute_dtype(a);
+  expect(out, d, a.name, "out");
+  expect(x, d, a.name, "x");
+  check(out.dim() == 2 && x.dim() == 2 && x.size(0) == out.size(0) && out_column >= 0 && x_column >= 0 &&
+            width >= 0 && out_column + width <= out.size(1) && x_column + width <= x.size(1),
+        "add_scaled_columns_: columns [", x_column, ", ", x_column + width, ") of ", x.str(), " into [", out_column,
+        ", ", out_column + width, ") of ", out.str(), " do not fit");
+  dispatch(a);
+}
+
 void kv_cache_write(const Tensor& k, const Tensor& v, const Tensor& slots, Tensor& cache_k, Tensor& cache_v,
                     std::string_view variant) {
   const op::KvCacheWrite a{k, v, slots, cache_k, cache_v};
@@ -405,6 +418,16 @@ void sum_squares(const Tensor& x, Tensor& out) {
   expect(x, DType::float32, a.name, "x");
   expect(out, DType::float32, a.name, "out");
   if (!(out.numel() == 1)) throw_error("sum_squares: out ", out.str(), " is not one element");
+  dispatch(a);
+}
+
+void dropout(const Tensor& x, float p, uint64_t seed, Tensor& out) {
+  const op::Dropout a{x, p, seed, out};
+  const DType d = compute_dtype(a);
+  expect(x, d, a.name, "x");
+  expect(out, d, a.name, "out");
+  check(out.shape() == x.shape(), "dropout: shapes ", x.str(), " and ", out.str(), " differ");
+  check(p >= 0.f && p < 1.f, "dropout: probability ", p, " is not in [0, 1)");
   dispatch(a);
 }
 

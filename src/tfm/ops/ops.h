@@ -30,6 +30,8 @@ void cast(const Tensor& x, Tensor& out);
 void split_columns(const Tensor& x, std::span<Tensor* const> outs);
 void concat_columns(std::span<const Tensor* const> ins, Tensor& out);
 void gather_rows(const Tensor& x, const Tensor& rows, Tensor& out);
+void add_scaled_columns_(Tensor& out, int64_t out_column, const Tensor& x, int64_t x_column, int64_t width,
+                         float scale);
 void argmax_rows(const Tensor& x, Tensor& ids);
 bool argmax_rows_runs_on(DeviceType device, DType dtype);
 
@@ -54,6 +56,7 @@ void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const
                         const Tensor& query_start, float scale, int64_t window, Tensor& dq, Tensor& dk, Tensor& dv);
 void cross_entropy(const Tensor& logits, const Tensor& labels, float grad_scale, Tensor& loss, Tensor& dlogits);
 void sum_squares(const Tensor& x, Tensor& out);
+void dropout(const Tensor& x, float p, uint64_t seed, Tensor& out);
 struct AdamWStep {
   double lr, beta1, beta2, eps, weight_decay;
   double grad_scale = 1.0;

@@ -23,15 +23,32 @@ constexpr const char* kModelFolderFiles[] = {"generation_config.json", "tokenize
                                              "special_tokens_map.json", "chat_template.jinja", "vocab.json",
                                              "merges.txt", "tokenizer.model", "added_tokens.json"};
 
+void copy_tokenizer_files(const std::string& from, const std::string& to) {
+  for (const char* name : kModelFolderFiles) {
+    const fs::path src = fs::path(from) / name;
+    if (fs::exists(src)) fs::copy_file(src, fs::path(to) / name, fs::copy_options::overwrite_existing);
+  }
+}
+
 // config.json as save_pretrained writes it for float32 weights, and the other files as they are.
 void copy_model_files(const std::string& from, const std::string& to) {
   json::Value config = json::parse_file((fs::path(from) / "config.json").string());
   for (const char* key : {"dtype", "torch_dtype"})
     if (json::Value* v = config.find(key)) *v = "float32";
   io::write_file_atomically((fs::path(to) / "config.json").string(), json::dump(config) + "\n");
-  for (const char* name : kModelFolderFiles) {
-    const fs::path src = fs::path(from) / name;
-    if (fs::exists(src)) fs::copy_file(src, fs::path(to) / name, fs::copy_options::overwrite_existing);
+  copy_tokenizer_files(from, to);
+}
+
+// Copies a checkpoint's tensors into the model's of the same names (their shapes checked), in its dtype.
+void load_into(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors) {
+  const SafetensorsFile file = SafetensorsFile::open(path);
+  for (const auto& [name, dst] : tensors) {
+    const Tensor saved = file.get(name);
+    check(saved.shape() == dst.shape(), file.path(), ": ", name, " is ", shape_str(saved.shape()),
+          ", the model's is ", shape_str(dst.shape()));
+    Tensor converted = Tensor::cpu(saved.shape(), dst.dtype());
+    ops::cast(saved, converted);
+    copy(dst, to_device(converted, dst.device()));
   }
 }
 
@@ -80,21 +97,29 @@ TrainedWeights full_model_weights(CausalLM& model, const std::string& model_dir)
     copy_model_files(model_dir, dir);
   };
   w.load = [params](const std::string& dir) {
-    const SafetensorsFile file = SafetensorsFile::open((fs::path(dir) / "model.safetensors").string());
+    std::vector<std::pair<std::string, Tensor>> parts;
     for (const Parameter& p : params) {
       int64_t row = 0;
       for (const auto& [name, rows] : p.checkpoint_rows) {
-        const Tensor saved = file.get(name);
-        Tensor part = p.value.narrow(row, rows);
-        check(saved.shape() == part.shape(), file.path(), ": ", name, " is ", shape_str(saved.shape()),
-              ", the model's is ", shape_str(part.shape()));
-        Tensor converted = Tensor::cpu(saved.shape(), part.dtype());
-        ops::cast(saved, converted);
-        copy(part, to_device(converted, part.device()));
+        parts.emplace_back(name, p.value.narrow(row, rows));
         row += rows;
       }
     }
+    load_into((fs::path(dir) / "model.safetensors").string(), parts);
   };
+  return w;
+}
+
+TrainedWeights lora_weights(CausalLM& model, const LoraConfig& config, uint64_t seed, const std::string& model_dir) {
+  TrainedWeights w;
+  const std::vector<std::pair<std::string, Tensor>> tensors = attach_lora(model, config, seed);
+  for (const auto& [name, value] : tensors) w.tensors.push_back({name, value, {}});
+  // The adapter's tensors are the model's (PEFT saves the adapters in the dtype they compute in).
+  w.save = [&model, config, model_dir](const std::string& dir, const AdamW&) {
+    save_adapter(model, config, dir);
+    copy_tokenizer_files(model_dir, dir);
+  };
+  w.load = [tensors](const std::string& dir) { load_into((fs::path(dir) / "adapter_model.safetensors").string(), tensors); };
   return w;
 }
 

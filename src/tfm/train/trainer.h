@@ -11,6 +11,7 @@
 
 #include "tfm/io/json.h"
 #include "tfm/model/causal_lm.h"
+#include "tfm/model/lora.h"
 #include "tfm/train/adamw.h"
 #include "tfm/train/trainer_state.h"
 #include "tfm/train/training_args.h"
@@ -36,6 +37,10 @@ struct TrainedWeights {
 // Every weight of the model (full fine-tuning): saved as model.safetensors under the checkpoint's names in
 // float32 (the masters), with config.json, generation_config.json and the tokenizer files of `model_dir`.
 TrainedWeights full_model_weights(CausalLM& model, const std::string& model_dir);
+
+// LoRA adapters on `model` (attached with PEFT's initialisation from `seed`): saved as PEFT saves them
+// (adapter_model.safetensors, adapter_config.json) beside the tokenizer files of `model_dir`.
+TrainedWeights lora_weights(CausalLM& model, const LoraConfig& config, uint64_t seed, const std::string& model_dir);
 
 // What a log line or the final summary reports, as Transformers' log_history entries.
 using LogEntry = json::Object;

@@ -246,6 +246,41 @@ void cross_entropy(const op::CrossEntropy& a) {
   a.loss.data<float>()[0] = static_cast<float>(total);
 }
 
+template <typename T>
+void add_scaled_columns(const op::AddScaledColumns& a) {
+  const int64_t rows = a.out.size(0), N = a.out.size(1), M = a.x.size(1);
+  parallel_for(rows, {.enabled = rows * a.width > 65536}, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      T* out = a.out.data<T>() + r * N + a.out_column;
+      const T* x = a.x.data<T>() + r * M + a.x_column;
+      for (int64_t c = 0; c < a.width; ++c)
+        out[c] = from_float<T>(to_float(out[c]) + round_to<T>(a.scale * to_float(x[c])));
+    }
+  });
+}
+
+uint64_t splitmix64(uint64_t z) {
+  z += 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+template <typename T>
+void dropout(const op::Dropout& a) {
+  const int64_t n = a.x.numel();
+  const uint64_t key = splitmix64(a.seed);
+  const float keep_scale = 1.f / (1.f - a.p);
+  const T* x = a.x.data<T>();
+  T* out = a.out.data<T>();
+  parallel_for(n, {.enabled = n > 65536}, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const float u = static_cast<float>(splitmix64(key ^ static_cast<uint64_t>(i)) >> 40) * 0x1p-24f;
+      out[i] = u >= a.p ? from_float<T>(to_float(x[i]) * keep_scale) : from_float<T>(0.f);
+    }
+  });
+}
+
 void sum_squares(const op::SumSquares& a) {
   double total = 0.;
   const float* x = a.x.data<float>();
@@ -295,6 +330,8 @@ void register_training_kernels(KernelRegistry& r) {
       r.add<op::EmbeddingBackward>(cpu, d, "default", {.run = embedding_backward<T>, .is_default = true});
       r.add<op::AttentionBackward>(cpu, d, "default", {.run = attention_backward<T>, .is_default = true});
       r.add<op::CrossEntropy>(cpu, d, "default", {.run = cross_entropy<T>, .is_default = true});
+      r.add<op::AddScaledColumns>(cpu, d, "default", {.run = add_scaled_columns<T>, .is_default = true});
+      r.add<op::Dropout>(cpu, d, "default", {.run = dropout<T>, .is_default = true});
     });
   }
   r.add<op::SumSquares>(cpu, DType::float32, "default", {.run = sum_squares, .is_default = true});

@@ -1,0 +1,122 @@
+// LoRA adapters as PEFT makes them (peft/tuners/lora): the adapter_config.json fields that shape them, the
+// weight that adds scaling * B(A(x)) to a linear layer's output rows, and an adapter folder's load, save and
+// merge. An adapter targets checkpoint modules (q_proj, k_proj, ...) while tfm fuses some of them into one
+// Linear (qkv_proj, gate_up_proj): a fused Linear carries one A and B for each of its targeted modules, added
+// to that module's block of rows.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "tfm/io/json.h"
+#include "tfm/model/causal_lm.h"
+#include "tfm/model/layers.h"
+
+namespace tfm {
+
+// The LoraConfig fields tfm follows, with PEFT's defaults; adapter_config.json fields that would change the
+// adapters' meaning and that tfm does not implement (use_dora, fan_in_fan_out, bias other than "none",
+// modules_to_save, layers_to_transform, ...) are an error naming the field.
+struct LoraConfig {
+  int64_t r = 8;
+  double lora_alpha = 8;
+  double lora_dropout = 0;
+  // A list of module names (a module matches one it equals or ends with "." + it), one string (a regex that
+  // must match a whole module name, or "all-linear": every linear layer but the output head), or unset: the
+  // architecture's default, q_proj and v_proj for every architecture tfm runs.
+  std::variant<std::monostate, std::vector<std::string>, std::string> target_modules;
+  std::variant<std::monostate, std::vector<std::string>, std::string> exclude_modules;  // matched alike
+  bool use_rslora = false;  // scaling lora_alpha / sqrt(r) instead of lora_alpha / r
+  // Per-module rank and alpha: the first key k for which a module's name matches the regex "(.*\.)?(k)$".
+  std::vector<std::pair<std::string, int64_t>> rank_pattern;
+  std::vector<std::pair<std::string, double>> alpha_pattern;
+  std::string base_model_name_or_path;
+  std::string task_type = "CAUSAL_LM";
+  bool inference_mode = false;
+
+  // adapter_config.json's contents; `source` names it in errors.
+  static LoraConfig from_json(const json::Value& config, const std::string& source = "adapter_config.json");
+  static LoraConfig from_file(const std::string& path);
+  // Every field PEFT's save_pretrained writes, with its defaults where tfm has no counterpart.
+  json::Value to_json() const;
+
+  // Whether the module (a checkpoint name: "model.layers.0.self_attn.q_proj") gets an adapter.
+  bool targets(const std::string& module) const;
+  int64_t rank_of(const std::string& module) const;
+  float scaling_of(const std::string& module) const;
+};
+
+// One adapter on the block of output rows a checkpoint module holds in a Linear.
+struct LoraAdapter {
+  std::string module;  // "model.layers.0.self_attn.q_proj"
+  int64_t row = 0;     // the block's first output row in the Linear
+  int64_t rows = 0;
+  Tensor a;  // (r, in) in the model's dtype
+  Tensor b;  // (rows, r)
+  float scaling = 1;
+};
+
+// PEFT's key of an adapter tensor as save_pretrained writes it:
+// "base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight"; also the name of its gradient.
+std::string lora_key(const std::string& module, char which);
+
+// A frozen base weight plus adapters: y = base(x) + scaling * B(A(dropout(x))) on each adapter's rows.
+// Dropout (lora_dropout) runs only in training, each adapter with its own mask drawn from `seed` and the
+// number of training forwards so far; a backward uses the masks of the latest forward, as forward_backward
+// pairs them.
+class LoraWeight final : public LinearWeight {
+ public:
+  LoraWeight(std::unique_ptr<LinearWeight> base, std::vector<LoraAdapter> adapters, float dropout,
+             uint64_t seed);
+  int64_t in_features() const override { return base_->in_features(); }
+  int64_t out_features() const override { return base_->out_features(); }
+  void forward(const Tensor& x, const Tensor& bias, Tensor& y, std::string_view variant) const override;
+  // dA and dB accumulate under lora_key's names; the base weight's gradient only where `grads` has one.
+  void backward(const Tensor& x, const Tensor& dy, Tensor& dx, Tensor& dbias, const Gradients& grads,
+                const std::string& name) const override;
+  size_t nbytes() const override;
+  void train(bool mode) override { training_ = mode; }
+
+  const LinearWeight& base() const { return *base_; }
+  const std::vector<LoraAdapter>& adapters() const { return adapters_; }
+
+ private:
+  // The adapter's input: x, or in training x through its dropout mask.
+  Tensor branch_input(const Tensor& x, size_t adapter) const;
+  uint64_t mask_seed(size_t adapter) const;
+  bool dropping() const { return training_ && dropout_ > 0.f; }
+
+  std::unique_ptr<LinearWeight> base_;
+  std::vector<LoraAdapter> adapters_;
+  float dropout_;
+  uint64_t seed_;
+  bool training_ = false;
+  mutable uint64_t training_forwards_ = 0;
+};
+
+// New adapters on the modules `config` targets, initialised as PEFT does from `seed` (A kaiming-uniform, i.e.
+// uniform in +-1/sqrt(in), B zeros); returns the trainable tensors by lora_key name, for the optimizer.
+std::vector<std::pair<std::string, Tensor>> attach_lora(CausalLM& model, const LoraConfig& config,
+                                                        uint64_t seed);
+
+// Attaches the adapter folder `dir` (adapter_config.json, adapter_model.safetensors, as PEFT saves them; keys
+// with or without PEFT's ".default" adapter name). A key that is missing, unexpected or of another shape than
+// the model's module is an error naming it. Returns the folder's config.
+LoraConfig load_adapter(CausalLM& model, const std::string& dir);
+
+// The model's adapter tensors by lora_key name, in layer order.
+std::vector<std::pair<std::string, Tensor>> lora_tensors(CausalLM& model);
+
+// Writes the model's adapters into `dir` as PEFT's save_pretrained does: adapter_model.safetensors (metadata
+// {"format": "pt"}) and adapter_config.json (inference_mode true, keys sorted, indent 2).
+void save_adapter(CausalLM& model, const LoraConfig& config, const std::string& dir);
+
+// Folds every adapter into its base weight as PEFT's merge does, W[rows] += scaling * B @ A (the product in
+// float32 rounded to the model's dtype, then the sum rounded), and returns each Linear to a dense weight.
+void merge_adapter(CausalLM& model);
+
+}  // namespace tfm

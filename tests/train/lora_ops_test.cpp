@@ -1,0 +1,60 @@
+// The ops LoRA adds, on the CPU against float64: add_scaled_columns_ against its sum written out, dropout's
+// mask (its rate, its scale, the same mask for the same seed, which is what makes it its own backward).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "tfm/backend/backend.h"
+#include "tfm/core/tensor.h"
+#include "tfm/ops/ops.h"
+
+namespace tfm {
+namespace {
+
+Tensor random_floats(const Shape& shape, std::mt19937& rng) {
+  Tensor t = Tensor::cpu(shape, DType::float32);
+  std::uniform_real_distribution<float> dist(-1.f, 1.f);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = dist(rng);
+  return t;
+}
+
+TEST(LoraOps, AddScaledColumnsAddsTheScaledBlockOnly) {
+  std::mt19937 rng(1);
+  const Tensor x = random_floats({3, 10}, rng);
+  Tensor out = random_floats({3, 12}, rng);
+  const Tensor before = clone(out);
+  ops::add_scaled_columns_(out, 4, x, 2, 5, 0.75f);
+  for (int64_t r = 0; r < 3; ++r) {
+    for (int64_t c = 0; c < 12; ++c) {
+      const double base = before.data<float>()[r * 12 + c];
+      const double want = c >= 4 && c < 9 ? base + 0.75 * double{x.data<float>()[r * 10 + c - 2]} : base;
+      EXPECT_NEAR(out.data<float>()[r * 12 + c], want, 1e-6) << r << ", " << c;
+    }
+  }
+}
+
+TEST(LoraOps, DropoutKeepsAtTheRateAndScalesWhatItKeeps) {
+  std::mt19937 rng(2);
+  const Tensor x = random_floats({100, 100}, rng);
+  Tensor a = Tensor::cpu(x.shape(), DType::float32), b = Tensor::cpu(x.shape(), DType::float32),
+         c = Tensor::cpu(x.shape(), DType::float32);
+  ops::dropout(x, 0.25f, 7, a);
+  ops::dropout(x, 0.25f, 7, b);
+  ops::dropout(x, 0.25f, 8, c);
+  int64_t kept = 0, same_as_other_seed = 0;
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const float v = a.data<float>()[i];
+    EXPECT_EQ(v, b.data<float>()[i]) << "the same seed must give the same mask";
+    if (v != 0.f) {
+      ++kept;
+      EXPECT_NEAR(v, double{x.data<float>()[i]} / 0.75, 1e-6);
+    }
+    same_as_other_seed += (v != 0.f) == (c.data<float>()[i] != 0.f);
+  }
+  EXPECT_NEAR(static_cast<double>(kept) / x.numel(), 0.75, 0.02);
+  EXPECT_LT(same_as_other_seed, x.numel() * 0.7) << "another seed must give another mask";
+}
+
+}  // namespace
+}  // namespace tfm
