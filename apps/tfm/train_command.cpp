@@ -18,7 +18,8 @@ namespace {
 // The device TrainingArguments gives (use_cpu, else the first accelerator), and Transformers' bf16 check.
 Device training_device(const TrainingArguments& args) {
   const Device device = resolve_device(args.use_cpu ? "cpu" : "auto");
-  if (args.bf16 && !args.use_cpu && !is_bf16_supported(device)) {
+  // Transformers asks the accelerator (is_torch_bf16_gpu_available): the cpu qualifies only with use_cpu.
+  if (args.bf16 && !args.use_cpu && (device.type == DeviceType::cpu || !is_bf16_supported(device))) {
     Backend* cuda = find_backend(DeviceType::cuda);
     throw_error("Your setup doesn't support bf16/gpu.",
                 cuda && cuda->device_count() > 0 ? " You need Ampere+ GPU with cuda>=11.0" : "");

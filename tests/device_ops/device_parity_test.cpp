@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "../model/parity_fixtures.h"
+#include "tfm/model/layers.h"
 #include "../xpu/test_platform.h"
 
 namespace tfm {
@@ -88,6 +89,40 @@ TEST_P(DeviceParity, DecodeGraphsGiveWhatKernelByKernelStepsGive) {
     for (size_t i = 0; i < 3; ++i) {
       EXPECT_LT(parity::relative_error(with_graphs[i].data(), without[i]), dtype == "float32" ? 1e-5 : 2e-2)
           << dtype << " sequence " << i;
+    }
+  }
+}
+
+// One training step's loss and every parameter's gradient on the device against the CPU's (which
+// tests/train holds to Transformers'), in float32 and, looser, bfloat16 with float32 accumulators.
+TEST_P(DeviceParity, TrainingGradientsMatchTheCpus) {
+  const std::vector<TrainingExample> examples = {{{5, 17, 99, 3, 250, 8, 11, 64, 2}, {5, 17, -100, 3, 250, 8, -100, 64, 2}},
+                                                 {{42, 7, 311, 19, 23, 1, 0}, {42, 7, 311, 19, 23, 1, 0}}};
+  const std::vector<const TrainingExample*> batch = {&examples[0], &examples[1]};
+  for (const std::string dtype : {"float32", "bfloat16"}) {
+    auto step = [&](const std::string& on, std::vector<std::pair<std::string, Tensor>>& grads) {
+      CausalLM m = CausalLM::from_pretrained(parity::kFixtures + model(), {.dtype = dtype, .device = on});
+      Gradients g;
+      for (const Parameter& p : m.parameters()) {
+        const Tensor host = Tensor::cpu(p.value.shape(), DType::float32);
+        const Tensor acc = to_device(host, m.device());
+        g.add(p.name, acc);
+        if (p.name == "model.embed_tokens.weight" && m.config().tie_word_embeddings) g.add("lm_head.weight", acc);
+      }
+      const double loss = m.forward_backward(batch, 0.1f, g).loss_sum;
+      for (const auto& [name, t] : g.all()) grads.emplace_back(name, to_device(t, Device{}));
+      return loss;
+    };
+    std::vector<std::pair<std::string, Tensor>> on_device, on_cpu;
+    const double device_loss = step(device(), on_device), cpu_loss = step("cpu", on_cpu);
+    const double tol = dtype == "float32" ? 1e-4 : 3e-2;
+    EXPECT_NEAR(device_loss, cpu_loss, tol * cpu_loss) << dtype;
+    ASSERT_EQ(on_device.size(), on_cpu.size());
+    for (size_t i = 0; i < on_cpu.size(); ++i) {
+      const Tensor& want = on_cpu[i].second;
+      const std::vector<float> want_values(want.data<float>(), want.data<float>() + want.numel());
+      EXPECT_LT(parity::relative_error(on_device[i].second.data<float>(), want_values), tol)
+          << dtype << " " << on_cpu[i].first;
     }
   }
 }

@@ -358,6 +358,7 @@ struct Dropout {
 struct CrossEntropy {
   static constexpr std::string_view name = "cross_entropy", layer = "";
   static constexpr bool optional = true;
+  static constexpr int32_t kIgnoreIndex = -100;  // Transformers' ignore_index
   const Tensor& logits;
   const Tensor& labels;
   float grad_scale;

@@ -210,7 +210,7 @@ void attention_backward(const op::AttentionBackward& a) {
   });
 }
 
-constexpr int32_t kIgnoreIndex = -100;
+constexpr int32_t kIgnoreIndex = op::CrossEntropy::kIgnoreIndex;
 
 template <typename T>
 void cross_entropy(const op::CrossEntropy& a) {

@@ -13,4 +13,5 @@ namespace tfm::cuda {
 // Every CUDA kernel; registering loads no library and touches no device.
 void register_kernels(KernelRegistry& registry);
 void register_linear_kernels(KernelRegistry& registry);
+void register_training_kernels(KernelRegistry& registry);
 }  // namespace tfm::cuda

@@ -149,6 +149,7 @@ void register_kernels(KernelRegistry& r) {
     });
   }
   register_linear_kernels(r);
+  register_training_kernels(r);
 }
 
 }  // namespace tfm::cuda

@@ -81,4 +81,48 @@ int64_t paged_attention_workspace(const PagedAttentionArgs& args, bool eager);
 template <typename T>
 void paged_attention(const PagedAttentionArgs& args, bool eager, float* workspace);
 
+// ---- Training (training.cu; linear's backward is cuBLASLt's, in linear.cpp). ----
+
+// sums[c] += the sum over rows of x[r, c]                              x (rows, cols), sums (cols) float32
+template <typename T>
+void column_sums(const T* x, int64_t rows, int64_t cols, float* sums);
+// op::RmsNormBackward; dx or dweight may be null (not computed)
+template <typename T>
+void rms_norm_backward(const T* x, const T* weight, const T* dout, int64_t rows, int64_t dim, float eps, T* dx,
+                       float* dweight);
+template <typename T>
+void silu_mul_backward(const T* gate_up, const T* dout, int64_t rows, int64_t inter, T* dgate_up);
+template <typename T>
+void embedding_backward(const int32_t* ids, const T* dout, int64_t rows, int64_t hidden, float* dtable);
+// op::CrossEntropy: loss[0] (zeroed first) = the rows' summed loss; a row labelled kIgnoreLabel gets zeros.
+constexpr int32_t kIgnoreLabel = -100;
+template <typename T>
+void cross_entropy(const T* logits, const int32_t* labels, int64_t rows, int64_t vocab, float grad_scale,
+                   float* loss, T* dlogits);
+// out[0] += the sum of x's squares
+void sum_squares(const float* x, int64_t n, float* out);
+// op::AdamW's per-element scalars, computed on the host as the CPU kernel computes them.
+struct AdamWScalars {
+  float grad_scale, decay, one_minus_beta1, beta2, one_minus_beta2, step_size, bias2_sqrt, eps;
+};
+// param (the model's copy in its dtype) may be null
+template <typename P>
+void adamw(float* w, const float* grad, float* m, float* v, P* param, const AdamWScalars& s, int64_t n);
+// op::AddScaledColumns: out (rows, out_cols), x (rows, x_cols)
+template <typename T>
+void add_scaled_columns(T* out, int64_t out_cols, int64_t out_column, const T* x, int64_t x_cols, int64_t x_column,
+                        int64_t rows, int64_t width, float scale);
+// op::Dropout
+template <typename T>
+void dropout(const T* x, float p, uint64_t seed, int64_t n, T* out);
+// op::AttentionBackward; dk32 and dv32 are float32 scratch of dk's size (the atomics' sums)
+struct AttentionBackwardArgs {
+  const int32_t* query_start;
+  int64_t rows, heads, kv_heads, head_dim, window;
+  float scale;
+};
+template <typename T>
+void attention_backward(const AttentionBackwardArgs& a, const T* q, const T* k, const T* v, const T* out,
+                        const T* dout, float* dk32, float* dv32, T* dq, T* dk, T* dv);
+
 }  // namespace tfm::cuda::launch

@@ -1,4 +1,5 @@
-// The CUDA matmul, y = x @ w^T + bias: a few rows through tfm's GEMV (gemv.cu), more through cuBLASLt: x, w, y and the bias in the op's dtype; float32
+// The CUDA matmuls: y = x @ w^T + bias, a few rows through tfm's GEMV (gemv.cu), more through cuBLASLt; and
+// linear's backward through cuBLASLt. x, w, y and the bias in the op's dtype; float32
 // accumulation in every dtype (CUBLAS_COMPUTE_32F, which never rounds inputs to TF32, so float32 stays exact
 // float32); the bias added by the epilogue before the output's one rounding. Split-K plans may only reduce
 // their partial sums in float32: none that adds parts up in the output's dtype (a rounding per part).
@@ -28,20 +29,36 @@ uint32_t alignment(const void* p) {
   return 1u << std::min(8, std::countr_zero(reinterpret_cast<uintptr_t>(p) | 256));
 }
 
-// Everything a plan depends on: the heuristic's choice depends on the shape, the dtype and how the buffers
+// One matmul in row-major terms: d (m, n) = a (m, k) @ b (k, n) [+ bias (n)] [+ d], where a is stored (k, m)
+// when a_transposed and b is stored (n, k) when b_transposed; a and b in `in` dtype, d and bias in `out`.
+struct Gemm {
+  int device;
+  int64_t m, n, k;
+  const void* a;
+  bool a_transposed;
+  const void* b;
+  bool b_transposed;
+  void* d;
+  const void* bias;  // or null
+  DType in, out;
+  bool accumulate;  // d += the product, else d = it
+};
+
+// Everything a plan depends on: the heuristic's choice depends on the shape, the dtypes and how the buffers
 // are aligned (views start anywhere).
 struct PlanKey {
   int device;
-  int64_t M, K, N;
-  DType dtype;
-  bool bias;
-  uint32_t x_alignment, w_alignment, y_alignment, bias_alignment;
+  int64_t m, n, k;
+  bool a_transposed, b_transposed;
+  DType in, out;
+  bool bias, accumulate;
+  uint32_t a_alignment, b_alignment, d_alignment, bias_alignment;
   auto operator<=>(const PlanKey&) const = default;
 };
 
 struct Plan {
   cublasLtMatmulDesc_t desc;
-  cublasLtMatrixLayout_t w, x, y;
+  cublasLtMatrixLayout_t b, a, d;
   cublasLtMatmulAlgo_t algo;
 };
 
@@ -55,31 +72,23 @@ class Matmuls {
     return instance;
   }
 
-  void run(const op::Linear& a) {
-    const int64_t M = a.x.size(0), K = a.x.size(1), N = a.w.size(0);
-    const int device = a.y.device().index_or_zero();
-    const void* bias = a.bias.defined() ? a.bias.raw() : nullptr;
-    const PlanKey key{device,
-                      M,
-                      K,
-                      N,
-                      a.dtype(),
-                      bias != nullptr,
-                      alignment(a.x.raw()),
-                      alignment(a.w.raw()),
-                      alignment(a.y.raw()),
-                      alignment(bias)};
-    use_device(device);
+  void run(const Gemm& g) {
+    const PlanKey key{g.device,          g.m,          g.n,
+                      g.k,               g.a_transposed, g.b_transposed,
+                      g.in,              g.out,        g.bias != nullptr,
+                      g.accumulate,      alignment(g.a), alignment(g.b),
+                      alignment(g.d),    alignment(g.bias)};
+    use_device(g.device);
     std::lock_guard lock(mutex_);
     const CublasLt& lt = cublas_lt();
-    const DeviceState& state = device_state(lt, device);
+    const DeviceState& state = device_state(lt, g.device);
     auto it = plans_.find(key);
-    if (it == plans_.end()) it = plans_.emplace(key, plan(lt, state, key, bias)).first;
+    if (it == plans_.end()) it = plans_.emplace(key, plan(lt, state, key, g.bias)).first;
     const Plan& p = it->second;
-    if (bias) set(lt, p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias);
-    const float one = 1.f, zero = 0.f;
-    lt.check(lt.matmul(state.handle, p.desc, &one, a.w.raw(), p.w, a.x.raw(), p.x, &zero, a.y.raw(), p.y,
-                       a.y.raw(), p.y, &p.algo, state.workspace, kWorkspaceBytes, stream(device)),
+    if (g.bias) set(lt, p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, g.bias);
+    const float one = 1.f, beta = g.accumulate ? 1.f : 0.f;
+    lt.check(lt.matmul(state.handle, p.desc, &one, g.b, p.b, g.a, p.a, &beta, g.d, p.d, g.d, p.d, &p.algo,
+                       state.workspace, kWorkspaceBytes, stream(g.device)),
              "cublasLtMatmul");
   }
 
@@ -111,22 +120,25 @@ class Matmuls {
              "cublasLtMatmulPreferenceSetAttribute");
   }
 
-  // Row-major y (M, N) = x (M, K) @ w (N, K)^T is column-major y^T (N x M) = w^T x^T, with w a column-major
-  // K x N matrix (transposed by the op) and x a column-major K x M one.
+  // Row-major d (m, n) = a (m, k) @ b (k, n) is column-major d^T (n x m) = b^T a^T. A row-major matrix stored
+  // (r, c) reads as a column-major c x r one, so b stored (k, n) is b^T as it is, and b stored (n, k) is b^T
+  // after cuBLASLt's transpose; likewise a.
   static Plan plan(const CublasLt& lt, const DeviceState& state, const PlanKey& key, const void* bias) {
-    const cudaDataType_t type = cuda_type(key.dtype);
-    const auto M = static_cast<uint64_t>(key.M), K = static_cast<uint64_t>(key.K),
-               N = static_cast<uint64_t>(key.N);
+    const auto m = static_cast<uint64_t>(key.m), n = static_cast<uint64_t>(key.n), k = static_cast<uint64_t>(key.k);
     Plan p{};
     lt.check(lt.matmul_desc_create(&p.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate");
-    set(lt, p.desc, CUBLASLT_MATMUL_DESC_TRANSA, CUBLAS_OP_T);
+    set(lt, p.desc, CUBLASLT_MATMUL_DESC_TRANSA, key.b_transposed ? CUBLAS_OP_T : CUBLAS_OP_N);
+    set(lt, p.desc, CUBLASLT_MATMUL_DESC_TRANSB, key.a_transposed ? CUBLAS_OP_T : CUBLAS_OP_N);
     if (bias) {
       set(lt, p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, CUBLASLT_EPILOGUE_BIAS);
       set(lt, p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias);  // the heuristic reads its alignment
     }
-    lt.check(lt.matrix_layout_create(&p.w, type, K, N, key.K), "cublasLtMatrixLayoutCreate");
-    lt.check(lt.matrix_layout_create(&p.x, type, K, M, key.K), "cublasLtMatrixLayoutCreate");
-    lt.check(lt.matrix_layout_create(&p.y, type, N, M, key.N), "cublasLtMatrixLayoutCreate");
+    const cudaDataType_t in = cuda_type(key.in), out = cuda_type(key.out);
+    lt.check(key.b_transposed ? lt.matrix_layout_create(&p.b, in, k, n, k) : lt.matrix_layout_create(&p.b, in, n, k, n),
+             "cublasLtMatrixLayoutCreate");
+    lt.check(key.a_transposed ? lt.matrix_layout_create(&p.a, in, m, k, m) : lt.matrix_layout_create(&p.a, in, k, m, k),
+             "cublasLtMatrixLayoutCreate");
+    lt.check(lt.matrix_layout_create(&p.d, out, n, m, n), "cublasLtMatrixLayoutCreate");
     cublasLtMatmulPreference_t created;
     lt.check(lt.preference_create(&created), "cublasLtMatmulPreferenceCreate");
     const std::unique_ptr<cublasLtMatmulPreferenceOpaque_t, decltype(lt.preference_destroy)> owned(
@@ -135,16 +147,16 @@ class Matmuls {
     set(lt, preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, uint64_t{kWorkspaceBytes});
     set(lt, preference, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK,
         uint32_t{CUBLASLT_REDUCTION_SCHEME_NONE | CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE});
-    set(lt, preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, key.w_alignment);
-    set(lt, preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, key.x_alignment);
-    set(lt, preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, key.y_alignment);
-    set(lt, preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, key.y_alignment);
+    set(lt, preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, key.b_alignment);
+    set(lt, preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, key.a_alignment);
+    set(lt, preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, key.d_alignment);
+    set(lt, preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, key.d_alignment);
     cublasLtMatmulHeuristicResult_t result{};
     int found = 0;
-    lt.check(lt.algo_get_heuristic(state.handle, p.desc, p.w, p.x, p.y, p.y, preference, 1, &result, &found),
+    lt.check(lt.algo_get_heuristic(state.handle, p.desc, p.b, p.a, p.d, p.d, preference, 1, &result, &found),
              "cublasLtMatmulAlgoGetHeuristic");
-    check(found > 0, "cuBLASLt has no ", dtype_name(key.dtype), " matmul for ", key.M, "x", key.K, " @ (",
-          key.N, "x", key.K, ")^T", bias ? " with a bias" : "", " on cuda:", key.device);
+    check(found > 0, "cuBLASLt has no ", dtype_name(key.in), " to ", dtype_name(key.out), " matmul of (", key.m,
+          "x", key.k, ") @ (", key.k, "x", key.n, ")", bias ? " with a bias" : "", " on cuda:", key.device);
     p.algo = result.algo;
     return p;
   }
@@ -156,7 +168,9 @@ class Matmuls {
 
 void cublaslt(const op::Linear& a) {
   if (a.x.size(0) == 0 || a.w.size(0) == 0) return;
-  Matmuls::get().run(a);
+  Matmuls::get().run({a.y.device().index_or_zero(), a.x.size(0), a.w.size(0), a.x.size(1), a.x.raw(), false,
+                      a.w.raw(), true, a.y.raw(), a.bias.defined() ? a.bias.raw() : nullptr, a.dtype(), a.dtype(),
+                      false});
 }
 
 template <typename T>
@@ -178,6 +192,25 @@ void linear(const op::Linear& a) {
   gemv_takes<T>(a) ? gemv<T>(a) : cublaslt(a);
 }
 
+// dx = dy @ w and dw += dy^T @ x through cuBLASLt (dw straight into its float32 accumulator), dbias += the
+// column sums of dy.
+template <typename T>
+void linear_backward(const op::LinearBackward& a) {
+  const int device = a.dy.device().index_or_zero();
+  const int64_t M = a.x.size(0), K = a.x.size(1), N = a.w.size(0);
+  if (M == 0) return;
+  if (a.dx.defined())
+    Matmuls::get().run({device, M, K, N, a.dy.raw(), false, a.w.raw(), false, a.dx.raw(), nullptr, a.dtype(),
+                        a.dtype(), false});
+  if (a.dw.defined())
+    Matmuls::get().run({device, N, K, M, a.dy.raw(), true, a.x.raw(), false, a.dw.raw(), nullptr, a.dtype(),
+                        DType::float32, true});
+  if (a.dbias.defined()) {
+    use_device(device);
+    launch::column_sums(a.dy.data<T>(), M, N, a.dbias.data<float>());
+  }
+}
+
 }  // namespace
 
 void register_linear_kernels(KernelRegistry& r) {
@@ -187,6 +220,9 @@ void register_linear_kernels(KernelRegistry& r) {
       r.add<op::Linear>(DeviceType::cuda, d, "gemv", {.run = gemv<T>, .supports = gemv_takes<T>});
     });
     r.add<op::Linear>(DeviceType::cuda, d, "cublaslt", {.run = cublaslt});
+    visit_float(d, [&]<typename T>() {
+      r.add<op::LinearBackward>(DeviceType::cuda, d, "default", {.run = linear_backward<T>, .is_default = true});
+    });
   }
 }
 

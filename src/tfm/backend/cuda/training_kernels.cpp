@@ -1,0 +1,136 @@
+// The CUDA training kernels of the op set (training.cu; linear's backward in linear.cpp): each makes its
+// tensors' device current, unpacks the op and calls a launcher of launchers.h.
+#include <cmath>
+#include <vector>
+
+#include "tfm/backend/backend.h"
+#include "tfm/backend/cuda/cuda_backend.h"
+#include "tfm/backend/cuda/launchers.h"
+#include "tfm/backend/cuda/runtime.h"
+#include "tfm/backend/op_set.h"
+#include "tfm/core/floats.h"
+
+namespace tfm::cuda {
+namespace {
+
+static_assert(launch::kIgnoreLabel == op::CrossEntropy::kIgnoreIndex);
+
+void use_device_of(const Tensor& t) {
+  use_device(t.device().index_or_zero());
+}
+
+float* floats_or_null(const Tensor& t) {
+  return t.defined() ? t.data<float>() : nullptr;
+}
+
+template <typename T>
+void rms_norm_backward(const op::RmsNormBackward& a) {
+  use_device_of(a.x);
+  const int64_t dim = a.weight.size(0);
+  launch::rms_norm_backward(a.x.data<T>(), a.weight.data<T>(), a.dout.data<T>(), dim ? a.x.numel() / dim : 0, dim,
+                            a.eps, a.dx.defined() ? a.dx.data<T>() : nullptr, floats_or_null(a.dweight));
+}
+
+template <typename T>
+void silu_mul_backward(const op::SiluMulBackward& a) {
+  use_device_of(a.dout);
+  launch::silu_mul_backward(a.gate_up.data<T>(), a.dout.data<T>(), a.dout.size(0), a.dout.size(1),
+                            a.dgate_up.data<T>());
+}
+
+template <typename T>
+void embedding_backward(const op::EmbeddingBackward& a) {
+  use_device_of(a.dout);
+  launch::embedding_backward(a.ids.data<int32_t>(), a.dout.data<T>(), a.dout.size(0), a.dout.size(1),
+                             a.dtable.data<float>());
+}
+
+template <typename T>
+void attention_backward(const op::AttentionBackward& a) {
+  use_device_of(a.q);
+  const Tensor dk32 = empty(a.dk.shape(), DType::float32, a.dk.device());
+  const Tensor dv32 = empty(a.dv.shape(), DType::float32, a.dv.device());
+  const launch::AttentionBackwardArgs args{a.query_start.data<int32_t>(), a.q.size(0), a.q.size(1), a.k.size(1),
+                                           a.q.size(2), a.window, a.scale};
+  launch::attention_backward(args, a.q.data<T>(), a.k.data<T>(), a.v.data<T>(), a.out.data<T>(), a.dout.data<T>(),
+                             dk32.data<float>(), dv32.data<float>(), a.dq.data<T>(), a.dk.data<T>(),
+                             a.dv.data<T>());
+}
+
+template <typename T>
+void cross_entropy(const op::CrossEntropy& a) {
+  use_device_of(a.logits);
+  launch::cross_entropy(a.logits.data<T>(), a.labels.data<int32_t>(), a.logits.size(0), a.logits.size(1),
+                        a.grad_scale, a.loss.data<float>(), a.dlogits.data<T>());
+}
+
+void sum_squares(const op::SumSquares& a) {
+  use_device_of(a.x);
+  launch::sum_squares(a.x.data<float>(), a.x.numel(), a.out.data<float>());
+}
+
+// The scalars as the CPU's kernel rounds them: from double, once.
+void adamw(const op::AdamW& a) {
+  use_device_of(a.master);
+  const double bias1 = 1. - std::pow(a.beta1, static_cast<double>(a.step));
+  const double bias2 = 1. - std::pow(a.beta2, static_cast<double>(a.step));
+  const launch::AdamWScalars s{static_cast<float>(a.grad_scale),      static_cast<float>(1. - a.lr * a.weight_decay),
+                               static_cast<float>(1. - a.beta1),      static_cast<float>(a.beta2),
+                               static_cast<float>(1. - a.beta2),      static_cast<float>(a.lr / bias1),
+                               static_cast<float>(std::sqrt(bias2)), static_cast<float>(a.eps)};
+  auto run = [&]<typename P>(P* param) {
+    launch::adamw(a.master.data<float>(), a.grad.data<float>(), a.exp_avg.data<float>(), a.exp_avg_sq.data<float>(),
+                  param, s, a.master.numel());
+  };
+  if (!a.param.defined()) return run(static_cast<float*>(nullptr));
+  visit_float(a.param.dtype(), [&]<typename P>() { run(a.param.data<P>()); });
+}
+
+void concat_columns(const op::ConcatColumns& a) {
+  use_device_of(a.out);
+  const int64_t rows = a.out.size(0), element = static_cast<int64_t>(dtype_size(a.dtype()));
+  const int64_t pitch = a.out.size(1) * element;
+  std::vector<launch::RowCopy> copies;
+  char* column = static_cast<char*>(a.out.raw());
+  for (const Tensor* in : a.ins) {
+    const int64_t bytes = rows ? static_cast<int64_t>(in->nbytes()) / rows : 0;
+    copies.push_back({in->raw(), nullptr, bytes, column, nullptr, pitch, bytes});
+    column += bytes;
+  }
+  launch::copy_rows(copies.data(), static_cast<int>(copies.size()), rows, "concat_columns");
+}
+
+template <typename T>
+void add_scaled_columns(const op::AddScaledColumns& a) {
+  use_device_of(a.out);
+  launch::add_scaled_columns(a.out.data<T>(), a.out.size(1), a.out_column, a.x.data<T>(), a.x.size(1), a.x_column,
+                             a.out.size(0), a.width, a.scale);
+}
+
+template <typename T>
+void dropout(const op::Dropout& a) {
+  use_device_of(a.out);
+  launch::dropout(a.x.data<T>(), a.p, a.seed, a.x.numel(), a.out.data<T>());
+}
+
+}  // namespace
+
+void register_training_kernels(KernelRegistry& r) {
+  constexpr DeviceType device = DeviceType::cuda;
+  for (DType d : kComputeDTypes) {
+    r.add<op::ConcatColumns>(device, d, "default", {.run = concat_columns, .is_default = true});
+    visit_float(d, [&]<typename T>() {
+      r.add<op::RmsNormBackward>(device, d, "default", {.run = rms_norm_backward<T>, .is_default = true});
+      r.add<op::SiluMulBackward>(device, d, "default", {.run = silu_mul_backward<T>, .is_default = true});
+      r.add<op::EmbeddingBackward>(device, d, "default", {.run = embedding_backward<T>, .is_default = true});
+      r.add<op::AttentionBackward>(device, d, "default", {.run = attention_backward<T>, .is_default = true});
+      r.add<op::CrossEntropy>(device, d, "default", {.run = cross_entropy<T>, .is_default = true});
+      r.add<op::AddScaledColumns>(device, d, "default", {.run = add_scaled_columns<T>, .is_default = true});
+      r.add<op::Dropout>(device, d, "default", {.run = dropout<T>, .is_default = true});
+    });
+  }
+  r.add<op::SumSquares>(device, DType::float32, "default", {.run = sum_squares, .is_default = true});
+  r.add<op::AdamW>(device, DType::float32, "default", {.run = adamw, .is_default = true});
+}
+
+}  // namespace tfm::cuda
