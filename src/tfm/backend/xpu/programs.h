@@ -30,6 +30,9 @@ inline constexpr size_t kRowsGroup = 256;      // with work-groups of 256 items,
 inline constexpr size_t kRowsLanes = 32;       // 32 of them on each output column
 static_assert(kRowsMax <= kRowsLanes, "linear_rows writes one output row per lane");
 inline constexpr size_t kAttentionGroup = 64;  // items per (query row, head)
+inline constexpr size_t kNormBlock = 16;       // rms_norm_dweight: 16 columns x 16 row lanes a work-group
+inline constexpr size_t kReduceGroup = 256;    // cross_entropy: items per row; sums over work-groups
+inline constexpr size_t kReduceParts = 256;    // sum_squares: at most this many work-groups' partial sums
 
 // A source of kernels/ with the options it is built with: one program per dtype (and shape constants). The
 // functions below return programs kept for the process, one per distinct arguments, so that a launch finds its
@@ -54,6 +57,9 @@ const Program& pointwise_program(DType d);
 // accumulator a column in registers, not eight: fewer registers, more work-groups resident at once.
 const Program& linear_program(DType d, int64_t rows_max = kRowsMax);
 const Program& attention_program(DType d, int64_t head_dim);
+const Program& attention_backward_program(DType d, int64_t head_dim);
+// linear's and embedding's backward, cross_entropy, sum_squares and adamw (whose dtype is its param copy's).
+const Program& training_program(DType d);
 
 // The program `make` returns, made once per `args` and kept for the process (each call site of interned has its
 // own table, as each lambda is a type of its own).

@@ -1,6 +1,6 @@
-// Row copies: embedding, gather_rows, kv_cache_write, split_columns (op_set.h gives the semantics). They move
-// elements without looking at them, as unsigned integers of the element's size (the build option WORD: uint
-// or ushort), so bfloat16 and float16 share one program. Two-dimensional kernels run over (column, row).
+// Row copies: embedding, gather_rows, kv_cache_write, split_columns, concat_columns (op_set.h gives the
+// semantics). They move elements without looking at them, as unsigned integers of the element's size (the build
+// option WORD: uint or ushort), so bfloat16 and float16 share one program. Two-dimensional kernels run over (column, row).
 
 // out[i, :] = x[rows[i], :]; also the embedding lookup (x the table, rows the token ids).
 __kernel void gather_rows(__global const WORD* x, long x_off, __global const int* rows, long rows_off,
@@ -30,4 +30,12 @@ __kernel void copy_columns(__global const WORD* x, long x_off, int x_width, int 
   const int c = get_global_id(0), t = get_global_id(1);
   if (c >= width || t >= count) return;
   out[out_off + (long)t * width + c] = x[x_off + (long)t * x_width + first + c];
+}
+
+// out[t, first : first + width] = x[t, :] for out of out_width columns: copy_columns' inverse (concat_columns).
+__kernel void paste_columns(__global const WORD* x, long x_off, int width, __global WORD* out, long out_off,
+                            int out_width, int first, int count) {
+  const int c = get_global_id(0), t = get_global_id(1);
+  if (c >= width || t >= count) return;
+  out[out_off + (long)t * out_width + first + c] = x[x_off + (long)t * width + c];
 }
