@@ -1,6 +1,6 @@
-// A whole training step on the xpu test device: CausalLM::forward_backward on a fixture model in float32 gives
-// the CPU's loss and every parameter's gradient (tests/train checks the CPU against Transformers), on the batch
-// of tests/fixtures/train/gradients.
+// A whole training step on the xpu test device: CausalLM::forward_backward on a fixture model in float32
+// gives the CPU's loss and every parameter's gradient (tests/train checks the CPU against Transformers), on
+// the batch of tests/fixtures/train/gradients.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -31,8 +31,10 @@ std::vector<TrainingExample> reference_batch(const std::string& name) {
   std::vector<TrainingExample> batch;
   for (const json::Value& e : ref.at("sequences").as_array()) {
     TrainingExample ex;
-    for (const json::Value& v : e.at("input_ids").as_array()) ex.input_ids.push_back(static_cast<int32_t>(v.as_int()));
-    for (const json::Value& v : e.at("labels").as_array()) ex.labels.push_back(static_cast<int32_t>(v.as_int()));
+    for (const json::Value& v : e.at("input_ids").as_array())
+      ex.input_ids.push_back(static_cast<int32_t>(v.as_int()));
+    for (const json::Value& v : e.at("labels").as_array())
+      ex.labels.push_back(static_cast<int32_t>(v.as_int()));
     batch.push_back(std::move(ex));
   }
   return batch;
@@ -46,6 +48,7 @@ struct Step {
 
 Step training_step(const std::string& name, Device device) {
   CausalLM model = load_float32(name, device);
+  EXPECT_EQ(model.device().str(), device.str());
   const std::vector<TrainingExample> batch = reference_batch(name);
   std::vector<const TrainingExample*> pointers;
   for (const TrainingExample& e : batch) pointers.push_back(&e);
@@ -53,10 +56,12 @@ Step training_step(const std::string& name, Device device) {
   for (const Parameter& p : model.parameters()) {
     const Tensor g = to_device(Tensor::cpu(p.value.shape(), DType::float32), device);
     grads.add(p.name, g);
-    if (p.name == "model.embed_tokens.weight" && model.config().tie_word_embeddings) grads.add("lm_head.weight", g);
+    if (p.name == "model.embed_tokens.weight" && model.config().tie_word_embeddings)
+      grads.add("lm_head.weight", g);
   }
   Step step{model.forward_backward(pointers, 0.1f, grads), {}};
-  for (const Parameter& p : model.parameters()) step.grads.emplace_back(p.name, to_device(grads.of(p.name), Device{}));
+  for (const Parameter& p : model.parameters())
+    step.grads.emplace_back(p.name, to_device(grads.of(p.name), Device{}));
   return step;
 }
 
@@ -78,6 +83,7 @@ TEST_P(TrainingStep, LossAndEveryGradientMatchTheCpu) {
       diff = std::isnan(d) ? INFINITY : std::max(diff, d);  // a NaN fails, as no max keeps it
       scale = std::max(scale, std::fabs(double{w.data<float>()[e]}));
     }
+    EXPECT_GT(scale, 0) << want.grads[i].first << " has no gradient to compare";
     EXPECT_LE(diff, 1e-4 * scale) << want.grads[i].first << ": max error " << diff << " at scale " << scale;
   }
 }

@@ -24,7 +24,8 @@ std::string tile_options() {
 }
 
 std::string attention_options(DType d, int64_t head_dim) {
-  return dtype_option(d) + " -DHEAD_DIM=" + std::to_string(head_dim) + " -DATT_GROUP=" + std::to_string(kAttentionGroup);
+  return dtype_option(d) + " -DHEAD_DIM=" + std::to_string(head_dim) +
+         " -DATT_GROUP=" + std::to_string(kAttentionGroup);
 }
 
 }  // namespace
@@ -61,8 +62,9 @@ const Program& linear_program(DType d, int64_t rows_max) {
   return interned(
       [&] {
         return Program{"linear", kernel_sources::linear,
-                       dtype_option(d) + tile_options() + " -DROWS_MAX=" + std::to_string(rows_max) + " -DROWS_GROUP=" +
-                           std::to_string(kRowsGroup) + " -DROWS_LANES=" + std::to_string(kRowsLanes)};
+                       dtype_option(d) + tile_options() + " -DROWS_MAX=" + std::to_string(rows_max) +
+                           " -DROWS_GROUP=" + std::to_string(kRowsGroup) +
+                           " -DROWS_LANES=" + std::to_string(kRowsLanes)};
       },
       d, rows_max);
 }
@@ -78,7 +80,8 @@ const Program& attention_program(DType d, int64_t head_dim) {
 const Program& attention_backward_program(DType d, int64_t head_dim) {
   return interned(
       [&] {
-        return Program{"attention_backward", kernel_sources::attention_backward, attention_options(d, head_dim)};
+        return Program{"attention_backward", kernel_sources::attention_backward,
+                       attention_options(d, head_dim)};
       },
       d, head_dim);
 }

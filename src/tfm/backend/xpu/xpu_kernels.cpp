@@ -437,8 +437,8 @@ void XpuKernels::run(const op::AttentionBackward& a) {
   const cl_mem stats = devices_->scratch(a.q, static_cast<size_t>(T * heads * 3) * sizeof(float));
   const auto common = [&](Launch& launch, auto&... extra) {
     launch.args(a.q, a.k, a.v, a.dout, a.query_start, to_int(a.query_start.size(0) - 1, "sequences"),
-                to_int(heads, "heads"), to_int(kv_heads, "KV heads"), a.scale, to_int(a.window, "window"), stats,
-                extra...);
+                to_int(heads, "heads"), to_int(kv_heads, "KV heads"), a.scale, to_int(a.window, "window"),
+                stats, extra...);
   };
   Launch dq = devices_->kernel(a.dq, program, "attention_backward_dq", kAttentionGroup);
   common(dq, a.out, a.dq);
@@ -452,7 +452,8 @@ void XpuKernels::run(const op::CrossEntropy& a) {
   std::lock_guard lock(devices_->mutex);
   const int64_t R = a.logits.size(0);
   const Program& program = training_program(a.dtype());
-  const cl_mem row_loss = devices_->scratch(a.loss, static_cast<size_t>(std::max<int64_t>(R, 1)) * sizeof(float));
+  const cl_mem row_loss =
+      devices_->scratch(a.loss, static_cast<size_t>(std::max<int64_t>(R, 1)) * sizeof(float));
   devices_->kernel(a.loss, program, "cross_entropy", kReduceGroup)
       .args(a.logits, a.labels, a.grad_scale, row_loss, a.dlogits, to_int(a.logits.size(1), "vocabulary"))
       .run({static_cast<size_t>(R) * kReduceGroup, 1}, {kReduceGroup, 1});
@@ -563,18 +564,22 @@ void register_kernels(KernelRegistry& r) {
                               {.run = attention_on_xpu<AttentionForm::flash>, .is_default = true});
     r.add<op::PagedAttention>(xpu, d, "eager", {.run = attention_on_xpu<AttentionForm::eager>});
     r.add<op::ConcatColumns>(xpu, d, "default", {.run = run_on_xpu<op::ConcatColumns>, .is_default = true});
-    r.add<op::AddScaledColumns>(xpu, d, "default", {.run = run_on_xpu<op::AddScaledColumns>, .is_default = true});
+    r.add<op::AddScaledColumns>(xpu, d, "default",
+                                {.run = run_on_xpu<op::AddScaledColumns>, .is_default = true});
     r.add<op::Dropout>(xpu, d, "default", {.run = run_on_xpu<op::Dropout>, .is_default = true});
     r.add<op::LinearBackward>(xpu, d, "default", {.run = run_on_xpu<op::LinearBackward>, .is_default = true});
-    r.add<op::RmsNormBackward>(xpu, d, "default", {.run = run_on_xpu<op::RmsNormBackward>, .is_default = true});
-    r.add<op::SiluMulBackward>(xpu, d, "default", {.run = run_on_xpu<op::SiluMulBackward>, .is_default = true});
+    r.add<op::RmsNormBackward>(xpu, d, "default",
+                               {.run = run_on_xpu<op::RmsNormBackward>, .is_default = true});
+    r.add<op::SiluMulBackward>(xpu, d, "default",
+                               {.run = run_on_xpu<op::SiluMulBackward>, .is_default = true});
     r.add<op::EmbeddingBackward>(xpu, d, "default",
                                  {.run = run_on_xpu<op::EmbeddingBackward>, .is_default = true});
     r.add<op::AttentionBackward>(xpu, d, "default",
                                  {.run = run_on_xpu<op::AttentionBackward>, .is_default = true});
     r.add<op::CrossEntropy>(xpu, d, "default", {.run = run_on_xpu<op::CrossEntropy>, .is_default = true});
   }
-  r.add<op::SumSquares>(xpu, DType::float32, "default", {.run = run_on_xpu<op::SumSquares>, .is_default = true});
+  r.add<op::SumSquares>(xpu, DType::float32, "default",
+                        {.run = run_on_xpu<op::SumSquares>, .is_default = true});
   r.add<op::AdamW>(xpu, DType::float32, "default", {.run = run_on_xpu<op::AdamW>, .is_default = true});
 }
 

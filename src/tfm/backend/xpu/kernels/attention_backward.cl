@@ -1,8 +1,8 @@
 // Causal grouped-query attention's backward (op::AttentionBackward in op_set.h; cpu/training.cpp is the
 // reference) in the dtype DTYPE for heads of HEAD_DIM, ATT_GROUP items a work-group. Sequence s is rows
-// [starts[s], starts[s + 1]) at positions 0, 1, ...; q, out, dout and dq are (T, heads, HEAD_DIM), k, v, dk and
-// dv (T, kv_heads, HEAD_DIM). Two kernels, so that every output has one writer: attention_backward_dq, one
-// work-group per (query row, head), recomputes the row's float32 softmax, writes dq and keeps the row's
+// [starts[s], starts[s + 1]) at positions 0, 1, ...; q, out, dout and dq are (T, heads, HEAD_DIM), k, v, dk
+// and dv (T, kv_heads, HEAD_DIM). Two kernels, so that every output has one writer: attention_backward_dq,
+// one work-group per (query row, head), recomputes the row's float32 softmax, writes dq and keeps the row's
 // statistics (maximum score, denominator, dout . out) in `stats`; attention_backward_dkv, one work-group per
 // (key row, kv head), then sums dk and dv over the (query row, head) pairs that see the key.
 #define DIMS_PER_ITEM ((HEAD_DIM + ATT_GROUP - 1) / ATT_GROUP)
@@ -34,10 +34,10 @@ long head_row(int row, int head, int heads) {
   return ((long)row * heads + head) * HEAD_DIM;
 }
 
-#define BACKWARD_ARGS                                                                                       \
-  __global const ELEM *q, long q_off, __global const ELEM *k, long k_off, __global const ELEM *v, long v_off, \
-      __global const ELEM *dout, long dout_off, __global const int *starts, long starts_off, int num_seqs,    \
-      int heads, int kv_heads, float scale, int window, __global float *stats
+#define BACKWARD_ARGS                                                                                      \
+  __global const ELEM *q, long q_off, __global const ELEM *k, long k_off, __global const ELEM *v,            \
+      long v_off, __global const ELEM *dout, long dout_off, __global const int *starts, long starts_off,     \
+      int num_seqs, int heads, int kv_heads, float scale, int window, __global float *stats
 
 // For query row i (position pos, keys j0..pos): P = softmax(scale q k^T), dP = dout v^T,
 // dS = P (dP - dout . out) scale, dq = dS k.
@@ -104,9 +104,9 @@ __kernel __attribute__((reqd_work_group_size(ATT_GROUP, 1, 1))) void attention_b
   }
 }
 
-// For key row j (position pos) of kv head g: the pairs (query row i, head h of g) with i at positions pos..last
-// (the window's reach), ATT_GROUP pairs a tile, one per item: P and dS as attention_backward_dq computes them
-// from its stats, then dk = dS^T q and dv = P^T dout.
+// For key row j (position pos) of kv head g: the pairs (query row i, head h of g) with i at positions
+// pos..last (the window's reach), ATT_GROUP pairs a tile, one per item: P and dS as attention_backward_dq
+// computes them, from its stats; then dk = dS^T q and dv = P^T dout.
 __kernel __attribute__((reqd_work_group_size(ATT_GROUP, 1, 1))) void attention_backward_dkv(
     BACKWARD_ARGS, __global ELEM* dk, long dk_off, __global ELEM* dv, long dv_off) {
   __local float ks[HEAD_DIM], vs[HEAD_DIM], ps[ATT_GROUP], ds[ATT_GROUP];
@@ -140,7 +140,8 @@ __kernel __attribute__((reqd_work_group_size(ATT_GROUP, 1, 1))) void attention_b
     barrier(CLK_LOCAL_MEM_FENCE);
     const int count = min(ATT_GROUP, pairs - e0);
     for (int t = 0; t < count; ++t) {
-      const long qr = head_row(row + (e0 + t) / group_heads, kv_head * group_heads + (e0 + t) % group_heads, heads);
+      const int pair = e0 + t;
+      const long qr = head_row(row + pair / group_heads, kv_head * group_heads + pair % group_heads, heads);
       for (int a = 0; a < DIMS_PER_ITEM; ++a) {
         const int c = lid + a * ATT_GROUP;
         if (c < HEAD_DIM) {

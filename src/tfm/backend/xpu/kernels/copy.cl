@@ -1,6 +1,7 @@
 // Row copies: embedding, gather_rows, kv_cache_write, split_columns, concat_columns (op_set.h gives the
 // semantics). They move elements without looking at them, as unsigned integers of the element's size (the build
-// option WORD: uint or ushort), so bfloat16 and float16 share one program. Two-dimensional kernels run over (column, row).
+// option WORD: uint or ushort), so bfloat16 and float16 share one program. Two-dimensional kernels run over
+// (column, row).
 
 // out[i, :] = x[rows[i], :]; also the embedding lookup (x the table, rows the token ids).
 __kernel void gather_rows(__global const WORD* x, long x_off, __global const int* rows, long rows_off,

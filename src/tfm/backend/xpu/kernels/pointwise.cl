@@ -171,8 +171,8 @@ ulong splitmix64(ulong z) {
 
 // Inverted dropout (op::Dropout): element i is kept, times keep_scale (the host's 1 / (1 - p) in float), when
 // u = (splitmix64(splitmix64(seed) ^ i) >> 40) / 2^24 is at least p; else zeroed. out may be x.
-__kernel void dropout(__global const ELEM* x, long x_off, float p, ulong seed, float keep_scale, __global ELEM* out,
-                      long out_off, long n) {
+__kernel void dropout(__global const ELEM* x, long x_off, float p, ulong seed, float keep_scale,
+                      __global ELEM* out, long out_off, long n) {
   const long i = get_global_id(0);
   if (i >= n) return;
   const float u = (float)(splitmix64(splitmix64(seed) ^ (ulong)i) >> 40) * 0x1.0p-24f;

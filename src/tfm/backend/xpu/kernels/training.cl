@@ -23,7 +23,8 @@ void matmul_tile(__global const ELEM* a, long a_off, long a_row, long a_inner, _
     for (int e = item; e < TILE * TILE_K; e += TILE_ITEMS * TILE_ITEMS) {
       const int r = e / TILE_K, pa = p0 + e % TILE_K;  // a along its inner index, b along its columns
       const int c = e % TILE, pb = p0 + e / TILE;
-      as[e % TILE_K][r] = (r0 + r < rows && pa < inner) ? LOAD(a, a_off + (r0 + r) * a_row + pa * a_inner) : 0.0f;
+      as[e % TILE_K][r] =
+          (r0 + r < rows && pa < inner) ? LOAD(a, a_off + (r0 + r) * a_row + pa * a_inner) : 0.0f;
       bs[e / TILE][c] = (c0 + c < cols && pb < inner) ? LOAD(b, b_off + (long)pb * cols + c0 + c) : 0.0f;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -38,17 +39,17 @@ void matmul_tile(__global const ELEM* a, long a_off, long a_row, long a_inner, _
   }
 }
 
-// Visits the outputs an item of matmul_tile holds: (row, column, index into acc).
-#define FOR_TILE_OUTPUTS(rows, cols, body)                          \
-  for (int i = 0; i < TILE_REG; ++i) {                              \
-    const int row = get_group_id(1) * TILE + get_local_id(1) + i * TILE_ITEMS; \
-    for (int j = 0; j < TILE_REG; ++j) {                            \
+// Visits the outputs an item of matmul_tile holds, as (row, col) and acc[i][j].
+#define FOR_TILE_OUTPUTS(rows, cols, body)                                       \
+  for (int i = 0; i < TILE_REG; ++i) {                                           \
+    const int row = get_group_id(1) * TILE + get_local_id(1) + i * TILE_ITEMS;   \
+    for (int j = 0; j < TILE_REG; ++j) {                                         \
       const int col = get_group_id(0) * TILE + get_local_id(0) + j * TILE_ITEMS; \
-      if (row < (rows) && col < (cols)) body                        \
-    }                                                               \
+      if (row < (rows) && col < (cols)) body                                     \
+    }                                                                            \
   }
 
-#define MATMUL_ARGS                                                                                     \
+#define MATMUL_ARGS                                                                                         \
   __global const ELEM *a, long a_off, long a_row, long a_inner, __global const ELEM *b, long b_off, int rows, \
       int inner, int cols
 
