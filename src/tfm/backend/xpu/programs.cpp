@@ -17,12 +17,6 @@ std::string dtype_option(DType d, const char* macro) {
 
 namespace {
 
-// The tile shape of linear_tiled and the training program's matmuls.
-std::string tile_options() {
-  return " -DTILE=" + std::to_string(kTile) + " -DTILE_K=" + std::to_string(kTileK) +
-         " -DTILE_REG=" + std::to_string(kTileReg);
-}
-
 std::string attention_options(DType d, int64_t head_dim) {
   return dtype_option(d) + " -DHEAD_DIM=" + std::to_string(head_dim) +
          " -DATT_GROUP=" + std::to_string(kAttentionGroup);
@@ -62,9 +56,10 @@ const Program& linear_program(DType d, int64_t rows_max) {
   return interned(
       [&] {
         return Program{"linear", kernel_sources::linear,
-                       dtype_option(d) + tile_options() + " -DROWS_MAX=" + std::to_string(rows_max) +
-                           " -DROWS_GROUP=" + std::to_string(kRowsGroup) +
-                           " -DROWS_LANES=" + std::to_string(kRowsLanes)};
+                       dtype_option(d) + " -DTILE=" + std::to_string(kTile) +
+                           " -DTILE_K=" + std::to_string(kTileK) + " -DTILE_REG=" + std::to_string(kTileReg) +
+                           " -DROWS_MAX=" + std::to_string(rows_max) + " -DROWS_GROUP=" +
+                           std::to_string(kRowsGroup) + " -DROWS_LANES=" + std::to_string(kRowsLanes)};
       },
       d, rows_max);
 }
@@ -90,7 +85,7 @@ const Program& training_program(DType d) {
   return interned(
       [&] {
         return Program{"training", kernel_sources::training,
-                       dtype_option(d) + tile_options() + " -DREDUCE_GROUP=" + std::to_string(kReduceGroup)};
+                       dtype_option(d) + " -DREDUCE_GROUP=" + std::to_string(kReduceGroup)};
       },
       d);
 }

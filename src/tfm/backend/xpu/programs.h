@@ -54,11 +54,12 @@ const Program& copy_program(DType d);  // copies move bits: one program per elem
 const Program& cast_program(DType from, DType to);
 const Program& pointwise_program(DType d);
 // linear_rows is built for a bound on the rows (1, 2, 4 or 8) so that a decode step of one sequence keeps one
-// accumulator a column in registers, not eight: fewer registers, more work-groups resident at once.
+// accumulator a column in registers, not eight: fewer registers, more work-groups resident at once. Linear's
+// backward runs the tiled product of the default.
 const Program& linear_program(DType d, int64_t rows_max = kRowsMax);
 const Program& attention_program(DType d, int64_t head_dim);
 const Program& attention_backward_program(DType d, int64_t head_dim);
-// linear's and embedding's backward, cross_entropy, sum_squares and adamw (whose dtype is its param copy's).
+// embedding's backward, cross_entropy, sum_squares and adamw (whose dtype is its param copy's).
 const Program& training_program(DType d);
 
 // The program `make` returns, made once per `args` and kept for the process (each call site of interned has its

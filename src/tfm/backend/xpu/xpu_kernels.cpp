@@ -367,19 +367,19 @@ void XpuKernels::run(const op::LinearBackward& a) {
   std::lock_guard lock(devices_->mutex);
   const int64_t M = a.x.size(0), K = a.x.size(1), N = a.w.size(0);
   const auto m = to_int(M, "rows"), k = to_int(K, "inner size"), n = to_int(N, "columns");
-  const Program& program = training_program(a.dtype());
+  const Program& program = linear_program(a.dtype());
   const auto tiles = [](int64_t rows, int64_t cols) -> std::array<size_t, 2> {
     return {(static_cast<size_t>(cols) + kTile - 1) / kTile * kTileItems,
             (static_cast<size_t>(rows) + kTile - 1) / kTile * kTileItems};
   };
   if (a.dx.defined()) {  // dx (M, K) = dy (M, N) @ w (N, K)
     devices_->kernel(a.dx, program, "matmul_store", kTileItems * kTileItems)
-        .args(a.dy, int64_t{N}, int64_t{1}, a.w, m, n, k, a.dx)
+        .args(a.dy, int64_t{N}, int64_t{1}, a.w, int64_t{K}, int64_t{1}, m, n, k, a.dx)
         .run(tiles(M, K), {kTileItems, kTileItems});
   }
   if (a.dw.defined()) {  // dw (N, K) += dy^T (N, M) @ x (M, K)
     devices_->kernel(a.dw, program, "matmul_accumulate", kTileItems * kTileItems)
-        .args(a.dy, int64_t{1}, int64_t{N}, a.x, n, m, k, a.dw)
+        .args(a.dy, int64_t{1}, int64_t{N}, a.x, int64_t{K}, int64_t{1}, n, m, k, a.dw)
         .run(tiles(N, K), {kTileItems, kTileItems});
   }
   if (a.dbias.defined()) {

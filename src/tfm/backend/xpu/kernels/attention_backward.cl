@@ -7,21 +7,6 @@
 // (key row, kv head), then sums dk and dv over the (query row, head) pairs that see the key.
 #define DIMS_PER_ITEM ((HEAD_DIM + ATT_GROUP - 1) / ATT_GROUP)
 
-// The first row of the sequence holding `row`: starts[s] of the last s with starts[s] <= row (empty sequences
-// are skipped); *end gets starts[s + 1].
-int sequence_start(__global const int* starts, int num_seqs, int row, int* end) {
-  int lo = 0, hi = num_seqs - 1;
-  while (lo < hi) {
-    const int mid = (lo + hi + 1) / 2;
-    if (starts[mid] <= row)
-      lo = mid;
-    else
-      hi = mid - 1;
-  }
-  *end = starts[lo + 1];
-  return starts[lo];
-}
-
 // a . b for a head in local memory and one at element b_row of b.
 float head_dot(__local const float* a, __global const ELEM* b, long b_row) {
   float d = 0.0f;
@@ -46,8 +31,7 @@ __kernel __attribute__((reqd_work_group_size(ATT_GROUP, 1, 1))) void attention_b
   __local float qs[HEAD_DIM], gs[HEAD_DIM], scratch[ATT_GROUP], ds[ATT_GROUP];
   const int lid = get_local_id(0), group = get_group_id(0);
   const int row = group / heads, head = group % heads, kv_head = head / (heads / kv_heads);
-  int end;
-  const int first = sequence_start(starts + starts_off, num_seqs, row, &end);
+  const int first = starts[starts_off + sequence_of(starts + starts_off, num_seqs, row)];
   const int pos = row - first, j0 = window > 0 ? max(0, pos - window + 1) : 0;
   const long qr = head_row(row, head, heads);
   float item_dot = 0.0f;
@@ -112,9 +96,8 @@ __kernel __attribute__((reqd_work_group_size(ATT_GROUP, 1, 1))) void attention_b
   __local float ks[HEAD_DIM], vs[HEAD_DIM], ps[ATT_GROUP], ds[ATT_GROUP];
   const int lid = get_local_id(0), group = get_group_id(0);
   const int row = group / kv_heads, kv_head = group % kv_heads, group_heads = heads / kv_heads;
-  int end;
-  const int first = sequence_start(starts + starts_off, num_seqs, row, &end);
-  const int pos = row - first, n = end - first;
+  __global const int* seq = starts + starts_off + sequence_of(starts + starts_off, num_seqs, row);
+  const int first = seq[0], pos = row - first, n = seq[1] - first;
   const int last = window > 0 ? min(n - 1, pos + window - 1) : n - 1;
   const long kr = head_row(row, kv_head, kv_heads);
   for (int c = lid; c < HEAD_DIM; c += ATT_GROUP) {
