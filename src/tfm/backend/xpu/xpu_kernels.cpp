@@ -155,6 +155,19 @@ struct XpuKernels::Devices {
         .run({static_cast<size_t>(H), static_cast<size_t>(R)}, {kPointGroup, 1});
   }
 
+  // out[t, out_first + c] = x[t, x_first + c] for the columns of the narrower of x and out (a block of
+  // split_columns or concat_columns), both of T rows; returns how many.
+  int64_t copy_columns(const Tensor& x, int64_t x_first, const Tensor& out, int64_t out_first, int64_t T) {
+    if (T == 0) return 0;
+    const int64_t x_width = x.numel() / T, out_width = out.numel() / T;
+    const int64_t width = std::min(x_width, out_width);
+    kernel(out, copy_program(x.dtype()), "copy_columns", kPointGroup)
+        .args(x, to_int(x_width, "columns"), to_int(x_first, "column"), out, to_int(out_width, "columns"),
+              to_int(out_first, "column"), to_int(width, "columns"), to_int(T, "rows"))
+        .run({static_cast<size_t>(width), static_cast<size_t>(T)}, {kPointGroup, 1});
+    return width;
+  }
+
   XpuBackend& backend;
   size_t scores_bytes;
   std::mutex mutex;  // kernel arguments are per cl_kernel, shared by every caller
@@ -179,16 +192,8 @@ void XpuKernels::run(const op::GatherRows& a) {
 void XpuKernels::run(const op::SplitColumns& a) {
   std::lock_guard lock(devices_->mutex);
   const int64_t T = a.x.size(0);
-  if (T == 0) return;
-  const int32_t total = to_int(a.x.numel() / T, "columns");
-  int32_t first = 0;
-  for (Tensor* o : a.outs) {
-    const int32_t width = to_int(o->numel() / T, "columns");
-    devices_->kernel(a.x, copy_program(a.dtype()), "copy_columns", kPointGroup)
-        .args(a.x, total, first, *o, width, to_int(T, "rows"))
-        .run({static_cast<size_t>(width), static_cast<size_t>(T)}, {kPointGroup, 1});
-    first += width;
-  }
+  int64_t first = 0;
+  for (Tensor* o : a.outs) first += devices_->copy_columns(a.x, first, *o, 0, T);
 }
 
 void XpuKernels::run(const op::KvCacheWrite& a) {
@@ -333,16 +338,8 @@ void XpuKernels::run(const op::PagedAttention& a, AttentionForm form) {
 void XpuKernels::run(const op::ConcatColumns& a) {
   std::lock_guard lock(devices_->mutex);
   const int64_t T = a.out.size(0);
-  if (T == 0) return;
-  const int32_t total = to_int(a.out.numel() / T, "columns");
-  int32_t first = 0;
-  for (const Tensor* in : a.ins) {
-    const int32_t width = to_int(in->numel() / T, "columns");
-    devices_->kernel(a.out, copy_program(a.dtype()), "paste_columns", kPointGroup)
-        .args(*in, width, a.out, total, first, to_int(T, "rows"))
-        .run({static_cast<size_t>(width), static_cast<size_t>(T)}, {kPointGroup, 1});
-    first += width;
-  }
+  int64_t first = 0;
+  for (const Tensor* in : a.ins) first += devices_->copy_columns(*in, 0, a.out, first, T);
 }
 
 void XpuKernels::run(const op::AddScaledColumns& a) {
