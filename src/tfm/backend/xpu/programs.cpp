@@ -15,6 +15,15 @@ std::string dtype_option(DType d, const char* macro) {
   return std::string("-D") + macro + "=" + name;
 }
 
+namespace {
+
+std::string attention_options(DType d, int64_t head_dim) {
+  return dtype_option(d) + " -DHEAD_DIM=" + std::to_string(head_dim) +
+         " -DATT_GROUP=" + std::to_string(kAttentionGroup);
+}
+
+}  // namespace
+
 const Program& copy_program(DType d) {
   return interned(
       [&] {
@@ -37,7 +46,8 @@ const Program& pointwise_program(DType d) {
       [&] {
         return Program{"pointwise", kernel_sources::pointwise,
                        dtype_option(d) + " -DRMS_GROUP=" + std::to_string(kRmsGroup) + " -DMAX_HEAD_DIM=" +
-                           std::to_string(kMaxHeadDim) + " -DARGMAX_GROUP=" + std::to_string(kArgmaxGroup)};
+                           std::to_string(kMaxHeadDim) + " -DARGMAX_GROUP=" + std::to_string(kArgmaxGroup) +
+                           " -DNORM_BLOCK=" + std::to_string(kNormBlock)};
       },
       d);
 }
@@ -57,11 +67,27 @@ const Program& linear_program(DType d, int64_t rows_max) {
 const Program& attention_program(DType d, int64_t head_dim) {
   return interned(
       [&] {
-        return Program{"attention", kernel_sources::attention,
-                       dtype_option(d) + " -DHEAD_DIM=" + std::to_string(head_dim) +
-                           " -DATT_GROUP=" + std::to_string(kAttentionGroup)};
+        return Program{"attention", kernel_sources::attention, attention_options(d, head_dim)};
       },
       d, head_dim);
+}
+
+const Program& attention_backward_program(DType d, int64_t head_dim) {
+  return interned(
+      [&] {
+        return Program{"attention_backward", kernel_sources::attention_backward,
+                       attention_options(d, head_dim)};
+      },
+      d, head_dim);
+}
+
+const Program& training_program(DType d) {
+  return interned(
+      [&] {
+        return Program{"training", kernel_sources::training,
+                       dtype_option(d) + " -DREDUCE_GROUP=" + std::to_string(kReduceGroup)};
+      },
+      d);
 }
 
 std::vector<Program> every_program(const DeviceCapabilities& device) {
@@ -71,7 +97,11 @@ std::vector<Program> every_program(const DeviceCapabilities& device) {
     programs.push_back(pointwise_program(d));
     for (int64_t rows_max = 1; rows_max <= kRowsMax; rows_max *= 2)
       programs.push_back(linear_program(d, rows_max));
-    for (int64_t head_dim : {64, 80, 96, 128, 256}) programs.push_back(attention_program(d, head_dim));
+    programs.push_back(training_program(d));
+    for (int64_t head_dim : {64, 80, 96, 128, 256}) {
+      programs.push_back(attention_program(d, head_dim));
+      programs.push_back(attention_backward_program(d, head_dim));
+    }
     for (Program& p : intel_linear_programs(d, device)) programs.push_back(std::move(p));
   }
   return programs;

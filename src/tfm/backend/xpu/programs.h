@@ -30,6 +30,9 @@ inline constexpr size_t kRowsGroup = 256;      // with work-groups of 256 items,
 inline constexpr size_t kRowsLanes = 32;       // 32 of them on each output column
 static_assert(kRowsMax <= kRowsLanes, "linear_rows writes one output row per lane");
 inline constexpr size_t kAttentionGroup = 64;  // items per (query row, head)
+inline constexpr size_t kNormBlock = 16;       // rms_norm_dweight: 16 columns x 16 row lanes a work-group
+inline constexpr size_t kReduceGroup = 256;    // cross_entropy: items per row; sums over work-groups
+inline constexpr size_t kReduceParts = 256;    // sum_squares: at most this many work-groups' partial sums
 
 // A source of kernels/ with the options it is built with: one program per dtype (and shape constants). The
 // functions below return programs kept for the process, one per distinct arguments, so that a launch finds its
@@ -51,9 +54,13 @@ const Program& copy_program(DType d);  // copies move bits: one program per elem
 const Program& cast_program(DType from, DType to);
 const Program& pointwise_program(DType d);
 // linear_rows is built for a bound on the rows (1, 2, 4 or 8) so that a decode step of one sequence keeps one
-// accumulator a column in registers, not eight: fewer registers, more work-groups resident at once.
+// accumulator a column in registers, not eight: fewer registers, more work-groups resident at once. Linear's
+// backward runs the tiled product of the default.
 const Program& linear_program(DType d, int64_t rows_max = kRowsMax);
 const Program& attention_program(DType d, int64_t head_dim);
+const Program& attention_backward_program(DType d, int64_t head_dim);
+// embedding's backward, cross_entropy, sum_squares and adamw (whose dtype is its param copy's).
+const Program& training_program(DType d);
 
 // The program `make` returns, made once per `args` and kept for the process (each call site of interned has its
 // own table, as each lambda is a type of its own).

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <cmath>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -75,6 +76,7 @@ class Launch {
   }
   void set(int32_t v) { set_value(static_cast<cl_int>(v)); }
   void set(int64_t v) { set_value(static_cast<cl_long>(v)); }
+  void set(uint64_t v) { set_value(static_cast<cl_ulong>(v)); }
   void set(float v) { set_value(static_cast<cl_float>(v)); }
 
   XpuDevice& device_;
@@ -102,8 +104,8 @@ struct XpuKernels::Devices {
   struct State {
     // By program (kept for the process: programs.h) and kernel name (a string literal).
     std::map<std::pair<const Program*, std::string_view>, ClKernel> kernels;
-    ClBuffer scores;                          // the eager attention's scratch
-    size_t scores_capacity = 0;
+    ClBuffer scratch;  // attention's scores or partial states, training kernels' partial sums
+    size_t scratch_capacity = 0;
   };
 
   // Kernel `name` of `program` (prefixed with common.cl) on the device of `on`, created once per device.
@@ -133,16 +135,16 @@ struct XpuKernels::Devices {
   // launches still use it lives until they finish (OpenCL defers the release).
   cl_mem scratch(const Tensor& on, size_t bytes) {
     State& state = states[on.device().index];
-    if (state.scores_capacity < bytes) {
+    if (state.scratch_capacity < bytes) {
       const XpuDevice& device = backend.device(on.device().index);
       cl_int status = CL_SUCCESS;
       ClBuffer buffer(clCreateBuffer(device.context.get(), CL_MEM_READ_WRITE, bytes, nullptr, &status));
       cl_check(status, "clCreateBuffer",
-               device.where + ": attention scores of " + std::to_string(bytes) + " bytes");
-      state.scores = std::move(buffer);
-      state.scores_capacity = bytes;
+               device.where + ": kernel scratch of " + std::to_string(bytes) + " bytes");
+      state.scratch = std::move(buffer);
+      state.scratch_capacity = bytes;
     }
-    return state.scores.get();
+    return state.scratch.get();
   }
 
   // out[i] = x[rows[i]]: gather_rows, and embedding with x the table.
@@ -151,6 +153,19 @@ struct XpuKernels::Devices {
     kernel(out, copy_program(x.dtype()), "gather_rows", kPointGroup)
         .args(x, rows, out, to_int(H, "row size"), to_int(R, "rows"))
         .run({static_cast<size_t>(H), static_cast<size_t>(R)}, {kPointGroup, 1});
+  }
+
+  // out[t, out_first + c] = x[t, x_first + c] for the columns of the narrower of x and out (a block of
+  // split_columns or concat_columns), both of T rows; returns how many.
+  int64_t copy_columns(const Tensor& x, int64_t x_first, const Tensor& out, int64_t out_first, int64_t T) {
+    if (T == 0) return 0;
+    const int64_t x_width = x.numel() / T, out_width = out.numel() / T;
+    const int64_t width = std::min(x_width, out_width);
+    kernel(out, copy_program(x.dtype()), "copy_columns", kPointGroup)
+        .args(x, to_int(x_width, "columns"), to_int(x_first, "column"), out, to_int(out_width, "columns"),
+              to_int(out_first, "column"), to_int(width, "columns"), to_int(T, "rows"))
+        .run({static_cast<size_t>(width), static_cast<size_t>(T)}, {kPointGroup, 1});
+    return width;
   }
 
   XpuBackend& backend;
@@ -177,16 +192,8 @@ void XpuKernels::run(const op::GatherRows& a) {
 void XpuKernels::run(const op::SplitColumns& a) {
   std::lock_guard lock(devices_->mutex);
   const int64_t T = a.x.size(0);
-  if (T == 0) return;
-  const int32_t total = to_int(a.x.numel() / T, "columns");
-  int32_t first = 0;
-  for (Tensor* o : a.outs) {
-    const int32_t width = to_int(o->numel() / T, "columns");
-    devices_->kernel(a.x, copy_program(a.dtype()), "copy_columns", kPointGroup)
-        .args(a.x, total, first, *o, width, to_int(T, "rows"))
-        .run({static_cast<size_t>(width), static_cast<size_t>(T)}, {kPointGroup, 1});
-    first += width;
-  }
+  int64_t first = 0;
+  for (Tensor* o : a.outs) first += devices_->copy_columns(a.x, first, *o, 0, T);
 }
 
 void XpuKernels::run(const op::KvCacheWrite& a) {
@@ -328,6 +335,159 @@ void XpuKernels::run(const op::PagedAttention& a, AttentionForm form) {
   }
 }
 
+void XpuKernels::run(const op::ConcatColumns& a) {
+  std::lock_guard lock(devices_->mutex);
+  const int64_t T = a.out.size(0);
+  int64_t first = 0;
+  for (const Tensor* in : a.ins) first += devices_->copy_columns(*in, 0, a.out, first, T);
+}
+
+void XpuKernels::run(const op::AddScaledColumns& a) {
+  std::lock_guard lock(devices_->mutex);
+  const int64_t T = a.out.size(0);
+  devices_->kernel(a.out, pointwise_program(a.dtype()), "add_scaled_columns", kPointGroup)
+      .args(a.out, to_int(a.out.size(1), "columns"), to_int(a.out_column, "column"), a.x,
+            to_int(a.x.size(1), "columns"), to_int(a.x_column, "column"), to_int(a.width, "width"), a.scale,
+            to_int(T, "rows"))
+      .run({static_cast<size_t>(a.width), static_cast<size_t>(T)}, {kPointGroup, 1});
+}
+
+void XpuKernels::run(const op::Dropout& a) {
+  std::lock_guard lock(devices_->mutex);
+  const float keep_scale = 1.f / (1.f - a.p);  // as the CPU rounds it
+  devices_->kernel(a.out, pointwise_program(a.dtype()), "dropout", kPointGroup)
+      .args(a.x, a.p, a.seed, keep_scale, a.out, a.x.numel())
+      .run({static_cast<size_t>(a.x.numel()), 1}, {kPointGroup, 1});
+}
+
+void XpuKernels::run(const op::LinearBackward& a) {
+  std::lock_guard lock(devices_->mutex);
+  const int64_t M = a.x.size(0), K = a.x.size(1), N = a.w.size(0);
+  const auto m = to_int(M, "rows"), k = to_int(K, "inner size"), n = to_int(N, "columns");
+  const Program& program = linear_program(a.dtype());
+  const auto tiles = [](int64_t rows, int64_t cols) -> std::array<size_t, 2> {
+    return {(static_cast<size_t>(cols) + kTile - 1) / kTile * kTileItems,
+            (static_cast<size_t>(rows) + kTile - 1) / kTile * kTileItems};
+  };
+  if (a.dx.defined()) {  // dx (M, K) = dy (M, N) @ w (N, K)
+    devices_->kernel(a.dx, program, "matmul_store", kTileItems * kTileItems)
+        .args(a.dy, int64_t{N}, int64_t{1}, a.w, int64_t{K}, int64_t{1}, m, n, k, a.dx)
+        .run(tiles(M, K), {kTileItems, kTileItems});
+  }
+  if (a.dw.defined()) {  // dw (N, K) += dy^T (N, M) @ x (M, K)
+    devices_->kernel(a.dw, program, "matmul_accumulate", kTileItems * kTileItems)
+        .args(a.dy, int64_t{1}, int64_t{N}, a.x, int64_t{K}, int64_t{1}, n, m, k, a.dw)
+        .run(tiles(N, K), {kTileItems, kTileItems});
+  }
+  if (a.dbias.defined()) {
+    devices_->kernel(a.dbias, program, "column_sums", kPointGroup)
+        .args(a.dy, m, n, a.dbias)
+        .run({static_cast<size_t>(N), 1}, {kPointGroup, 1});
+  }
+}
+
+void XpuKernels::run(const op::RmsNormBackward& a) {
+  std::lock_guard lock(devices_->mutex);
+  const int64_t D = a.weight.size(0), rows = a.x.numel() / std::max<int64_t>(D, 1);
+  if (rows == 0 || (!a.dx.defined() && !a.dweight.defined())) return;
+  const Program& program = pointwise_program(a.dtype());
+  const int32_t dim = to_int(D, "RMSNorm size");
+  const cl_mem inv = devices_->scratch(a.x, static_cast<size_t>(rows) * sizeof(float));
+  devices_->kernel(a.x, program, "rms_norm_inverse", kRmsGroup)
+      .args(a.x, a.eps, inv, dim)
+      .run({static_cast<size_t>(rows) * kRmsGroup, 1}, {kRmsGroup, 1});
+  if (a.dweight.defined()) {  // before dx, which may overwrite dout
+    devices_->kernel(a.x, program, "rms_norm_dweight", kNormBlock * kNormBlock)
+        .args(a.x, a.dout, inv, a.dweight, dim, to_int(rows, "rows"))
+        .run({static_cast<size_t>(D), kNormBlock}, {kNormBlock, kNormBlock});
+  }
+  if (a.dx.defined()) {
+    devices_->kernel(a.x, program, "rms_norm_dx", kRmsGroup)
+        .args(a.x, a.weight, a.dout, inv, a.dx, dim)
+        .run({static_cast<size_t>(rows) * kRmsGroup, 1}, {kRmsGroup, 1});
+  }
+}
+
+void XpuKernels::run(const op::SiluMulBackward& a) {
+  std::lock_guard lock(devices_->mutex);
+  const int64_t T = a.dout.size(0), I = a.dout.size(1);
+  devices_->kernel(a.dout, pointwise_program(a.dtype()), "silu_mul_backward", kPointGroup)
+      .args(a.gate_up, a.dout, a.dgate_up, to_int(I, "intermediate size"), to_int(T, "tokens"))
+      .run({static_cast<size_t>(I), static_cast<size_t>(T)}, {kPointGroup, 1});
+}
+
+void XpuKernels::run(const op::EmbeddingBackward& a) {
+  std::lock_guard lock(devices_->mutex);
+  const int64_t H = a.dout.size(1);
+  devices_->kernel(a.dtable, training_program(a.dtype()), "embedding_backward", kPointGroup)
+      .args(a.ids, a.dout, a.dtable, to_int(H, "row size"), to_int(a.ids.size(0), "tokens"),
+            to_int(a.dtable.size(0), "table rows"))
+      .run({static_cast<size_t>(H), 1}, {kPointGroup, 1});
+}
+
+void XpuKernels::run(const op::AttentionBackward& a) {
+  std::lock_guard lock(devices_->mutex);
+  const int64_t T = a.q.size(0), heads = a.q.size(1), kv_heads = a.k.size(1);
+  if (T == 0) return;
+  const Program& program = attention_backward_program(a.dtype(), a.q.size(2));
+  // The rows' softmax statistics, from the dq kernel to the dk/dv kernel: maximum, denominator, dout . out.
+  const cl_mem stats = devices_->scratch(a.q, static_cast<size_t>(T * heads * 3) * sizeof(float));
+  const auto common = [&](Launch& launch, auto&... extra) {
+    launch.args(a.q, a.k, a.v, a.dout, a.query_start, to_int(a.query_start.size(0) - 1, "sequences"),
+                to_int(heads, "heads"), to_int(kv_heads, "KV heads"), a.scale, to_int(a.window, "window"),
+                stats, extra...);
+  };
+  Launch dq = devices_->kernel(a.dq, program, "attention_backward_dq", kAttentionGroup);
+  common(dq, a.out, a.dq);
+  dq.run({static_cast<size_t>(T * heads) * kAttentionGroup, 1}, {kAttentionGroup, 1});
+  Launch dkv = devices_->kernel(a.dk, program, "attention_backward_dkv", kAttentionGroup);
+  common(dkv, a.dk, a.dv);
+  dkv.run({static_cast<size_t>(T * kv_heads) * kAttentionGroup, 1}, {kAttentionGroup, 1});
+}
+
+void XpuKernels::run(const op::CrossEntropy& a) {
+  std::lock_guard lock(devices_->mutex);
+  const int64_t R = a.logits.size(0);
+  const Program& program = training_program(a.dtype());
+  const cl_mem row_loss =
+      devices_->scratch(a.loss, static_cast<size_t>(std::max<int64_t>(R, 1)) * sizeof(float));
+  devices_->kernel(a.loss, program, "cross_entropy", kReduceGroup)
+      .args(a.logits, a.labels, a.grad_scale, row_loss, a.dlogits, to_int(a.logits.size(1), "vocabulary"))
+      .run({static_cast<size_t>(R) * kReduceGroup, 1}, {kReduceGroup, 1});
+  devices_->kernel(a.loss, program, "sum_into", kReduceGroup)
+      .args(row_loss, to_int(R, "rows"), a.loss, int32_t{0})
+      .run({kReduceGroup, 1}, {kReduceGroup, 1});
+}
+
+void XpuKernels::run(const op::SumSquares& a) {
+  std::lock_guard lock(devices_->mutex);
+  const int64_t n = a.x.numel();
+  if (n == 0) return;
+  const Program& program = training_program(DType::float32);
+  const size_t parts = std::min((static_cast<size_t>(n) + kReduceGroup - 1) / kReduceGroup, kReduceParts);
+  const cl_mem partial = devices_->scratch(a.out, parts * sizeof(float));
+  devices_->kernel(a.out, program, "sum_squares_parts", kReduceGroup)
+      .args(a.x, n, partial)
+      .run({parts * kReduceGroup, 1}, {kReduceGroup, 1});
+  devices_->kernel(a.out, program, "sum_into", kReduceGroup)
+      .args(partial, static_cast<int32_t>(parts), a.out, int32_t{1})
+      .run({kReduceGroup, 1}, {kReduceGroup, 1});
+}
+
+void XpuKernels::run(const op::AdamW& a) {
+  std::lock_guard lock(devices_->mutex);
+  // The scalars as the CPU kernel computes them: in double, each rounded to float32 once.
+  const double bias1 = 1. - std::pow(a.beta1, static_cast<double>(a.step));
+  const double bias2 = 1. - std::pow(a.beta2, static_cast<double>(a.step));
+  const auto f = [](double v) { return static_cast<float>(v); };
+  const DType param_dtype = a.param.defined() ? a.param.dtype() : DType::float32;
+  devices_->kernel(a.master, training_program(param_dtype), "adamw", kPointGroup)
+      .args(a.master, a.grad, a.exp_avg, a.exp_avg_sq, a.param, a.master.numel(), f(a.grad_scale),
+            f(1. - a.lr * a.weight_decay), f(1. - a.beta1), f(a.beta2), f(1. - a.beta2), f(a.lr / bias1),
+            f(std::sqrt(bias2)), f(a.eps))
+      .run({static_cast<size_t>(a.master.numel()), 1}, {kPointGroup, 1});
+}
+
 XpuKernels& xpu_kernels() {
   static XpuKernels* kernels = new XpuKernels(xpu_backend());  // never destroyed, as the backend
   return *kernels;
@@ -400,7 +560,24 @@ void register_kernels(KernelRegistry& r) {
     r.add<op::PagedAttention>(xpu, d, "flash",
                               {.run = attention_on_xpu<AttentionForm::flash>, .is_default = true});
     r.add<op::PagedAttention>(xpu, d, "eager", {.run = attention_on_xpu<AttentionForm::eager>});
+    r.add<op::ConcatColumns>(xpu, d, "default", {.run = run_on_xpu<op::ConcatColumns>, .is_default = true});
+    r.add<op::AddScaledColumns>(xpu, d, "default",
+                                {.run = run_on_xpu<op::AddScaledColumns>, .is_default = true});
+    r.add<op::Dropout>(xpu, d, "default", {.run = run_on_xpu<op::Dropout>, .is_default = true});
+    r.add<op::LinearBackward>(xpu, d, "default", {.run = run_on_xpu<op::LinearBackward>, .is_default = true});
+    r.add<op::RmsNormBackward>(xpu, d, "default",
+                               {.run = run_on_xpu<op::RmsNormBackward>, .is_default = true});
+    r.add<op::SiluMulBackward>(xpu, d, "default",
+                               {.run = run_on_xpu<op::SiluMulBackward>, .is_default = true});
+    r.add<op::EmbeddingBackward>(xpu, d, "default",
+                                 {.run = run_on_xpu<op::EmbeddingBackward>, .is_default = true});
+    r.add<op::AttentionBackward>(xpu, d, "default",
+                                 {.run = run_on_xpu<op::AttentionBackward>, .is_default = true});
+    r.add<op::CrossEntropy>(xpu, d, "default", {.run = run_on_xpu<op::CrossEntropy>, .is_default = true});
   }
+  r.add<op::SumSquares>(xpu, DType::float32, "default",
+                        {.run = run_on_xpu<op::SumSquares>, .is_default = true});
+  r.add<op::AdamW>(xpu, DType::float32, "default", {.run = run_on_xpu<op::AdamW>, .is_default = true});
 }
 
 }  // namespace tfm::xpu

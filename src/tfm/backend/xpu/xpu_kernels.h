@@ -45,9 +45,21 @@ class XpuKernels {
   void run(const op::Add& a);
   void run(const op::Cast& a);
   void run(const op::PagedAttention& a, AttentionForm form);
+  void run(const op::ConcatColumns& a);
+  void run(const op::AddScaledColumns& a);
+  void run(const op::Dropout& a);
+  // Training (op_set.h): the backward ops, the loss and the optimizer step.
+  void run(const op::LinearBackward& a);
+  void run(const op::RmsNormBackward& a);
+  void run(const op::SiluMulBackward& a);
+  void run(const op::EmbeddingBackward& a);
+  void run(const op::AttentionBackward& a);
+  void run(const op::CrossEntropy& a);
+  void run(const op::SumSquares& a);
+  void run(const op::AdamW& a);
 
  private:
-  struct Devices;  // per device: the cl_kernels and the eager scratch
+  struct Devices;  // per device: the cl_kernels and a scratch buffer (attention scores, partial sums)
   std::unique_ptr<Devices> devices_;
 };
 

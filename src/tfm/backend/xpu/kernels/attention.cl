@@ -11,24 +11,17 @@ typedef struct {
   __global const int* blocks;
 } Keys;
 
-// The sequence holding query row `row`: the last s with query_start[s] <= row (empty sequences are skipped).
+// The keys query row `row` of head `head` attends to.
 Keys keys_of(__global const int* query_start, __global const int* context_lens,
              __global const int* block_tables, __global const int* positions, int num_seqs, int heads,
              int kv_heads, int max_blocks, int window, int row, int head) {
-  int lo = 0, hi = num_seqs - 1;
-  while (lo < hi) {
-    const int mid = (lo + hi + 1) / 2;
-    if (query_start[mid] <= row)
-      lo = mid;
-    else
-      hi = mid - 1;
-  }
+  const int seq = sequence_of(query_start, num_seqs, row);
   const int pos = positions[row];
   Keys keys;
-  keys.last = min(pos, context_lens[lo] - 1);
+  keys.last = min(pos, context_lens[seq] - 1);
   keys.first = window > 0 ? max(0, pos - window + 1) : 0;
   keys.kv_head = head / (heads / kv_heads);
-  keys.blocks = block_tables + (long)lo * max_blocks;
+  keys.blocks = block_tables + (long)seq * max_blocks;
   return keys;
 }
 

@@ -100,3 +100,17 @@ float group_max(__local float* scratch, float value) {
   barrier(CLK_LOCAL_MEM_FENCE);
   return total;
 }
+
+// The sequence holding row `row` of a ragged batch whose sequence s is rows [query_start[s],
+// query_start[s + 1]): the last s with query_start[s] <= row (an empty sequence is skipped).
+int sequence_of(__global const int* query_start, int num_seqs, int row) {
+  int lo = 0, hi = num_seqs - 1;
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) / 2;
+    if (query_start[mid] <= row)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  return lo;
+}

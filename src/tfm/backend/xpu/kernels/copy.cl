@@ -1,6 +1,7 @@
-// Row copies: embedding, gather_rows, kv_cache_write, split_columns (op_set.h gives the semantics). They move
-// elements without looking at them, as unsigned integers of the element's size (the build option WORD: uint
-// or ushort), so bfloat16 and float16 share one program. Two-dimensional kernels run over (column, row).
+// Row copies: embedding, gather_rows, kv_cache_write, split_columns, concat_columns (op_set.h gives the
+// semantics). They move elements without looking at them, as unsigned integers of the element's size (the build
+// option WORD: uint or ushort), so bfloat16 and float16 share one program. Two-dimensional kernels run over
+// (column, row).
 
 // out[i, :] = x[rows[i], :]; also the embedding lookup (x the table, rows the token ids).
 __kernel void gather_rows(__global const WORD* x, long x_off, __global const int* rows, long rows_off,
@@ -24,10 +25,11 @@ __kernel void kv_cache_write(__global const WORD* k, long k_off, __global const 
   cache_v[cache_v_off + slot * kv_dim + c] = v[v_off + (long)t * kv_dim + c];
 }
 
-// out[t, :] = x[t, first : first + width] for x of x_width columns.
-__kernel void copy_columns(__global const WORD* x, long x_off, int x_width, int first, __global WORD* out,
-                           long out_off, int width, int count) {
+// out[t, out_first + c] = x[t, x_first + c] for c < width, x of x_width columns and out of out_width: a block
+// of split_columns or concat_columns.
+__kernel void copy_columns(__global const WORD* x, long x_off, int x_width, int x_first, __global WORD* out,
+                           long out_off, int out_width, int out_first, int width, int count) {
   const int c = get_global_id(0), t = get_global_id(1);
   if (c >= width || t >= count) return;
-  out[out_off + (long)t * width + c] = x[x_off + (long)t * x_width + first + c];
+  out[out_off + (long)t * out_width + out_first + c] = x[x_off + (long)t * x_width + x_first + c];
 }

@@ -1,48 +1,103 @@
 // y = x @ w^T + bias for x (M, K) and w (N, K), both row-major (read along K); bias is null or (N). All in
-// the dtype DTYPE, accumulated in float; the bias is added before the one rounding of each output.
+// the dtype DTYPE, accumulated in float; the bias is added before the one rounding of each output. Also
+// linear's backward, through the tiled product.
 
-// Tiled: each work-group computes a TILE x TILE block of y from TILE_K-wide slices of x and w staged in local
-// memory; its (TILE / TILE_REG)^2 items each keep TILE_REG x TILE_REG outputs in registers, strided by the
-// item count so that neighbouring items read neighbouring local words. Runs over (N, M) rounded up to tiles.
+// Tiled: each work-group computes a TILE x TILE block of c = a @ b from TILE_K-deep slices of a and b staged
+// in local memory; its (TILE / TILE_REG)^2 items each keep TILE_REG x TILE_REG outputs in registers, strided by
+// the item count so that neighbouring items read neighbouring local words. a (rows, inner) and b (inner, cols)
+// are read through strides, so that linear's w^T and the backward's transposes need no copy. Runs over (cols,
+// rows) rounded up to tiles.
 #define TILE_ITEMS (TILE / TILE_REG)
 
-__kernel __attribute__((reqd_work_group_size(TILE_ITEMS, TILE_ITEMS, 1))) void linear_tiled(
-    __global const ELEM* x, long x_off, __global const ELEM* w, long w_off, __global const ELEM* bias,
-    long bias_off, __global ELEM* y, long y_off, int M, int K, int N) {
-  __local float xs[TILE_K][TILE + 1];  // k-major, padded against bank conflicts
-  __local float ws[TILE_K][TILE + 1];
+// s[p][o] = element (outer0 + o, p0 + p) of m, at m_off + outer * outer_stride + inner * inner_stride (0 past
+// outers x inner), for the TILE x TILE_K slice; the items walk the index that is contiguous in memory first.
+void stage_slice(__global const ELEM* m, long m_off, long outer_stride, long inner_stride, int outer0, int outers,
+                 int p0, int inner, __local float (*s)[TILE + 1]) {
+  const bool along_inner = inner_stride == 1;
+  for (int e = get_local_id(1) * TILE_ITEMS + get_local_id(0); e < TILE * TILE_K; e += TILE_ITEMS * TILE_ITEMS) {
+    const int o = along_inner ? e / TILE_K : e % TILE, p = along_inner ? e % TILE_K : e / TILE;
+    s[p][o] = (outer0 + o < outers && p0 + p < inner)
+                  ? LOAD(m, m_off + (outer0 + o) * outer_stride + (p0 + p) * inner_stride)
+                  : 0.0f;
+  }
+}
+
+// The work-group's block of a @ b, this item's outputs left in acc (FOR_TILE_OUTPUTS visits them).
+void matmul_tile(__global const ELEM* a, long a_off, long a_row, long a_inner, __global const ELEM* b, long b_off,
+                 long b_inner, long b_col, int rows, int inner, int cols, __local float (*as)[TILE + 1],
+                 __local float (*bs)[TILE + 1], float acc[TILE_REG][TILE_REG]) {
   const int tx = get_local_id(0), ty = get_local_id(1);
-  const int item = ty * TILE_ITEMS + tx;
-  const int n0 = get_group_id(0) * TILE, m0 = get_group_id(1) * TILE;
-  float acc[TILE_REG][TILE_REG];
   for (int i = 0; i < TILE_REG; ++i)
     for (int j = 0; j < TILE_REG; ++j) acc[i][j] = 0.0f;
-
-  for (int k0 = 0; k0 < K; k0 += TILE_K) {
-    for (int e = item; e < TILE * TILE_K; e += TILE_ITEMS * TILE_ITEMS) {
-      const int r = e / TILE_K, k = k0 + e % TILE_K;
-      xs[e % TILE_K][r] = (m0 + r < M && k < K) ? LOAD(x, x_off + (long)(m0 + r) * K + k) : 0.0f;
-      ws[e % TILE_K][r] = (n0 + r < N && k < K) ? LOAD(w, w_off + (long)(n0 + r) * K + k) : 0.0f;
-    }
+  for (int p0 = 0; p0 < inner; p0 += TILE_K) {
+    stage_slice(a, a_off, a_row, a_inner, get_group_id(1) * TILE, rows, p0, inner, as);
+    stage_slice(b, b_off, b_col, b_inner, get_group_id(0) * TILE, cols, p0, inner, bs);
     barrier(CLK_LOCAL_MEM_FENCE);
-    for (int k = 0; k < TILE_K; ++k) {
-      float a[TILE_REG], b[TILE_REG];
-      for (int i = 0; i < TILE_REG; ++i) a[i] = xs[k][ty + i * TILE_ITEMS];
-      for (int j = 0; j < TILE_REG; ++j) b[j] = ws[k][tx + j * TILE_ITEMS];
+    for (int p = 0; p < TILE_K; ++p) {
+      float x[TILE_REG], y[TILE_REG];
+      for (int i = 0; i < TILE_REG; ++i) x[i] = as[p][ty + i * TILE_ITEMS];
+      for (int j = 0; j < TILE_REG; ++j) y[j] = bs[p][tx + j * TILE_ITEMS];
       for (int i = 0; i < TILE_REG; ++i)
-        for (int j = 0; j < TILE_REG; ++j) acc[i][j] += a[i] * b[j];
+        for (int j = 0; j < TILE_REG; ++j) acc[i][j] += x[i] * y[j];
     }
     barrier(CLK_LOCAL_MEM_FENCE);
   }
+}
 
-  for (int i = 0; i < TILE_REG; ++i) {
-    const int m = m0 + ty + i * TILE_ITEMS;
-    for (int j = 0; j < TILE_REG; ++j) {
-      const int n = n0 + tx + j * TILE_ITEMS;
-      if (m < M && n < N)
-        STORE(acc[i][j] + (bias ? LOAD(bias, bias_off + n) : 0.0f), y, y_off + (long)m * N + n);
-    }
+// Visits the outputs an item of matmul_tile holds, as (row, col) and acc[i][j].
+#define FOR_TILE_OUTPUTS(rows, cols, body)                                       \
+  for (int i = 0; i < TILE_REG; ++i) {                                           \
+    const int row = get_group_id(1) * TILE + get_local_id(1) + i * TILE_ITEMS;   \
+    for (int j = 0; j < TILE_REG; ++j) {                                         \
+      const int col = get_group_id(0) * TILE + get_local_id(0) + j * TILE_ITEMS; \
+      if (row < (rows) && col < (cols)) body                                     \
+    }                                                                            \
   }
+
+#define TILED_KERNEL __kernel __attribute__((reqd_work_group_size(TILE_ITEMS, TILE_ITEMS, 1))) void
+
+// y = x @ w^T + bias, the bias added before the one rounding.
+TILED_KERNEL linear_tiled(__global const ELEM* x, long x_off, __global const ELEM* w, long w_off,
+                          __global const ELEM* bias, long bias_off, __global ELEM* y, long y_off, int M, int K,
+                          int N) {
+  __local float xs[TILE_K][TILE + 1], ws[TILE_K][TILE + 1];  // k-major, padded against bank conflicts
+  float acc[TILE_REG][TILE_REG];
+  matmul_tile(x, x_off, K, 1, w, w_off, 1, K, M, K, N, xs, ws, acc);
+  FOR_TILE_OUTPUTS(M, N, {
+    STORE(acc[i][j] + (bias ? LOAD(bias, bias_off + col) : 0.0f), y, y_off + (long)row * N + col);
+  })
+}
+
+// linear's backward (op::LinearBackward): dx = dy @ w rounded once, through matmul_store; dw += dy^T @ x into
+// its float32 accumulator, through matmul_accumulate; dbias += dy's column sums, through column_sums.
+#define MATMUL_ARGS                                                                                    \
+  __global const ELEM *a, long a_off, long a_row, long a_inner, __global const ELEM *b, long b_off,      \
+      long b_inner, long b_col, int rows, int inner, int cols
+
+// c = a @ b rounded to the dtype.
+TILED_KERNEL matmul_store(MATMUL_ARGS, __global ELEM* c, long c_off) {
+  __local float as[TILE_K][TILE + 1], bs[TILE_K][TILE + 1];
+  float acc[TILE_REG][TILE_REG];
+  matmul_tile(a, a_off, a_row, a_inner, b, b_off, b_inner, b_col, rows, inner, cols, as, bs, acc);
+  FOR_TILE_OUTPUTS(rows, cols, { STORE(acc[i][j], c, c_off + (long)row * cols + col); })
+}
+
+// c += a @ b into a float32 accumulator (each element written by one item).
+TILED_KERNEL matmul_accumulate(MATMUL_ARGS, __global float* c, long c_off) {
+  __local float as[TILE_K][TILE + 1], bs[TILE_K][TILE + 1];
+  float acc[TILE_REG][TILE_REG];
+  matmul_tile(a, a_off, a_row, a_inner, b, b_off, b_inner, b_col, rows, inner, cols, as, bs, acc);
+  FOR_TILE_OUTPUTS(rows, cols, { c[c_off + (long)row * cols + col] += acc[i][j]; })
+}
+
+// dbias[n] += the sum over the M rows of dy[:, n]; one item per column.
+__kernel void column_sums(__global const ELEM* dy, long dy_off, int M, int N, __global float* dbias,
+                          long dbias_off) {
+  const int n = get_global_id(0);
+  if (n >= N) return;
+  float sum = 0.0f;
+  for (int m = 0; m < M; ++m) sum += LOAD(dy, dy_off + (long)m * N + n);
+  dbias[dbias_off + n] += sum;
 }
 
 // A few rows of x (M <= ROWS_MAX, a decode step): tiles would mostly hold padding, and the time goes into

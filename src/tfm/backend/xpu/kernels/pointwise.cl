@@ -43,15 +43,21 @@ __kernel void rope(__global ELEM* x, long x_off, __global const ELEM* cos_table,
 // out_row of out: n = x / sqrt(mean(x^2) + eps) rounded, then out = weight * n. Each item writes only the
 // elements it read, so out may be x. (Offsets rather than moved pointers: a half pointer is not for
 // arithmetic without cl_khr_fp16.)
-void rms_norm_row(__global const ELEM* x, long x_row, __global const ELEM* weight, long weight_off, float eps,
-                  __global ELEM* out, long out_row, int dim, __local float* scratch) {
-  const int lid = get_local_id(0);
+// 1 / sqrt(mean(x^2) + eps) of the row of dim elements from element x_row of x, by the RMS_GROUP items of a
+// work-group (each gets it).
+float inverse_rms(__global const ELEM* x, long x_row, float eps, int dim, __local float* scratch) {
   float sum = 0.0f;
-  for (int i = lid; i < dim; i += RMS_GROUP) {
+  for (int i = get_local_id(0); i < dim; i += RMS_GROUP) {
     const float v = LOAD(x, x_row + i);
     sum += v * v;
   }
-  const float inv = 1.0f / sqrt(group_sum(scratch, sum) / (float)dim + eps);
+  return 1.0f / sqrt(group_sum(scratch, sum) / (float)dim + eps);
+}
+
+void rms_norm_row(__global const ELEM* x, long x_row, __global const ELEM* weight, long weight_off, float eps,
+                  __global ELEM* out, long out_row, int dim, __local float* scratch) {
+  const int lid = get_local_id(0);
+  const float inv = inverse_rms(x, x_row, eps, dim, scratch);
   for (int i = lid; i < dim; i += RMS_GROUP)
     STORE(LOAD(weight, weight_off + i) * ROUND(LOAD(x, x_row + i) * inv), out, out_row + i);
 }
@@ -75,6 +81,102 @@ __kernel __attribute__((reqd_work_group_size(RMS_GROUP, 1, 1))) void add_rms_nor
   for (int i = get_local_id(0); i < dim; i += RMS_GROUP)
     STORE(LOAD(residual, h + i) + LOAD(x, x_off + row + i), residual, h + i);
   rms_norm_row(residual, h, weight, weight_off, eps, out, out_off + row, dim, scratch);
+}
+
+// RMSNorm's backward (op::RmsNormBackward) in three launches over the rows of dim elements: rms_norm_inverse
+// keeps each row's 1 / rms, rms_norm_dweight sums dweight's columns from it, then rms_norm_dx writes dx, which
+// may be dout, so after dweight has read dout.
+
+// inv[r] = 1 / rms of row r; one work-group of RMS_GROUP items per row.
+__kernel __attribute__((reqd_work_group_size(RMS_GROUP, 1, 1))) void rms_norm_inverse(
+    __global const ELEM* x, long x_off, float eps, __global float* inv, int dim) {
+  __local float scratch[RMS_GROUP];
+  const float v = inverse_rms(x, x_off + (long)get_group_id(0) * dim, eps, dim, scratch);
+  if (get_local_id(0) == 0) inv[get_group_id(0)] = v;
+}
+
+// dweight[i] += the sum over rows of dout[r, i] * n[r, i] (n rounded as the forward's product takes it). A
+// work-group of NORM_BLOCK x NORM_BLOCK items owns NORM_BLOCK neighbouring columns, each summed over rows by
+// NORM_BLOCK lanes, then across the lanes in local memory. Runs over (dim, NORM_BLOCK).
+__kernel __attribute__((reqd_work_group_size(NORM_BLOCK, NORM_BLOCK, 1))) void rms_norm_dweight(
+    __global const ELEM* x, long x_off, __global const ELEM* dout, long dout_off, __global const float* inv,
+    __global float* dweight, long dweight_off, int dim, int rows) {
+  __local float sums[NORM_BLOCK][NORM_BLOCK];
+  const int column = get_local_id(0), lane = get_local_id(1), i = get_global_id(0);
+  float sum = 0.0f;
+  if (i < dim)
+    for (int r = lane; r < rows; r += NORM_BLOCK) {
+      const long e = (long)r * dim + i;
+      sum += LOAD(dout, dout_off + e) * ROUND(LOAD(x, x_off + e) * inv[r]);
+    }
+  sums[lane][column] = sum;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int stride = NORM_BLOCK / 2; stride > 0; stride /= 2) {
+    if (lane < stride) sums[lane][column] += sums[lane + stride][column];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  if (lane == 0 && i < dim) dweight[dweight_off + i] += sums[0][column];
+}
+
+// dx = (dn - n mean(dn n)) * inv with n = x inv and dn = dout weight; one work-group of RMS_GROUP items per
+// row. Each item writes only the elements it read, so dx may be dout.
+__kernel __attribute__((reqd_work_group_size(RMS_GROUP, 1, 1))) void rms_norm_dx(
+    __global const ELEM* x, long x_off, __global const ELEM* weight, long weight_off, __global const ELEM* dout,
+    long dout_off, __global const float* inv, __global ELEM* dx, long dx_off, int dim) {
+  __local float scratch[RMS_GROUP];
+  const long row = (long)get_group_id(0) * dim;
+  const float r_inv = inv[get_group_id(0)];
+  float dot = 0.0f;
+  for (int i = get_local_id(0); i < dim; i += RMS_GROUP)
+    dot += LOAD(dout, dout_off + row + i) * LOAD(weight, weight_off + i) * (LOAD(x, x_off + row + i) * r_inv);
+  const float mean = group_sum(scratch, dot) / (float)dim;
+  for (int i = get_local_id(0); i < dim; i += RMS_GROUP) {
+    const float n = LOAD(x, x_off + row + i) * r_inv;
+    const float dn = LOAD(dout, dout_off + row + i) * LOAD(weight, weight_off + i);
+    STORE((dn - n * mean) * r_inv, dx, dx_off + row + i);
+  }
+}
+
+// silu_mul's backward: with s = sigmoid(gate), dgate = dout up s (1 + gate (1 - s)) and dup = dout silu(gate),
+// silu rounded as the forward rounds it.
+__kernel void silu_mul_backward(__global const ELEM* gate_up, long gate_up_off, __global const ELEM* dout,
+                                long dout_off, __global ELEM* dgate_up, long dgate_up_off, int I, int count) {
+  const int i = get_global_id(0), t = get_global_id(1);
+  if (i >= I || t >= count) return;
+  const long g = gate_up_off + (long)t * 2 * I + i, dg = dgate_up_off + (long)t * 2 * I + i;
+  const float gate = LOAD(gate_up, g), up = LOAD(gate_up, g + I), d = LOAD(dout, dout_off + (long)t * I + i);
+  const float s = 1.0f / (1.0f + exp(-gate));
+  STORE(d * up * s * (1.0f + gate * (1.0f - s)), dgate_up, dg);
+  STORE(d * ROUND(gate * s), dgate_up, dg + I);
+}
+
+// out[t, out_column + c] += scale * x[t, x_column + c] for c < width, the product rounded first
+// (op::AddScaledColumns). Runs over (width, T).
+__kernel void add_scaled_columns(__global ELEM* out, long out_off, int out_width, int out_column,
+                                 __global const ELEM* x, long x_off, int x_width, int x_column, int width,
+                                 float scale, int count) {
+  const int c = get_global_id(0), t = get_global_id(1);
+  if (c >= width || t >= count) return;
+  const long o = out_off + (long)t * out_width + out_column + c;
+  STORE(LOAD(out, o) + ROUND(scale * LOAD(x, x_off + (long)t * x_width + x_column + c)), out, o);
+}
+
+// The CPU's counter-based stream (cpu/training.cpp), bit for bit.
+ulong splitmix64(ulong z) {
+  z += 0x9E3779B97F4A7C15ul;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ul;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBul;
+  return z ^ (z >> 31);
+}
+
+// Inverted dropout (op::Dropout): element i is kept, times keep_scale (the host's 1 / (1 - p) in float), when
+// u = (splitmix64(splitmix64(seed) ^ i) >> 40) / 2^24 is at least p; else zeroed. out may be x.
+__kernel void dropout(__global const ELEM* x, long x_off, float p, ulong seed, float keep_scale,
+                      __global ELEM* out, long out_off, long n) {
+  const long i = get_global_id(0);
+  if (i >= n) return;
+  const float u = (float)(splitmix64(splitmix64(seed) ^ (ulong)i) >> 40) * 0x1.0p-24f;
+  STORE(u >= p ? LOAD(x, x_off + i) * keep_scale : 0.0f, out, out_off + i);
 }
 
 // op::QkvRopeCache: one work-group of RMS_GROUP items per (head j of q then k, row t) of qkv (T, (heads +
