@@ -3,6 +3,8 @@
 // and its bf16 check.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -78,8 +80,14 @@ TEST(TrainCommand, FineTunesIntoAFolderThatGenerates) {
   ASSERT_EQ(merged.status, 0) << merged.out;
   const json::Value a = json::parse(adapted.out), m = json::parse(merged.out);
   ASSERT_EQ(a.at("last_logits").size(), m.at("last_logits").size());
-  for (size_t i = 0; i < a.at("last_logits").size(); ++i)
-    EXPECT_NEAR(a.at("last_logits")[i].as_double(), m.at("last_logits")[i].as_double(), 1e-3) << i;
+  // The merged weights are stored in the demo's bfloat16: equal within its rounding (of the largest logit).
+  double diff = 0, scale = 0;
+  for (size_t i = 0; i < a.at("last_logits").size(); ++i) {
+    const double x = a.at("last_logits")[i].as_double();
+    diff = std::max(diff, std::fabs(x - m.at("last_logits")[i].as_double()));
+    scale = std::max(scale, std::fabs(x));
+  }
+  EXPECT_LT(diff, 1e-2 * scale);
 }
 
 TEST(TrainCommand, ArgumentErrorsAreTransformers) {

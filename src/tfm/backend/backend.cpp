@@ -34,6 +34,13 @@ void Backend::copy_from_reader(int index, DeviceSpan dst, size_t bytes, const Ho
   }
 }
 
+void Backend::fill_zero(int index, DeviceSpan dst, size_t bytes) {
+  constexpr size_t kBuffer = size_t{16} << 20;
+  const std::vector<char> zeros(std::min(bytes, kBuffer), 0);
+  for (size_t begin = 0; begin < bytes; begin += kBuffer)
+    copy_from_host(index, DeviceSpan(dst.base, dst.offset + begin), zeros.data(), std::min(kBuffer, bytes - begin));
+}
+
 std::unique_ptr<DeviceGraph> Backend::capture(int, const std::function<void()>&) {
   return nullptr;
 }
@@ -164,6 +171,16 @@ void copy_from_host(const Tensor& dst, const void* src) {
     std::memcpy(dst.raw(), src, dst.nbytes());
   } else {
     compiled_backend(dst.device().type).copy_from_host(dst.device().index, span(dst), src, dst.nbytes());
+  }
+}
+
+void zero(const Tensor& t) {
+  check(t.is_contiguous(), "zero needs a contiguous tensor, got ", t.str());
+  if (t.nbytes() == 0) return;
+  if (t.device().type == DeviceType::cpu) {
+    std::memset(t.raw(), 0, t.nbytes());
+  } else {
+    compiled_backend(t.device().type).fill_zero(t.device().index, span(t), t.nbytes());
   }
 }
 

@@ -72,6 +72,9 @@ class Backend {
   // need no buffer of their own. By default: host buffers of 16 MB, then copy_from_host.
   virtual void copy_from_reader(int index, DeviceSpan dst, size_t bytes, const HostReader& read);
   virtual void copy_on_device(int index, DeviceSpan dst, DeviceSpan src, size_t bytes) = 0;
+  // Sets `bytes` bytes to zero, in order with the device's other work. By default: copies of a zeroed host
+  // buffer of at most 16 MB.
+  virtual void fill_zero(int index, DeviceSpan dst, size_t bytes);
   virtual void synchronize(int index) = 0;
   // Bytes of tensors held on the device now, as torch.cuda.memory_allocated counts them (memory a caching
   // allocator keeps for reuse is not counted).
@@ -116,6 +119,8 @@ void copy(const Tensor& dst, const Tensor& src);
 // Copies dst.nbytes() bytes from host memory, or from `read`, into `dst`, a contiguous tensor (or view) on any
 // device.
 void copy_from_host(const Tensor& dst, const void* src);
+// Sets every element of a contiguous tensor to zero (gradients before accumulation).
+void zero(const Tensor& t);
 void copy_from_reader(const Tensor& dst, const HostReader& read);
 
 }  // namespace tfm

@@ -30,7 +30,7 @@ struct PretrainedOptions {
   KernelConfig kernel_config{};              // per layer kind, the kernel variant; implies use_kernels
   bool progress = true;                      // the "Loading weights" bar on stderr for loads over a second
   bool device_graphs = true;                 // decode steps as device graphs where the device has them
-  std::string adapter;                       // a PEFT LoRA adapter folder to load on the model, when set
+  std::string adapter{};                     // a PEFT LoRA adapter folder to load on the model, when set
 };
 
 // Resolves a local folder or Hub id to a local folder, downloading what a model needs (without `weights`,

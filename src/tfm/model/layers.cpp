@@ -31,14 +31,7 @@ Tensor Gradients::of(std::string_view name) const {
 }
 
 void Gradients::zero() {
-  for (auto& [name, t] : grads_) {
-    if (t.device().type == DeviceType::cpu) {
-      std::memset(t.raw(), 0, t.nbytes());
-    } else {
-      const std::vector<char> zeros(t.nbytes(), 0);
-      copy_from_host(t, zeros.data());
-    }
-  }
+  for (auto& [name, t] : grads_) tfm::zero(t);
 }
 
 Tensor BackwardContext::empty(const Shape& shape) const {

@@ -12,8 +12,7 @@ namespace {
 
 Tensor zeros_like_float(const Tensor& t) {
   Tensor z = empty(t.shape(), DType::float32, t.device());
-  const std::vector<char> bytes(z.nbytes(), 0);
-  copy_from_host(z, bytes.data());
+  zero(z);
   return z;
 }
 

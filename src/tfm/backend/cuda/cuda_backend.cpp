@@ -94,6 +94,10 @@ class CudaBackend final : public Backend {
     check_cuda(cudaMemcpyAsync(address(dst), address(src), bytes, cudaMemcpyDeviceToDevice, cuda::stream(index)),
                "cudaMemcpyAsync device to device");
   }
+  void fill_zero(int index, DeviceSpan dst, size_t bytes) override {
+    use_device(index);
+    check_cuda(cudaMemsetAsync(address(dst), 0, bytes, cuda::stream(index)), "cudaMemsetAsync");
+  }
   void synchronize(int index) override {
     use_device(index);
     check_cuda(cudaStreamSynchronize(cuda::stream(index)), "cudaStreamSynchronize");

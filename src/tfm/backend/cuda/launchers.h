@@ -115,7 +115,7 @@ void add_scaled_columns(T* out, int64_t out_cols, int64_t out_column, const T* x
 // op::Dropout
 template <typename T>
 void dropout(const T* x, float p, uint64_t seed, int64_t n, T* out);
-// op::AttentionBackward; dk32 and dv32 are float32 scratch of dk's size (the atomics' sums)
+// op::AttentionBackward; lse and delta are float32 scratch of (rows, heads)
 struct AttentionBackwardArgs {
   const int32_t* query_start;
   int64_t rows, heads, kv_heads, head_dim, window;
@@ -123,6 +123,6 @@ struct AttentionBackwardArgs {
 };
 template <typename T>
 void attention_backward(const AttentionBackwardArgs& a, const T* q, const T* k, const T* v, const T* out,
-                        const T* dout, float* dk32, float* dv32, T* dq, T* dk, T* dv);
+                        const T* dout, float* lse, float* delta, T* dq, T* dk, T* dv);
 
 }  // namespace tfm::cuda::launch

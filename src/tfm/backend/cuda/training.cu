@@ -142,70 +142,122 @@ __global__ void dropout_kernel(const T* x, float p, uint64_t seed, int64_t n, T*
   }
 }
 
-// Attention's backward, one block per (row, head): the row's softmax over its keys is recomputed (a warp per
-// key, lanes over the head dimension), then dq is summed in the block and dk, dv are added (atomics) into
-// float32 buffers the launcher rounds afterwards.
+// Attention's backward in two kernels, so that every output element has one writer (no atomics): one block per
+// (query row, head) recomputes the row's softmax (a warp per key, lanes over the head dimension), writes dq and
+// keeps the row's log-sum-exp and dout . out; then one block per (key row, kv head) sums dk and dv over the
+// query rows and heads that saw the key. Lanes keep their part of a head's vector in registers.
 constexpr int kAttentionWarps = 4;
 constexpr int kMaxHeadDim = 256;
+constexpr int kLaneFloats = kMaxHeadDim / kWarp;
 
-template <typename T>
-__global__ void attention_backward_kernel(AttentionBackwardArgs a, const T* q, const T* k, const T* v, const T* out,
-                                          const T* dout, float* dk, float* dv, T* dq) {
-  __shared__ float shared[32];
-  __shared__ float q_row[kMaxHeadDim], g_row[kMaxHeadDim], dq_row[kMaxHeadDim];
-  const int64_t row = blockIdx.x, h = blockIdx.y, D = a.head_dim;
-  const int64_t kvh = h / (a.heads / a.kv_heads);
-  int64_t s = 0;  // the sequence of this row
-  while (a.query_start[s + 1] <= row) ++s;
-  const int64_t start = a.query_start[s], i = row - start;
-  const int64_t first = a.window > 0 && i - a.window + 1 > 0 ? i - a.window + 1 : 0;
-  const T* q_at = q + (row * a.heads + h) * D;
-  const T* g_at = dout + (row * a.heads + h) * D;
-  float out_dot = 0.f;
-  for (int64_t c = threadIdx.x; c < D; c += blockDim.x) {
-    q_row[c] = to_float(q_at[c]);
-    g_row[c] = to_float(g_at[c]);
-    dq_row[c] = 0.f;
-    out_dot += g_row[c] * to_float(out[(row * a.heads + h) * D + c]);
-  }
-  out_dot = block_sum(out_dot, shared);  // its barriers also publish q_row and g_row
-  const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
-  auto key_row = [&](const T* base, int64_t j) { return base + ((start + j) * a.kv_heads + kvh) * D; };
-  auto score = [&](int64_t j) {
-    const T* kj = key_row(k, j);
-    float dot = 0.f;
-    for (int64_t c = lane; c < D; c += kWarp) dot += q_row[c] * to_float(kj[c]);
-    return warp_reduce<Sum>(dot) * a.scale;
-  };
-  float max = -INFINITY;
-  for (int64_t j = first + warp; j <= i; j += kAttentionWarps) max = fmaxf(max, score(j));
-  max = block_max(max, shared);
-  float sum = 0.f;
-  for (int64_t j = first + warp; j <= i; j += kAttentionWarps) sum += expf(score(j) - max);
-  sum = block_sum(lane == 0 ? sum : 0.f, shared);
-  for (int64_t j = first + warp; j <= i; j += kAttentionWarps) {
-    const float p = expf(score(j) - max) / sum;
-    const T* vj = key_row(v, j);
-    float dp = 0.f;
-    for (int64_t c = lane; c < D; c += kWarp) dp += g_row[c] * to_float(vj[c]);
-    const float ds = p * (warp_reduce<Sum>(dp) - out_dot) * a.scale;
-    const T* kj = key_row(k, j);
-    float* dk_j = dk + ((start + j) * a.kv_heads + kvh) * D;
-    float* dv_j = dv + ((start + j) * a.kv_heads + kvh) * D;
-    for (int64_t c = lane; c < D; c += kWarp) {
-      atomicAdd(dq_row + c, ds * to_float(kj[c]));
-      atomicAdd(dk_j + c, ds * q_row[c]);
-      atomicAdd(dv_j + c, p * g_row[c]);
-    }
-  }
-  __syncthreads();
-  T* dq_at = dq + (row * a.heads + h) * D;
-  for (int64_t c = threadIdx.x; c < D; c += blockDim.x) dq_at[c] = from_float<T>(dq_row[c]);
+// The sequence holding `row` and where it starts.
+__device__ void sequence_of(const int32_t* query_start, int64_t row, int64_t& start, int64_t& end) {
+  int64_t s = 0;
+  while (query_start[s + 1] <= row) ++s;
+  start = query_start[s];
+  end = query_start[s + 1];
 }
 
-template <typename In, typename Out>
-__global__ void round_kernel(const In* x, Out* out, int64_t n) {
-  for (int64_t i = first_index(); i < n; i += grid_stride()) out[i] = from_float<Out>(to_float(x[i]));
+template <typename T>
+__device__ float warp_dot(const float* lane_part, const T* v, int64_t D) {
+  float dot = 0.f;
+  for (int t = 0; t < kLaneFloats; ++t) {
+    const int64_t c = (threadIdx.x % kWarp) + t * kWarp;
+    if (c < D) dot += lane_part[t] * to_float(v[c]);
+  }
+  return warp_reduce<Sum>(dot);
+}
+
+// The warps' register parts summed into `shared_vec` (D floats) and written to `out` in T.
+template <typename T>
+__device__ void write_summed(const float* lane_part, float* shared_vec, int64_t D, T* out) {
+  for (int64_t c = threadIdx.x; c < D; c += blockDim.x) shared_vec[c] = 0.f;
+  __syncthreads();
+  for (int t = 0; t < kLaneFloats; ++t) {
+    const int64_t c = (threadIdx.x % kWarp) + t * kWarp;
+    if (c < D) atomicAdd(shared_vec + c, lane_part[t]);
+  }
+  __syncthreads();
+  for (int64_t c = threadIdx.x; c < D; c += blockDim.x) out[c] = from_float<T>(shared_vec[c]);
+}
+
+template <typename T>
+__device__ void load_lane_part(const T* v, int64_t D, float* part) {
+  for (int t = 0; t < kLaneFloats; ++t) {
+    const int64_t c = (threadIdx.x % kWarp) + t * kWarp;
+    part[t] = c < D ? to_float(v[c]) : 0.f;
+  }
+}
+
+template <typename T>
+__global__ void attention_dq_kernel(AttentionBackwardArgs a, const T* q, const T* k, const T* v, const T* out,
+                                    const T* dout, T* dq, float* lse, float* delta) {
+  __shared__ float shared[32];
+  __shared__ float shared_vec[kMaxHeadDim];
+  const int64_t row = blockIdx.x, h = blockIdx.y, D = a.head_dim, kvh = h / (a.heads / a.kv_heads);
+  int64_t start, end;
+  sequence_of(a.query_start, row, start, end);
+  const int64_t i = row - start, first = a.window > 0 && i - a.window + 1 > 0 ? i - a.window + 1 : 0;
+  float q_part[kLaneFloats], g_part[kLaneFloats], dq_part[kLaneFloats] = {};
+  load_lane_part(q + (row * a.heads + h) * D, D, q_part);
+  load_lane_part(dout + (row * a.heads + h) * D, D, g_part);
+  const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
+  auto key = [&](const T* base, int64_t j) { return base + ((start + j) * a.kv_heads + kvh) * D; };
+  float max = -INFINITY;
+  for (int64_t j = first + warp; j <= i; j += kAttentionWarps) max = fmaxf(max, warp_dot(q_part, key(k, j), D) * a.scale);
+  max = block_max(max, shared);
+  float sum = 0.f;
+  for (int64_t j = first + warp; j <= i; j += kAttentionWarps) sum += expf(warp_dot(q_part, key(k, j), D) * a.scale - max);
+  sum = block_sum(lane == 0 ? sum : 0.f, shared);
+  const float row_lse = max + logf(sum);
+  const float row_delta = warp_dot(g_part, out + (row * a.heads + h) * D, D);
+  for (int64_t j = first + warp; j <= i; j += kAttentionWarps) {
+    const float p = expf(warp_dot(q_part, key(k, j), D) * a.scale - row_lse);
+    const float ds = p * (warp_dot(g_part, key(v, j), D) - row_delta) * a.scale;
+    const T* kj = key(k, j);
+    for (int t = 0; t < kLaneFloats; ++t) {
+      const int64_t c = lane + t * kWarp;
+      if (c < D) dq_part[t] += ds * to_float(kj[c]);
+    }
+  }
+  if (threadIdx.x == 0) {
+    lse[row * a.heads + h] = row_lse;
+    delta[row * a.heads + h] = row_delta;
+  }
+  write_summed(dq_part, shared_vec, D, dq + (row * a.heads + h) * D);
+}
+
+template <typename T>
+__global__ void attention_dkdv_kernel(AttentionBackwardArgs a, const T* q, const T* k, const T* v, const T* dout,
+                                      const float* lse, const float* delta, T* dk, T* dv) {
+  __shared__ float shared_vec[kMaxHeadDim];
+  const int64_t key_row = blockIdx.x, kvh = blockIdx.y, D = a.head_dim, group = a.heads / a.kv_heads;
+  int64_t start, end;
+  sequence_of(a.query_start, key_row, start, end);
+  const int64_t last = a.window > 0 && key_row + a.window - 1 < end - 1 ? key_row + a.window - 1 : end - 1;
+  float k_part[kLaneFloats], v_part[kLaneFloats], dk_part[kLaneFloats] = {}, dv_part[kLaneFloats] = {};
+  load_lane_part(k + (key_row * a.kv_heads + kvh) * D, D, k_part);
+  load_lane_part(v + (key_row * a.kv_heads + kvh) * D, D, v_part);
+  const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
+  // A warp per (query row, head of the group) pair.
+  const int64_t pairs = (last - key_row + 1) * group;
+  for (int64_t pair = warp; pair < pairs; pair += kAttentionWarps) {
+    const int64_t row = key_row + pair / group, h = kvh * group + pair % group;
+    const T* qi = q + (row * a.heads + h) * D;
+    const T* gi = dout + (row * a.heads + h) * D;
+    const float p = expf(warp_dot(k_part, qi, D) * a.scale - lse[row * a.heads + h]);
+    const float ds = p * (warp_dot(v_part, gi, D) - delta[row * a.heads + h]) * a.scale;
+    for (int t = 0; t < kLaneFloats; ++t) {
+      const int64_t c = lane + t * kWarp;
+      if (c < D) {
+        dk_part[t] += ds * to_float(qi[c]);
+        dv_part[t] += p * to_float(gi[c]);
+      }
+    }
+  }
+  write_summed(dk_part, shared_vec, D, dk + (key_row * a.kv_heads + kvh) * D);
+  __syncthreads();
+  write_summed(dv_part, shared_vec, D, dv + (key_row * a.kv_heads + kvh) * D);
 }
 
 }  // namespace
@@ -287,20 +339,19 @@ void dropout(const T* x, float p, uint64_t seed, int64_t n, T* out) {
 
 template <typename T>
 void attention_backward(const AttentionBackwardArgs& a, const T* q, const T* k, const T* v, const T* out,
-                        const T* dout, float* dk32, float* dv32, T* dq, T* dk, T* dv) {
+                        const T* dout, float* lse, float* delta, T* dq, T* dk, T* dv) {
   check(a.head_dim <= kMaxHeadDim, "attention_backward on cuda takes head_dim up to ", kMaxHeadDim, ", not ",
         a.head_dim);
-  const int64_t kv = a.rows * a.kv_heads * a.head_dim;
-  check_cuda(cudaMemsetAsync(dk32, 0, kv * sizeof(float), current_stream()), "attention_backward's dk");
-  check_cuda(cudaMemsetAsync(dv32, 0, kv * sizeof(float), current_stream()), "attention_backward's dv");
   if (a.rows == 0) return;
-  const dim3 grid(static_cast<unsigned>(a.rows), static_cast<unsigned>(a.heads));
-  attention_backward_kernel<<<grid, kAttentionWarps * kWarp, 0, current_stream()>>>(
-      a, on_device(q), on_device(k), on_device(v), on_device(out), on_device(dout), dk32, dv32, on_device(dq));
-  check_launch("attention_backward");
-  round_kernel<<<grid_for(kv, kThreads), kThreads, 0, current_stream()>>>(dk32, on_device(dk), kv);
-  round_kernel<<<grid_for(kv, kThreads), kThreads, 0, current_stream()>>>(dv32, on_device(dv), kv);
-  check_launch("attention_backward's rounding");
+  const unsigned threads = kAttentionWarps * kWarp;
+  attention_dq_kernel<<<dim3(static_cast<unsigned>(a.rows), static_cast<unsigned>(a.heads)), threads, 0,
+                        current_stream()>>>(a, on_device(q), on_device(k), on_device(v), on_device(out),
+                                            on_device(dout), on_device(dq), lse, delta);
+  check_launch("attention_backward (dq)");
+  attention_dkdv_kernel<<<dim3(static_cast<unsigned>(a.rows), static_cast<unsigned>(a.kv_heads)), threads, 0,
+                          current_stream()>>>(a, on_device(q), on_device(k), on_device(v), on_device(dout), lse,
+                                              delta, on_device(dk), on_device(dv));
+  check_launch("attention_backward (dk, dv)");
 }
 
 #define TFM_TRAINING_LAUNCHERS(T)                                                                               \

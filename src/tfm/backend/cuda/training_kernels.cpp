@@ -48,12 +48,11 @@ void embedding_backward(const op::EmbeddingBackward& a) {
 template <typename T>
 void attention_backward(const op::AttentionBackward& a) {
   use_device_of(a.q);
-  const Tensor dk32 = empty(a.dk.shape(), DType::float32, a.dk.device());
-  const Tensor dv32 = empty(a.dv.shape(), DType::float32, a.dv.device());
+  const Tensor stats = empty({2, a.q.size(0), a.q.size(1)}, DType::float32, a.q.device());  // lse, delta
   const launch::AttentionBackwardArgs args{a.query_start.data<int32_t>(), a.q.size(0), a.q.size(1), a.k.size(1),
                                            a.q.size(2), a.window, a.scale};
   launch::attention_backward(args, a.q.data<T>(), a.k.data<T>(), a.v.data<T>(), a.out.data<T>(), a.dout.data<T>(),
-                             dk32.data<float>(), dv32.data<float>(), a.dq.data<T>(), a.dk.data<T>(),
+                             stats[0].data<float>(), stats[1].data<float>(), a.dq.data<T>(), a.dk.data<T>(),
                              a.dv.data<T>());
 }
 

@@ -306,6 +306,16 @@ void XpuBackend::copy_on_device(int index, DeviceSpan dst, DeviceSpan src, size_
            "clEnqueueCopyBuffer", d.where);
 }
 
+void XpuBackend::fill_zero(int index, DeviceSpan dst, size_t bytes) {
+  if (bytes == 0) return;
+  XpuDevice& d = device(index);
+  refuse_while_recording(d, "a fill with zeros");
+  const cl_uchar zero = 0;
+  cl_check(clEnqueueFillBuffer(d.queue.get(), as_buffer(dst.base), &zero, sizeof zero, dst.offset, bytes, 0, nullptr,
+                               nullptr),
+           "clEnqueueFillBuffer", d.where);
+}
+
 void XpuBackend::synchronize(int index) {
   const XpuDevice& d = device(index);
   refuse_while_recording(d, "a wait for the device");

@@ -53,6 +53,7 @@ class XpuBackend final : public Backend {
   void copy_from_host(int index, DeviceSpan dst, const void* src, size_t bytes) override;
   void copy_to_host(int index, void* dst, DeviceSpan src, size_t bytes) override;
   void copy_on_device(int index, DeviceSpan dst, DeviceSpan src, size_t bytes) override;
+  void fill_zero(int index, DeviceSpan dst, size_t bytes) override;
   void synchronize(int index) override;
   size_t memory_allocated(int index) override;
   // The kernels store every dtype as it is and compute in float32, which any OpenCL device can; bfloat16 as
