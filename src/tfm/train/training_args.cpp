@@ -9,6 +9,7 @@
 #include <string>
 
 #include "tfm/core/error.h"
+#include "tfm/jinja/value.h"
 
 namespace tfm {
 namespace {
@@ -17,23 +18,7 @@ using Args = TrainingArguments;
 
 // Python's repr() of a str, as Transformers' messages print the strings of a list.
 std::string py_repr(std::string_view s) {
-  const char quote = (s.find('\'') != std::string_view::npos && s.find('"') == std::string_view::npos) ? '"' : '\'';
-  std::string out(1, quote);
-  for (const char c : s) {
-    if (c == quote || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\r') {
-      out += "\\r";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else {
-      out += c;
-    }
-  }
-  return out + quote;
+  return jinja::Value(s).repr();
 }
 
 std::string py_list(const std::vector<std::string>& items) {

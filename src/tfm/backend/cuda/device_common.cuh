@@ -104,6 +104,14 @@ __device__ inline float block_max(float v, float* shared) {
   return block_reduce<Max>(v, shared);
 }
 
+// A grid-stride loop's first item and stride.
+__device__ inline int64_t first_index() {
+  return blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+}
+__device__ inline int64_t grid_stride() {
+  return static_cast<int64_t>(gridDim.x) * blockDim.x;
+}
+
 // Blocks of `threads` for a grid-stride loop over n items: enough to fill the device, never more than it
 // takes.
 inline unsigned grid_for(int64_t n, int threads) {

@@ -8,13 +8,6 @@ namespace {
 
 constexpr int kThreads = 256;
 
-__device__ int64_t first_index() {
-  return blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
-}
-__device__ int64_t grid_stride() {
-  return static_cast<int64_t>(gridDim.x) * blockDim.x;
-}
-
 template <typename T>
 __global__ void add_kernel(T* x, const T* y, int64_t n) {
   for (int64_t i = first_index(); i < n; i += grid_stride())

@@ -11,13 +11,6 @@ namespace {
 constexpr int kThreads = 256;
 constexpr int kWarp = 32;
 
-__device__ int64_t first_index() {
-  return blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
-}
-__device__ int64_t grid_stride() {
-  return static_cast<int64_t>(gridDim.x) * blockDim.x;
-}
-
 template <typename T>
 __global__ void column_sums_kernel(const T* x, int64_t rows, int64_t cols, float* sums) {
   for (int64_t c = first_index(); c < cols; c += grid_stride()) {
