@@ -8,8 +8,7 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
-    parse_training_records(std::string_view(reinterpret_cast<const char*>(data), size),
-                                       "fuzz.jsonl");
+    tfm::parse_training_records(std::string_view(reinterpret_cast<const char*>(data), size), "fuzz.jsonl");
   } catch (const tfm::Error&) {
   }
   return 0;
