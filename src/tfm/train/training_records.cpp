@@ -62,9 +62,10 @@ TrainingRecords parse_training_records(std::string_view contents, const std::str
     check(!(text && messages), where, "the record has both \"text\" and \"messages\"; give one");
     const RecordKind kind = text ? RecordKind::text : RecordKind::messages;
     if (out.records.empty()) out.kind = kind;
-    check(kind == out.kind, where, "a \"", text ? "text" : "messages", "\" record in a file of \"",
-          out.kind == RecordKind::text ? "text" : "messages", "\" records (line ", out.records.front().line,
-          "); all records of a file must be of one kind");
+    if (kind != out.kind)  // not check(): its message reads the first record, which the first line has not
+      throw_error(where, "a \"", text ? "text" : "messages", "\" record in a file of \"",
+                  out.kind == RecordKind::text ? "text" : "messages", "\" records (line ", out.records.front().line,
+                  "); all records of a file must be of one kind");
     if (text)
       check(text->is_string(), where, "\"text\" must be a string, found ", type_name(*text));
     else
