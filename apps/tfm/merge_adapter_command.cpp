@@ -7,16 +7,12 @@
 #include "tfm/core/error.h"
 #include "tfm/io/safetensors.h"
 #include "tfm/model/lora.h"
+#include "tfm/model/weights.h"
 
 namespace tfm::cli {
 namespace {
 
 namespace fs = std::filesystem;
-
-bool is_weights_file(const std::string& name) {
-  return name.ends_with(".safetensors") || name.ends_with(".safetensors.index.json") ||
-         name.ends_with(".bin");
-}
 
 int run(Args& args) {
   ModelArgs m = read_model_args(args);
@@ -32,19 +28,11 @@ int run(Args& args) {
   // One tensor per checkpoint name: the rows of a fused projection go back to the modules they came from.
   std::vector<std::pair<std::string, Tensor>> tensors;
   for (const Parameter& p : model.model().parameters()) {
-    const Tensor host = to_device(p.value, Device{});
-    int64_t row = 0;
-    for (const auto& [name, rows] : p.checkpoint_rows) {
-      tensors.emplace_back(name, host.narrow(row, rows));
-      row += rows;
-    }
+    const auto parts = p.checkpoint_tensors(to_device(p.value, Device{}));
+    tensors.insert(tensors.end(), parts.begin(), parts.end());
   }
   fs::create_directories(*output_dir);
-  for (const fs::directory_entry& e : fs::directory_iterator(m.dir)) {
-    const std::string name = e.path().filename().string();
-    if (e.is_regular_file() && !is_weights_file(name))
-      fs::copy_file(e.path(), fs::path(*output_dir) / name, fs::copy_options::overwrite_existing);
-  }
+  copy_model_files_but_weights(m.dir, *output_dir);
   save_safetensors((fs::path(*output_dir) / "model.safetensors").string(), tensors, {{"format", "pt"}});
   std::cout << "merged " << m.options.adapter << " into " << m.id << ": " << *output_dir << "\n";
   return 0;

@@ -16,6 +16,7 @@
 #include <string_view>
 #include <tuple>
 
+#include "tfm/backend/adamw_scalars.h"
 #include "tfm/core/tensor.h"
 
 namespace tfm::op {
@@ -398,6 +399,7 @@ struct AdamW {
   int64_t step;  // 1 on the first
   DType dtype() const { return master.dtype(); }
   auto tensors() const { return tensor_list(master, grad, exp_avg, exp_avg_sq, param); }
+  AdamWScalars scalars() const { return adamw_scalars(lr, beta1, beta2, eps, weight_decay, grad_scale, step); }
 };
 
 // Whether a device may lack Op's kernels (a fused or convenience op that callers use only where it runs).

@@ -19,6 +19,8 @@
 namespace tfm {
 namespace {
 
+static_assert(kIgnoreIndex == op::CrossEntropy::kIgnoreIndex, "the model's and the loss kernels' ignored label");
+
 // The dtype asked for, or config.json's for "auto"; either must be a floating-point one, in Transformers'
 // words.
 DType resolve_dtype(const std::string& requested, const ModelConfig& config) {
@@ -463,6 +465,17 @@ StepLoss CausalLM::forward_backward(const std::vector<const TrainingExample*>& b
 
 StepLoss CausalLM::loss(const std::vector<const TrainingExample*>& batch) {
   return impl_->train_step(batch, 0.f, nullptr, false);
+}
+
+std::vector<std::pair<std::string, Tensor>> Parameter::checkpoint_tensors(const Tensor& values) const {
+  check(values.shape() == value.shape(), name, ": ", values.str(), " is not of the parameter's shape");
+  std::vector<std::pair<std::string, Tensor>> out;
+  int64_t row = 0;
+  for (const auto& [checkpoint_name, rows] : checkpoint_rows) {
+    out.emplace_back(checkpoint_name, values.narrow(row, rows));
+    row += rows;
+  }
+  return out;
 }
 
 std::vector<Parameter> CausalLM::parameters() const {

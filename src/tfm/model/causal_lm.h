@@ -25,6 +25,10 @@ struct Parameter {
   std::string name;  // as the layers name it: "model.layers.0.self_attn.qkv_proj.weight"
   Tensor value;      // on the model's device, in its dtype
   std::vector<std::pair<std::string, int64_t>> checkpoint_rows;  // {"model.layers.0.self_attn.q_proj.weight", rows}
+
+  // `values` (of value's shape: the tensor itself, a host copy, its master or its gradient) as the checkpoint's
+  // tensors: views of its row blocks under their checkpoint names.
+  std::vector<std::pair<std::string, Tensor>> checkpoint_tensors(const Tensor& values) const;
 };
 
 // A linear layer and the checkpoint modules whose outputs it stacks ({"model.layers.0.self_attn.q_proj", rows}):

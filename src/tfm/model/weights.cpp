@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <filesystem>
 #include <cmath>
 #include <set>
 
@@ -242,6 +243,17 @@ Tensor WeightLoader::take_rows(const std::vector<std::string>& names) {
     state_->progress.update(1);
   }
   return out;
+}
+
+void copy_model_files_but_weights(const std::string& from, const std::string& to) {
+  namespace fs = std::filesystem;
+  for (const fs::directory_entry& e : fs::directory_iterator(from)) {
+    const std::string name = e.path().filename().string();
+    const bool weights =
+        name.ends_with(".safetensors") || name.ends_with(".safetensors.index.json") || name.ends_with(".bin");
+    if (e.is_regular_file() && !weights)
+      fs::copy_file(e.path(), fs::path(to) / name, fs::copy_options::overwrite_existing);
+  }
 }
 
 }  // namespace tfm

@@ -19,6 +19,10 @@ struct WeightSpec {
 // tied).
 std::vector<WeightSpec> expected_weights(const ModelConfig& config);
 
+// Copies every file of a model folder but its weights (safetensors, their index, .bin) into `to`: the config,
+// generation and tokenizer files a folder written with new weights keeps.
+void copy_model_files_but_weights(const std::string& from, const std::string& to);
+
 // Moves a checkpoint's tensors to a device in the model's dtype, one tensor at a time, so that host memory
 // holds no copy of the model: a tensor stored in the model's dtype goes from the file mapping to the device as
 // it is (a cpu model keeps viewing the mapping, no copy at all), one stored in another dtype is converted on

@@ -9,6 +9,7 @@
 #include "tfm/io/file.h"
 #include "tfm/io/progress_bar.h"
 #include "tfm/io/safetensors.h"
+#include "tfm/model/weights.h"
 #include "tfm/ops/ops.h"
 #include "tfm/train/batches.h"
 #include "tfm/train/checkpoint_folder.h"
@@ -18,25 +19,25 @@ namespace tfm {
 namespace fs = std::filesystem;
 namespace {
 
-// The files of a model folder besides its weights that a saved model needs to load and to tokenize.
-constexpr const char* kModelFolderFiles[] = {"generation_config.json", "tokenizer.json", "tokenizer_config.json",
-                                             "special_tokens_map.json", "chat_template.jinja", "vocab.json",
-                                             "merges.txt", "tokenizer.model", "added_tokens.json"};
+// The files of a model folder an adapter folder carries, as Trainer saves the tokenizer beside it.
+constexpr const char* kTokenizerFiles[] = {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
+                                           "chat_template.jinja", "vocab.json", "merges.txt", "tokenizer.model",
+                                           "added_tokens.json"};
 
 void copy_tokenizer_files(const std::string& from, const std::string& to) {
-  for (const char* name : kModelFolderFiles) {
+  for (const char* name : kTokenizerFiles) {
     const fs::path src = fs::path(from) / name;
     if (fs::exists(src)) fs::copy_file(src, fs::path(to) / name, fs::copy_options::overwrite_existing);
   }
 }
 
-// config.json as save_pretrained writes it for float32 weights, and the other files as they are.
+// The model folder's files but its weights, config.json as save_pretrained writes it for float32 weights.
 void copy_model_files(const std::string& from, const std::string& to) {
+  copy_model_files_but_weights(from, to);
   json::Value config = json::parse_file((fs::path(from) / "config.json").string());
   for (const char* key : {"dtype", "torch_dtype"})
     if (json::Value* v = config.find(key)) *v = "float32";
   io::write_file_atomically((fs::path(to) / "config.json").string(), json::dump(config) + "\n");
-  copy_tokenizer_files(from, to);
 }
 
 // Copies a checkpoint's tensors into the model's of the same names (their shapes checked), in its dtype.
@@ -86,12 +87,8 @@ TrainedWeights full_model_weights(CausalLM& model, const std::string& model_dir)
   w.save = [params, model_dir](const std::string& dir, const AdamW& optimizer) {
     std::vector<std::pair<std::string, Tensor>> tensors;
     for (const Parameter& p : params) {
-      const Tensor master = to_device(optimizer.master(p.name), Device{});
-      int64_t row = 0;
-      for (const auto& [name, rows] : p.checkpoint_rows) {
-        tensors.emplace_back(name, master.narrow(row, rows));
-        row += rows;
-      }
+      const auto parts = p.checkpoint_tensors(to_device(optimizer.master(p.name), Device{}));
+      tensors.insert(tensors.end(), parts.begin(), parts.end());
     }
     save_safetensors((fs::path(dir) / "model.safetensors").string(), tensors, {{"format", "pt"}});
     copy_model_files(model_dir, dir);
@@ -99,11 +96,8 @@ TrainedWeights full_model_weights(CausalLM& model, const std::string& model_dir)
   w.load = [params](const std::string& dir) {
     std::vector<std::pair<std::string, Tensor>> parts;
     for (const Parameter& p : params) {
-      int64_t row = 0;
-      for (const auto& [name, rows] : p.checkpoint_rows) {
-        parts.emplace_back(name, p.value.narrow(row, rows));
-        row += rows;
-      }
+      const auto blocks = p.checkpoint_tensors(p.value);
+      parts.insert(parts.end(), blocks.begin(), blocks.end());
     }
     load_into((fs::path(dir) / "model.safetensors").string(), parts);
   };

@@ -290,24 +290,18 @@ void sum_squares(const op::SumSquares& a) {
 
 void adamw(const op::AdamW& a) {
   const int64_t n = a.master.numel();
-  // Each scalar rounded to float32 once, from double, as torch passes Python floats to float32 kernels.
-  const double bias1 = 1. - std::pow(a.beta1, static_cast<double>(a.step));
-  const double bias2 = 1. - std::pow(a.beta2, static_cast<double>(a.step));
-  const float step_size = static_cast<float>(a.lr / bias1), bias2_sqrt = static_cast<float>(std::sqrt(bias2));
-  const float decay = static_cast<float>(1. - a.lr * a.weight_decay), scale = static_cast<float>(a.grad_scale);
-  const float beta2 = static_cast<float>(a.beta2), one_minus_beta1 = static_cast<float>(1. - a.beta1),
-              one_minus_beta2 = static_cast<float>(1. - a.beta2), eps = static_cast<float>(a.eps);
+  const AdamWScalars s = a.scalars();
   float* w = a.master.data<float>();
   float* m = a.exp_avg.data<float>();
   float* v = a.exp_avg_sq.data<float>();
   const float* grad = a.grad.data<float>();
   parallel_for(n, {.enabled = n > 65536}, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
-      const float g = grad[i] * scale;
-      w[i] *= decay;
-      m[i] += (g - m[i]) * one_minus_beta1;
-      v[i] = v[i] * beta2 + one_minus_beta2 * g * g;
-      w[i] -= step_size * m[i] / (std::sqrt(v[i]) / bias2_sqrt + eps);
+      const float g = grad[i] * s.grad_scale;
+      w[i] *= s.decay;
+      m[i] += (g - m[i]) * s.one_minus_beta1;
+      v[i] = v[i] * s.beta2 + s.one_minus_beta2 * g * g;
+      w[i] -= s.step_size * m[i] / (std::sqrt(v[i]) / s.bias2_sqrt + s.eps);
     }
   });
   if (a.param.defined()) {

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "tfm/backend/adamw_scalars.h"
 #include "tfm/backend/paged_attention_args.h"
 #include "tfm/core/floats.h"
 
@@ -101,10 +102,6 @@ void cross_entropy(const T* logits, const int32_t* labels, int64_t rows, int64_t
                    float* loss, T* dlogits);
 // out[0] += the sum of x's squares
 void sum_squares(const float* x, int64_t n, float* out);
-// op::AdamW's per-element scalars, computed on the host as the CPU kernel computes them.
-struct AdamWScalars {
-  float grad_scale, decay, one_minus_beta1, beta2, one_minus_beta2, step_size, bias2_sqrt, eps;
-};
 // param (the model's copy in its dtype) may be null
 template <typename P>
 void adamw(float* w, const float* grad, float* m, float* v, P* param, const AdamWScalars& s, int64_t n);

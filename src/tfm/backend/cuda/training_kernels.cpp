@@ -1,6 +1,5 @@
 // The CUDA training kernels of the op set (training.cu; linear's backward in linear.cpp): each makes its
 // tensors' device current, unpacks the op and calls a launcher of launchers.h.
-#include <cmath>
 #include <vector>
 
 #include "tfm/backend/backend.h"
@@ -68,15 +67,9 @@ void sum_squares(const op::SumSquares& a) {
   launch::sum_squares(a.x.data<float>(), a.x.numel(), a.out.data<float>());
 }
 
-// The scalars as the CPU's kernel rounds them: from double, once.
 void adamw(const op::AdamW& a) {
   use_device_of(a.master);
-  const double bias1 = 1. - std::pow(a.beta1, static_cast<double>(a.step));
-  const double bias2 = 1. - std::pow(a.beta2, static_cast<double>(a.step));
-  const launch::AdamWScalars s{static_cast<float>(a.grad_scale),      static_cast<float>(1. - a.lr * a.weight_decay),
-                               static_cast<float>(1. - a.beta1),      static_cast<float>(a.beta2),
-                               static_cast<float>(1. - a.beta2),      static_cast<float>(a.lr / bias1),
-                               static_cast<float>(std::sqrt(bias2)), static_cast<float>(a.eps)};
+  const AdamWScalars s = a.scalars();
   auto run = [&]<typename P>(P* param) {
     launch::adamw(a.master.data<float>(), a.grad.data<float>(), a.exp_avg.data<float>(), a.exp_avg_sq.data<float>(),
                   param, s, a.master.numel());

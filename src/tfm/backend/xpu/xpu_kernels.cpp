@@ -476,15 +476,11 @@ void XpuKernels::run(const op::SumSquares& a) {
 
 void XpuKernels::run(const op::AdamW& a) {
   std::lock_guard lock(devices_->mutex);
-  // The scalars as the CPU kernel computes them: in double, each rounded to float32 once.
-  const double bias1 = 1. - std::pow(a.beta1, static_cast<double>(a.step));
-  const double bias2 = 1. - std::pow(a.beta2, static_cast<double>(a.step));
-  const auto f = [](double v) { return static_cast<float>(v); };
+  const AdamWScalars s = a.scalars();
   const DType param_dtype = a.param.defined() ? a.param.dtype() : DType::float32;
   devices_->kernel(a.master, training_program(param_dtype), "adamw", kPointGroup)
-      .args(a.master, a.grad, a.exp_avg, a.exp_avg_sq, a.param, a.master.numel(), f(a.grad_scale),
-            f(1. - a.lr * a.weight_decay), f(1. - a.beta1), f(a.beta2), f(1. - a.beta2), f(a.lr / bias1),
-            f(std::sqrt(bias2)), f(a.eps))
+      .args(a.master, a.grad, a.exp_avg, a.exp_avg_sq, a.param, a.master.numel(), s.grad_scale, s.decay,
+            s.one_minus_beta1, s.beta2, s.one_minus_beta2, s.step_size, s.bias2_sqrt, s.eps)
       .run({static_cast<size_t>(a.master.numel()), 1}, {kPointGroup, 1});
 }
 
