@@ -59,6 +59,21 @@ TEST(Cli, GenerateJsonHoldsOnlyTheGeneratedIds) {
   EXPECT_EQ(ints(tfm::json::parse(r.out).at("ids")), ints(ref.at("generated")));
 }
 
+// TFM_PROFILE_OPS=1 prints each op's time at exit (stderr), by op and tensors, and changes no result.
+TEST(Cli, ProfileOpsReportsTheOpsARunUsed) {
+  const std::string args = "generate --model " + kModel + " --ids 1,17,42 --max-new-tokens 3 --device cpu --dtype float32 --json";
+  const Result plain = tfm_run(args, false);
+  const Result profiled = shell("TFM_PROFILE_OPS=1 " + std::string(TFM_BINARY) + " " + args + " 2>&1 >/dev/null");
+  const Result profiled_out = shell("TFM_PROFILE_OPS=1 " + std::string(TFM_BINARY) + " " + args + " 2>/dev/null");
+  ASSERT_EQ(plain.status, 0) << plain.out;
+  ASSERT_EQ(profiled.status, 0) << profiled.out;
+  EXPECT_EQ(ints(tfm::json::parse(profiled_out.out).at("ids")), ints(tfm::json::parse(plain.out).at("ids")));
+  EXPECT_NE(profiled.out.find("op profile (TFM_PROFILE_OPS)"), std::string::npos) << profiled.out;
+  EXPECT_NE(profiled.out.find("linear float32[3, 64]"), std::string::npos) << profiled.out;  // the prompt's rows
+  EXPECT_NE(profiled.out.find("paged_attention"), std::string::npos) << profiled.out;
+  EXPECT_EQ(tfm_run(args, true).out.find("op profile"), std::string::npos);  // off unless asked
+}
+
 const std::string& kDemo = tfm::test_support::kDemoModel;
 
 TEST(Cli, GenerateUsesTheDemoModelByDefaultAndStreamsTransformersText) {

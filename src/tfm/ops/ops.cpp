@@ -5,6 +5,7 @@
 #include "tfm/backend/kernel_registry.h"
 #include "tfm/core/error.h"
 #include "tfm/core/floats.h"
+#include "tfm/ops/op_profile.h"
 
 namespace tfm::ops {
 namespace {
@@ -38,6 +39,10 @@ void dispatch(const Op& a, std::string_view variant = {}) {
   for (const Tensor* t : tensors) {
     if (!(!t->defined() || t->device() == device))
       throw_error(Op::name, ": tensors on ", device.str(), " and ", t->device().str());
+  }
+  if (op_profile_enabled()) {
+    profile_op(Op::name, variant, tensors, device, [&] { kernel_registry().run(a, device.type, variant); });
+    return;
   }
   kernel_registry().run(a, device.type, variant);
 }
