@@ -95,8 +95,7 @@ Tensor host_floats(const Tensor& t) {
 
 Tensor zeros(const Shape& shape, DType dtype, Device device) {
   Tensor t = empty(shape, dtype, device);
-  const std::vector<char> zero(t.nbytes(), 0);
-  copy_from_host(t, zero.data());
+  zero(t);
   return t;
 }
 
