@@ -10,14 +10,12 @@
 //   float32 with a running maximum.
 // The one-pass forms round each weight to T where it multiplies V, against the running maximum of the keys
 // visited so far, as the "flash" variant is specified; only where that maximum moves differs between them.
-#include <cuda_pipeline.h>
-#include <mma.h>
-
 #include <map>
 #include <mutex>
 #include <type_traits>
 #include <utility>
 
+#include "tfm/backend/cuda/attention_tiles.cuh"
 #include "tfm/backend/cuda/device_common.cuh"
 #include "tfm/backend/cuda/launchers.h"
 
@@ -282,7 +280,7 @@ __global__ void __launch_bounds__(kSplitWarps * 32)
   if (threadIdx.x == 0) arrivals[out_index] = 0;
 }
 
-constexpr int kTileRows = 64, kTileKeys = 64, kTileWarps = 4;
+constexpr int kTileKeys = kTileRows;
 
 // Shared memory of the tile kernel, padded so that rows fall in different banks while every 16 x 16 fragment
 // stays 32-byte aligned, as WMMA requires.
@@ -304,47 +302,6 @@ struct TileLayout {
   static constexpr size_t kBytes = kPos + sizeof(int32_t) * kTileRows;
 };
 
-// Starts copying rows of global memory into a shared tile of kLd-wide rows, 16 bytes at a time, without
-// waiting for them (cp.async): every load of the tile is in flight at once. `sources[r]` is row r's address,
-// or null for a row of zeros. The caller commits and waits.
-template <typename T, int D>
-__device__ void start_tile_load(T* tile, int rows, const T* const* sources) {
-  constexpr int kPiece = 16 / sizeof(T), kPieces = D / kPiece;
-  for (int i = threadIdx.x; i < rows * kPieces; i += blockDim.x) {
-    const int r = i / kPieces, p = i % kPieces;
-    T* dst = tile + r * TileLayout<T, D>::kLd + p * kPiece;
-    if (sources[r]) {
-      __pipeline_memcpy_async(dst, sources[r] + p * kPiece, 16);
-    } else {
-      *reinterpret_cast<uint4*>(dst) = make_uint4(0, 0, 0, 0);
-    }
-  }
-}
-
-__device__ void finish_tile_loads() {
-  __pipeline_commit();
-  __pipeline_wait_prior(0);
-  __syncthreads();
-}
-
-#if __CUDA_ARCH__ >= 800
-using Accumulator = nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float>;
-
-// acc += A B on the tensor cores: A is 16 rows of 16 * steps (row-major at `a`), B 16 * steps rows of 16 (at
-// `b`, stored as BLayout; step k's block starts b_step elements after step k - 1's).
-template <typename T, typename BLayout>
-__device__ void multiply_add(Accumulator& acc, const T* a, int lda, const T* b, int ldb, int steps, int b_step) {
-  using namespace nvcuda;
-  for (int k = 0; k < steps; ++k) {
-    wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> a_part;
-    wmma::fragment<wmma::matrix_b, 16, 16, 16, T, BLayout> b_part;
-    wmma::load_matrix_sync(a_part, a + k * 16, lda);
-    wmma::load_matrix_sync(b_part, b + k * b_step, ldb);
-    wmma::mma_sync(acc, a_part, b_part, acc);
-  }
-}
-#endif
-
 template <typename T, int D>
 __global__ void __launch_bounds__(kTileWarps * 32) tiles_kernel(PagedAttentionArgs a) {
 #if __CUDA_ARCH__ >= 800
@@ -362,14 +319,8 @@ __global__ void __launch_bounds__(kTileWarps * 32) tiles_kernel(PagedAttentionAr
   int32_t* row_pos = reinterpret_cast<int32_t*>(smem + L::kPos);
   __shared__ int key_bounds[2];
 
-  // This block's tile: the blockIdx.x-th of all sequences' row tiles, in order.
-  int64_t s = 0, tile = blockIdx.x;
-  for (; s < a.num_seqs; ++s) {
-    const int64_t tiles = (a.query_start[s + 1] - a.query_start[s] + kTileRows - 1) / kTileRows;
-    if (tile < tiles) break;
-    tile -= tiles;
-  }
-  if (s == a.num_seqs) return;
+  int64_t s = 0, tile = 0;
+  if (!find_tile(a.query_start, a.num_seqs, blockIdx.x, s, tile)) return;
   const int64_t h = blockIdx.y, kv_head = h / (a.heads / a.kv_heads);
   const int64_t row0 = a.query_start[s] + tile * kTileRows;
   const int rows = static_cast<int>(min(static_cast<int64_t>(kTileRows), a.query_start[s + 1] - row0));
@@ -396,7 +347,7 @@ __global__ void __launch_bounds__(kTileWarps * 32) tiles_kernel(PagedAttentionAr
   for (int r = threadIdx.x; r < kTileRows; r += blockDim.x)
     k_rows[r] = r < rows ? static_cast<const T*>(a.q) + ((row0 + r) * a.heads + h) * D : nullptr;
   __syncthreads();
-  start_tile_load<T, D>(q_tile, kTileRows, k_rows);
+  start_tile_load<T, D>(q_tile, L::kLd, kTileRows, k_rows);
   finish_tile_loads();
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -409,19 +360,14 @@ __global__ void __launch_bounds__(kTileWarps * 32) tiles_kernel(PagedAttentionAr
       v_rows[r] = j <= last ? cache_entry<T>(a, a.cache_v, blocks, j, kv_head) : nullptr;
     }
     __syncthreads();
-    start_tile_load<T, D>(k_tile, kTileKeys, k_rows);
-    start_tile_load<T, D>(v_tile, kTileKeys, v_rows);
+    start_tile_load<T, D>(k_tile, L::kLd, kTileKeys, k_rows);
+    start_tile_load<T, D>(v_tile, L::kLd, kTileKeys, v_rows);
     finish_tile_loads();
 
     if (warp_row < rows) {
       // scores of the warp's 16 rows against the tile's keys
-      for (int kt = 0; kt < kTileKeys / 16; ++kt) {
-        Accumulator acc;
-        wmma::fill_fragment(acc, 0.f);
-        multiply_add<T, wmma::col_major>(acc, q_tile + warp_row * L::kLd, L::kLd, k_tile + kt * 16 * L::kLd, L::kLd,
-                                         D / 16, 16);
-        wmma::store_matrix_sync(scores + warp_row * L::kScoreLd + kt * 16, acc, L::kScoreLd, wmma::mem_row_major);
-      }
+      products_with_tile<T, D>(q_tile + warp_row * L::kLd, k_tile, L::kLd, scores + warp_row * L::kScoreLd,
+                               L::kScoreLd);
       __syncwarp();
       // the running softmax of the warp's rows: two lanes a row, 32 keys each
       {
@@ -455,14 +401,15 @@ __global__ void __launch_bounds__(kTileWarps * 32) tiles_kernel(PagedAttentionAr
       }
       __syncwarp();
       // the weighted values added to the warp's rows
-      for (int dt = 0; dt < D / 16; ++dt) {
-        Accumulator acc;
-        float* out_block = out_acc + warp_row * L::kOutLd + dt * 16;
-        wmma::load_matrix_sync(acc, out_block, L::kOutLd, wmma::mem_row_major);
-        multiply_add<T, wmma::row_major>(acc, weights + warp_row * L::kWeightLd, L::kWeightLd, v_tile + dt * 16,
-                                         L::kLd, kTileKeys / 16, 16 * L::kLd);
-        wmma::store_matrix_sync(out_block, acc, L::kOutLd, wmma::mem_row_major);
-      }
+      Accumulator acc[D / 16];
+      float* out_rows = out_acc + warp_row * L::kOutLd;
+#pragma unroll
+      for (int dt = 0; dt < D / 16; ++dt)
+        wmma::load_matrix_sync(acc[dt], out_rows + dt * 16, L::kOutLd, wmma::mem_row_major);
+      accumulate_tile<T, D>(acc, weights + warp_row * L::kWeightLd, L::kWeightLd, v_tile, L::kLd);
+#pragma unroll
+      for (int dt = 0; dt < D / 16; ++dt)
+        wmma::store_matrix_sync(out_rows + dt * 16, acc[dt], L::kOutLd, wmma::mem_row_major);
     }
     __syncthreads();
   }
@@ -545,8 +492,7 @@ void launch_tiles(const PagedAttentionArgs& a) {
     return true;
   }();
   (void)configured;
-  const dim3 grid(static_cast<unsigned>((a.num_rows + kTileRows - 1) / kTileRows + a.num_seqs),
-                  static_cast<unsigned>(a.heads));
+  const dim3 grid(tile_grid(a.num_rows, a.num_seqs), static_cast<unsigned>(a.heads));
   tiles_kernel<T, D><<<grid, kTileWarps * 32, bytes, current_stream()>>>(a);
   check_launch("paged_attention (tiles)");
 }

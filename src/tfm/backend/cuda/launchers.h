@@ -114,8 +114,8 @@ template <typename T>
 void dropout(const T* x, float p, uint64_t seed, int64_t n, T* out);
 // op::AttentionBackward; lse and delta are float32 scratch of (rows, heads)
 struct AttentionBackwardArgs {
-  const int32_t* query_start;
-  int64_t rows, heads, kv_heads, head_dim, window;
+  const int32_t* query_start;  // num_seqs + 1 offsets
+  int64_t num_seqs, rows, heads, kv_heads, head_dim, window;
   float scale;
 };
 template <typename T>

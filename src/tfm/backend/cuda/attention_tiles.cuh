@@ -1,0 +1,106 @@
+// What the tensor-core attention kernels share (the prefill forward in attention.cu, the training backward in
+// attention_backward.cu): 64-row tiles of a ragged batch's sequences, tiles of head vectors copied into shared
+// memory with cp.async, and 16 x 16 x 16 WMMA products with float32 accumulation.
+#pragma once
+
+#include <cuda_pipeline.h>
+#include <mma.h>
+
+#include <cstdint>
+
+#include "tfm/backend/cuda/device_common.cuh"
+
+namespace tfm::cuda {
+
+constexpr int kTileRows = 64;  // query rows (or keys) of a tile
+constexpr int kTileWarps = 4;  // a block's warps, 16 rows of the tile each
+
+// The tile a block takes: its index over every sequence's tiles of kTileRows rows, in order. Returns false
+// when the index is past them (grids are sized for the worst case: one partial tile per sequence).
+__device__ inline bool find_tile(const int32_t* query_start, int64_t num_seqs, int64_t index, int64_t& seq,
+                                 int64_t& tile) {
+  for (seq = 0; seq < num_seqs; ++seq) {
+    const int64_t tiles = (query_start[seq + 1] - query_start[seq] + kTileRows - 1) / kTileRows;
+    if (index < tiles) {
+      tile = index;
+      return true;
+    }
+    index -= tiles;
+  }
+  return false;
+}
+
+// Blocks enough for every tile of `rows` rows in `num_seqs` sequences.
+inline unsigned tile_grid(int64_t rows, int64_t num_seqs) {
+  return static_cast<unsigned>((rows + kTileRows - 1) / kTileRows + num_seqs);
+}
+
+// Starts copying rows of global memory into a shared tile of `ld`-element rows, 16 bytes at a time, without
+// waiting for them (cp.async): every load of the tile is in flight at once. `sources[r]` is row r's address,
+// or null for a row of zeros. The caller commits and waits.
+template <typename T, int D>
+__device__ void start_tile_load(T* tile, int ld, int rows, const T* const* sources) {
+  constexpr int kPiece = 16 / sizeof(T), kPieces = D / kPiece;
+  for (int i = threadIdx.x; i < rows * kPieces; i += blockDim.x) {
+    const int r = i / kPieces, p = i % kPieces;
+    T* dst = tile + r * ld + p * kPiece;
+    if (sources[r]) {
+      __pipeline_memcpy_async(dst, sources[r] + p * kPiece, 16);
+    } else {
+      *reinterpret_cast<uint4*>(dst) = make_uint4(0, 0, 0, 0);
+    }
+  }
+}
+
+__device__ inline void finish_tile_loads() {
+  __pipeline_commit();
+  __pipeline_wait_prior(0);
+  __syncthreads();
+}
+
+#if __CUDA_ARCH__ >= 800
+using Accumulator = nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float>;
+
+// acc[t] += A B_t on the tensor cores, for the Tiles 16-column blocks B_t of B: A is 16 rows of 16 * steps
+// (row-major at `a`), B 16 * steps rows (at `b`, stored as BLayout; step k's block starts b_step elements
+// after step k - 1's, block t's b_tile elements after block t - 1's). Each fragment of A is loaded once for
+// every block of B: shared memory's bandwidth, not the tensor cores, bounds these kernels.
+template <typename T, typename BLayout, int Tiles>
+__device__ void multiply_add(Accumulator (&acc)[Tiles], const T* a, int lda, const T* b, int ldb, int steps,
+                             int b_step, int b_tile) {
+  using namespace nvcuda;
+  for (int k = 0; k < steps; ++k) {
+    wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> a_part;
+    wmma::load_matrix_sync(a_part, a + k * 16, lda);
+#pragma unroll
+    for (int t = 0; t < Tiles; ++t) {
+      wmma::fragment<wmma::matrix_b, 16, 16, 16, T, BLayout> b_part;
+      wmma::load_matrix_sync(b_part, b + k * b_step + t * b_tile, ldb);
+      wmma::mma_sync(acc[t], a_part, b_part, acc[t]);
+    }
+  }
+}
+
+// The 16 x 64 products of a warp's 16 rows of `a` (head vectors, D wide) with the 64 rows of `b`, into
+// `scores` (row-major, ld_scores): q k^T, or its transpose k q^T, or dout v^T.
+template <typename T, int D>
+__device__ void products_with_tile(const T* a, const T* b, int ld, float* scores, int ld_scores) {
+  using namespace nvcuda;
+  Accumulator acc[kTileRows / 16];
+#pragma unroll
+  for (int t = 0; t < kTileRows / 16; ++t) wmma::fill_fragment(acc[t], 0.f);
+  multiply_add<T, wmma::col_major>(acc, a, ld, b, ld, D / 16, 16, 16 * ld);
+#pragma unroll
+  for (int t = 0; t < kTileRows / 16; ++t)
+    wmma::store_matrix_sync(scores + t * 16, acc[t], ld_scores, wmma::mem_row_major);
+}
+
+// acc[] (a warp's 16 rows of a D-wide result) += its 16 rows of `weights` (64 wide) times the tile's 64 rows.
+template <typename T, int D>
+__device__ void accumulate_tile(Accumulator (&acc)[D / 16], const T* weights, int ld_weights, const T* tile,
+                                int ld) {
+  multiply_add<T, nvcuda::wmma::row_major>(acc, weights, ld_weights, tile, ld, kTileRows / 16, 16 * ld, 16);
+}
+#endif
+
+}  // namespace tfm::cuda
