@@ -159,6 +159,31 @@ TEST(Engine, RefusesWhatCannotRun) {
   EXPECT_FALSE(engine.has_unfinished());
 }
 
+// A growing cache starts empty and grows only as far as its requests go: a huge limit reserves nothing, and
+// requests that outgrow the first blocks are never preempted.
+TEST(Engine, AGrowingCacheGrowsWithItsRequests) {
+  CausalLM model = load("llama_gqa");
+  const auto prompts = parity::reference("llama_gqa");
+  Engine engine(model, generation_config(model, "llama_gqa"), {.grow_cache = true});
+  EXPECT_EQ(engine.cache().pool.num_blocks(), 0);
+  RequestOptions huge;
+  huge.generation = {{"max_new_tokens", int64_t{1000000000000}}, {"eos_token_id", prompts[1].generated[5]}};
+  const RequestId id = engine.add_request(prompts[1].ids, huge);
+  EXPECT_EQ(run(engine).at(id).size(), 6u);
+  // Room for 256 tokens past the prompt.
+  EXPECT_EQ(engine.cache().pool.num_blocks(), blocks_for(static_cast<int64_t>(prompts[1].ids.size()) + 256, 16));
+
+  std::vector<RequestId> ids;
+  for (const auto& p : prompts) ids.push_back(engine.add_request(p.ids, greedy(400)));
+  const auto out = run(engine);
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    ASSERT_EQ(out.at(ids[i]).size(), 400u);
+    EXPECT_EQ(std::vector<int64_t>(out.at(ids[i]).begin(), out.at(ids[i]).begin() + 24), prompts[i].generated) << i;
+  }
+  EXPECT_EQ(engine.stats().preemptions, 0);
+  EXPECT_EQ(engine.stats().blocks_used, 0);
+}
+
 TEST(Engine, SizesItsCacheFromMemoryWithinWhatCanBeUsed) {
   CausalLM model = load("llama_gqa");
   const EngineConfig config{.scheduler = {.max_num_seqs = 3}, .block_size = 16};

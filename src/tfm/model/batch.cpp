@@ -75,4 +75,10 @@ void validate(const ForwardBatch& b, const KVCache& cache, int64_t vocab_size) {
   }
 }
 
+void release(SequenceCache& seq, KVCache& cache) {
+  for (int32_t b : seq.blocks) cache.pool.release(b);
+  seq.blocks.clear();
+  seq.num_cached = 0;
+}
+
 }  // namespace tfm

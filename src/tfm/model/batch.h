@@ -48,4 +48,7 @@ class BatchBuilder {
   std::vector<std::vector<int32_t>> tables_;
 };
 
+// Returns a finished sequence's blocks to the pool.
+void release(SequenceCache& seq, KVCache& cache);
+
 }  // namespace tfm
