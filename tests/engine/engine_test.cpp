@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "../model/parity_fixtures.h"
+#include "support/error_of.h"
 #include "tfm/core/error.h"
 #include "tfm/engine/async_engine.h"
 #include "tfm/engine/engine.h"
@@ -157,6 +158,17 @@ TEST(Engine, RefusesWhatCannotRun) {
   bad.generation = {{"temperature", -1.0}, {"do_sample", true}};
   EXPECT_THROW(engine.add_request({1, 2}, bad), Error);
   EXPECT_FALSE(engine.has_unfinished());
+}
+
+// Errors name the request: by its id, or as the caller names it (generate(): "prompt i").
+TEST(Engine, ErrorsNameTheRequest) {
+  CausalLM model = load("llama_gqa");
+  Engine engine(model, generation_config(model, "llama_gqa"), {.num_blocks = 8});
+  EXPECT_EQ(test_support::error_of([&] { engine.add_request({}); }), "request 1 is empty");
+  RequestOptions named;
+  named.name = "prompt 3";
+  EXPECT_EQ(test_support::error_of([&] { engine.add_request({1, 320}, named); }),
+            "token id 320 in prompt 3 is outside the vocabulary (size 320)");
 }
 
 // A growing cache starts empty and grows only as far as its requests go: a huge limit reserves nothing, and

@@ -89,7 +89,8 @@ std::vector<SampledToken> ModelRunner::run(const SchedulerOutput& plan) {
 }
 
 void ModelRunner::check_finite(const State& s, bool finite) const {
-  check(finite, "the logits of ", s.name, " at generation step ", static_cast<int64_t>(s.tokens.size()) - s.prompt_length + 1,
+  const int64_t step = static_cast<int64_t>(s.tokens.size()) - s.prompt_length + 1;
+  check(finite, "the logits of ", s.name, " at generation step ", step,
         " hold NaN or infinite values: the model's weights hold such values or its computation overflows in ",
         dtype_name(model_.dtype()), " (remove_invalid_values=True replaces them, as in Transformers)");
 }
