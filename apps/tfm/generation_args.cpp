@@ -4,7 +4,7 @@
 #include <string_view>
 
 #include "tfm/core/error.h"
-#include "tfm/generate/logits_process.h"
+#include "tfm/generation/logits_process.h"
 
 namespace tfm::cli {
 namespace {

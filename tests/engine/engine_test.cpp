@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "../model/parity_fixtures.h"
+#include "support/error_of.h"
 #include "tfm/core/error.h"
 #include "tfm/engine/async_engine.h"
 #include "tfm/engine/engine.h"
@@ -157,6 +158,42 @@ TEST(Engine, RefusesWhatCannotRun) {
   bad.generation = {{"temperature", -1.0}, {"do_sample", true}};
   EXPECT_THROW(engine.add_request({1, 2}, bad), Error);
   EXPECT_FALSE(engine.has_unfinished());
+}
+
+// Errors name the request: by its id, or as the caller names it (generate(): "prompt i").
+TEST(Engine, ErrorsNameTheRequest) {
+  CausalLM model = load("llama_gqa");
+  Engine engine(model, generation_config(model, "llama_gqa"), {.num_blocks = 8});
+  EXPECT_EQ(test_support::error_of([&] { engine.add_request({}); }), "request 1 is empty");
+  RequestOptions named;
+  named.name = "prompt 3";
+  EXPECT_EQ(test_support::error_of([&] { engine.add_request({1, 320}, named); }),
+            "token id 320 in prompt 3 is outside the vocabulary (size 320)");
+}
+
+// A growing cache starts empty and grows only as far as its requests go: a huge limit reserves nothing, and
+// requests that outgrow the first blocks are never preempted.
+TEST(Engine, AGrowingCacheGrowsWithItsRequests) {
+  CausalLM model = load("llama_gqa");
+  const auto prompts = parity::reference("llama_gqa");
+  Engine engine(model, generation_config(model, "llama_gqa"), {.grow_cache = true});
+  EXPECT_EQ(engine.cache().pool.num_blocks(), 0);
+  RequestOptions huge;
+  huge.generation = {{"max_new_tokens", int64_t{1000000000000}}, {"eos_token_id", prompts[1].generated[5]}};
+  const RequestId id = engine.add_request(prompts[1].ids, huge);
+  EXPECT_EQ(run(engine).at(id).size(), 6u);
+  // Room for 256 tokens past the prompt.
+  EXPECT_EQ(engine.cache().pool.num_blocks(), blocks_for(static_cast<int64_t>(prompts[1].ids.size()) + 256, 16));
+
+  std::vector<RequestId> ids;
+  for (const auto& p : prompts) ids.push_back(engine.add_request(p.ids, greedy(400)));
+  const auto out = run(engine);
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    ASSERT_EQ(out.at(ids[i]).size(), 400u);
+    EXPECT_EQ(std::vector<int64_t>(out.at(ids[i]).begin(), out.at(ids[i]).begin() + 24), prompts[i].generated) << i;
+  }
+  EXPECT_EQ(engine.stats().preemptions, 0);
+  EXPECT_EQ(engine.stats().blocks_used, 0);
 }
 
 TEST(Engine, SizesItsCacheFromMemoryWithinWhatCanBeUsed) {

@@ -170,6 +170,27 @@ TEST(Scheduler, PreemptsTheNewestWhenBlocksRunOutAndComputesItAgainLater) {
   EXPECT_TRUE(p.chunks[0].sample);
 }
 
+// A pool that can grow is asked to, for what the request lacks, before anything is preempted.
+TEST(Scheduler, AsksToGrowThePoolBeforePreempting) {
+  BlockPool pool(2);
+  std::vector<int64_t> asked;
+  Scheduler s({.prefix_caching = false}, pool, kBlock, [&](int64_t need) {
+    asked.push_back(need);
+    pool.grow(pool.num_blocks() + static_cast<int32_t>(need));
+  });
+  s.add(request(1, range(0, 8)));
+  s.add(request(2, range(100, 8)));
+  SchedulerOutput p = s.schedule();
+  EXPECT_EQ(chunk_sizes(p), (std::map<RequestId, int64_t>{{1, 8}, {2, 8}}));
+  EXPECT_EQ(asked, std::vector<int64_t>{2});  // request 1 took the two blocks there were
+  s.update(p, sample_all(p));
+  p = s.schedule();  // each needs a third block
+  EXPECT_EQ(chunk_sizes(p), (std::map<RequestId, int64_t>{{1, 1}, {2, 1}}));
+  EXPECT_TRUE(p.preempted.empty());
+  EXPECT_EQ(asked, (std::vector<int64_t>{2, 1, 1}));
+  EXPECT_EQ(pool.num_blocks(), 6);
+}
+
 TEST(Scheduler, PriorityPolicyAdmitsAndPreemptsByPriority) {
   BlockPool pool(64);
   Scheduler s({.max_batch_tokens = 8, .policy = SchedulingPolicy::priority, .prefix_caching = false}, pool,

@@ -7,10 +7,10 @@
 #include <cmath>
 
 #include "test_util.h"
-#include "tfm/generate/generation_config.h"
-#include "tfm/generate/logits_process.h"
-#include "tfm/generate/sampling.h"
-#include "tfm/generate/stopping.h"
+#include "tfm/generation/generation_config.h"
+#include "tfm/generation/logits_process.h"
+#include "tfm/generation/sampling.h"
+#include "tfm/generation/stopping.h"
 
 namespace tfm {
 namespace {

@@ -1,4 +1,4 @@
-#include "tfm/generate/sampling.h"
+#include "tfm/generation/sampling.h"
 
 #include <gtest/gtest.h>
 

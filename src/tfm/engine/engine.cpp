@@ -1,7 +1,10 @@
 #include "tfm/engine/engine.h"
 
 #include <algorithm>
+#include <functional>
+#include <limits>
 #include <random>
+#include <string>
 
 #include "tfm/backend/backend.h"
 #include "tfm/core/error.h"
@@ -17,6 +20,7 @@ int64_t kv_cache_blocks(const CausalLM& model, const EngineConfig& config) {
     check(*config.num_blocks > 0, "engine: num_blocks must be positive, got ", *config.num_blocks);
     return *config.num_blocks;
   }
+  if (config.grow_cache) return 0;
   check(config.max_memory_percent > 0 && config.max_memory_percent <= 1,
         "engine: max_memory_percent must be in (0, 1], got ", config.max_memory_percent);
   const int64_t block_bytes = 2 * c.num_hidden_layers * config.block_size * c.num_key_value_heads * c.head_dim *
@@ -29,6 +33,10 @@ int64_t kv_cache_blocks(const CausalLM& model, const EngineConfig& config) {
 }
 
 namespace {
+
+// EngineConfig::grow_cache's room ahead of each request, in tokens: most generations fit in the first
+// allocation.
+constexpr int64_t kGrowAhead = 256;
 
 SchedulerConfig scheduler_config(const CausalLM& model, SchedulerConfig config) {
   // Dynamic RoPE recomputes its frequencies from the longest sequence of a step, so the keys of a block depend
@@ -45,33 +53,38 @@ Engine::Engine(CausalLM& model, GenerationConfig model_generation_config, Engine
       config_(config),
       decode_(std::move(decode)),
       cache_(model.make_cache(kv_cache_blocks(model, config), config.block_size)),
-      scheduler_(scheduler_config(model, config.scheduler), cache_.pool, config.block_size),
+      scheduler_(scheduler_config(model, config.scheduler), cache_.pool, config.block_size,
+                 config.grow_cache ? std::function<void(int64_t)>([this](int64_t wanted) { grow_cache(wanted); })
+                                   : nullptr),
       runner_(model, cache_) {}
 
 Engine::~Engine() = default;
 
 RequestId Engine::add_request(const std::vector<int64_t>& prompt, const RequestOptions& options) {
   const ModelConfig& c = model_.config();
-  check(!prompt.empty(), "the prompt is empty");
-  for (int64_t id : prompt) {
-    check(id >= 0 && id < c.vocab_size, "token id ", id, " is outside the vocabulary (size ", c.vocab_size, ")");
-  }
   const PreparedGenerationConfig prepared = prepare_generation_config(generation_config_, options.generation);
   const GenerationConfig& g = prepared.config;
   check(g.num_beams.value_or(1) == 1, "beam search (num_beams > 1) is not supported");
+  const RequestId id = next_id_;
+  const std::string name = options.name.empty() ? "request " + std::to_string(id) : options.name;
+  check(!prompt.empty(), name, " is empty");
+  for (int64_t token : prompt) {
+    check(token >= 0 && token < c.vocab_size, "token id ", token, " in ", name,
+          " is outside the vocabulary (size ", c.vocab_size, ")");
+  }
   const int64_t prompt_length = static_cast<int64_t>(prompt.size());
   const LengthLimits limits = resolve_length_limits(prepared, prompt_length, c.max_position_embeddings);
-  const int64_t needed = blocks_for(std::max(limits.max_length, prompt_length + 1), config_.block_size);
-  check(needed <= cache_.pool.num_blocks(), "the request needs up to ", limits.max_length,
-        " tokens of KV cache (", needed, " blocks of ", config_.block_size, "), but the cache holds ",
-        cache_.pool.num_blocks(), " blocks");
-  const RequestId id = next_id_++;
-  const uint64_t seed = g.seed ? *g.seed : std::random_device{}();
-  runner_.add_request(id, prompt, g, limits, options.sampling, seed, options.stream);
   Limits l;
-  l.stopping = std::make_unique<StoppingCriteria>(g, limits.max_length, decode_);
   l.max_length = limits.max_length;
+  l.max_blocks = blocks_for(std::max(limits.max_length, prompt_length + 1), config_.block_size);
+  check(config_.grow_cache || l.max_blocks <= cache_.pool.num_blocks(), name, " needs up to ", limits.max_length,
+        " tokens of KV cache (", l.max_blocks, " blocks of ", config_.block_size, "), but the cache holds ",
+        cache_.pool.num_blocks(), " blocks");
+  const uint64_t seed = g.seed ? *g.seed : std::random_device{}();
+  runner_.add_request(id, name, prompt, g, limits, options.sampling, seed, options.stream);
+  l.stopping = std::make_unique<StoppingCriteria>(g, limits.max_length, decode_, c.max_position_embeddings);
   limits_.emplace(id, std::move(l));
+  ++next_id_;
   Request r;
   r.id = id;
   r.tokens = prompt;
@@ -110,6 +123,20 @@ std::vector<RequestOutput> Engine::step() {
     out.push_back(std::move(o));
   }
   return out;
+}
+
+void Engine::grow_cache(int64_t wanted) {
+  // Doubling keeps the copying of a growing cache linear in its size; no request ever needs more blocks than
+  // its length limit's, so neither does the step.
+  int64_t ahead = 0, most = 0;
+  for (const auto& [id, l] : limits_) {
+    const auto tokens = static_cast<int64_t>(scheduler_.find(id)->tokens.size());
+    ahead += std::min(l.max_blocks, blocks_for(tokens + kGrowAhead, config_.block_size));
+    if (__builtin_add_overflow(most, l.max_blocks, &most)) most = std::numeric_limits<int64_t>::max();
+  }
+  const int64_t blocks = cache_.pool.num_blocks();
+  const int64_t used = blocks - cache_.pool.num_free();
+  cache_.reserve(std::min(std::max({ahead, 2 * blocks, used + wanted}), most));
 }
 
 EngineStats Engine::stats() const {

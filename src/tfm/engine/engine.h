@@ -1,7 +1,7 @@
 // Continuous batching over one model: requests come and go at any step. Each step the scheduler plans which
 // tokens to compute (plain data), the model runner computes them in one ragged batch and chooses the next
 // tokens, and the engine applies each request's stopping criteria and hands out what was generated. The KV
-// cache is one block pool on the model's device, sized from its free memory.
+// cache is one block pool on the model's device, sized from its free memory, or grown with the requests.
 #pragma once
 
 #include <cstdint>
@@ -13,9 +13,9 @@
 
 #include "tfm/engine/model_runner.h"
 #include "tfm/engine/scheduler.h"
-#include "tfm/generate/decode_fn.h"
-#include "tfm/generate/generation_config.h"
-#include "tfm/generate/stopping.h"
+#include "tfm/generation/decode_fn.h"
+#include "tfm/generation/generation_config.h"
+#include "tfm/generation/stopping.h"
 #include "tfm/io/json.h"
 #include "tfm/model/causal_lm.h"
 
@@ -26,6 +26,11 @@ struct EngineConfig {
   int64_t block_size = 16;
   std::optional<int64_t> num_blocks{};  // unset: as many as max_memory_percent of the free memory holds
   double max_memory_percent = 0.9;    // of the device's free memory, for the KV cache (Transformers' name)
+  // Grow the cache with the requests instead of sizing it up front: it starts with num_blocks (unset: none)
+  // and, when a step finds too few free blocks, grows to give every unfinished request room for 256 more
+  // tokens (never past its length limit), at least doubling, so nothing is preempted and a huge
+  // max_new_tokens costs memory only as far as generation goes. generate() runs so.
+  bool grow_cache = false;
 };
 
 struct RequestOptions {
@@ -35,6 +40,7 @@ struct RequestOptions {
   SamplingOptions sampling;
   int priority = 0;     // under the priority policy, lower runs first
   uint64_t stream = 0;  // separates the draws of requests that share a seed (generate() gives each prompt's index)
+  std::string name;     // how errors name the request (generate(): "prompt 2"); unset: "request <id>"
 };
 
 struct RequestOutput {
@@ -74,7 +80,11 @@ class Engine {
   struct Limits {
     std::unique_ptr<StoppingCriteria> stopping;
     int64_t max_length = 0;
+    int64_t max_blocks = 0;  // the cache blocks the request holds at its length limit
   };
+
+  // EngineConfig::grow_cache: makes room for a request that needs `wanted` blocks more than are free.
+  void grow_cache(int64_t wanted);
 
   CausalLM& model_;
   GenerationConfig generation_config_;
@@ -89,9 +99,9 @@ class Engine {
   int64_t steps_ = 0;
 };
 
-// Blocks of `block_size` tokens the KV cache of `model` gets under `config`: config.num_blocks, or what
+// Blocks of `block_size` tokens the KV cache of `model` starts with under `config`: config.num_blocks, or what
 // max_memory_percent of the device's free memory holds, never more than max_num_seqs sequences of the
-// model's whole context need.
+// model's whole context need (none when the cache grows).
 int64_t kv_cache_blocks(const CausalLM& model, const EngineConfig& config);
 
 }  // namespace tfm

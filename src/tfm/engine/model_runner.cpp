@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <utility>
 
 #include "tfm/core/error.h"
 
@@ -10,14 +11,16 @@ namespace tfm {
 
 ModelRunner::ModelRunner(CausalLM& model, KVCache& cache) : model_(model), cache_(cache) {}
 
-void ModelRunner::add_request(RequestId id, const std::vector<int64_t>& prompt, const GenerationConfig& config,
-                              const LengthLimits& limits, const SamplingOptions& options, uint64_t seed,
-                              uint64_t stream) {
+void ModelRunner::add_request(RequestId id, std::string name, const std::vector<int64_t>& prompt,
+                              const GenerationConfig& config, const LengthLimits& limits,
+                              const SamplingOptions& options, uint64_t seed, uint64_t stream) {
   check(!states_.count(id), "model runner: request ", id, " was added twice");
   check(options.top_logprobs <= 20, "top_logprobs must be at most 20, got ", options.top_logprobs);
   State s;
+  s.name = std::move(name);
   s.tokens = prompt;
   s.prompt_length = static_cast<int64_t>(prompt.size());
+  s.removes_invalid_values = config.remove_invalid_values == true;
   s.processors = build_logits_processors(config, s.prompt_length, limits);
   if (config.do_sample.value_or(false)) s.sampler = std::make_unique<Sampler>(seed, stream);
   s.options = options;
@@ -63,7 +66,7 @@ std::vector<SampledToken> ModelRunner::run(const SchedulerOutput& plan) {
     size_t row = 0;
     for (const ScheduledChunk& c : plan.chunks) {
       if (!c.sample) continue;
-      check(tokens[row] >= 0, "the logits of request ", c.id, " hold NaN or infinite values");
+      check_finite(*sampled[row], tokens[row] >= 0);
       sampled[row]->tokens.push_back(tokens[row]);
       out.push_back({c.id, tokens[row], std::nullopt});
       ++row;
@@ -76,10 +79,20 @@ std::vector<SampledToken> ModelRunner::run(const SchedulerOutput& plan) {
   for (const ScheduledChunk& c : plan.chunks) {
     if (!c.sample) continue;
     std::span<float> scores(logits.data<float>() + row * V, static_cast<size_t>(V));
-    out.push_back(choose(c.id, *sampled[static_cast<size_t>(row)], scores));
+    State& s = *sampled[static_cast<size_t>(row)];
+    check_finite(s, s.removes_invalid_values ||
+                        std::all_of(scores.begin(), scores.end(), [](float x) { return std::isfinite(x); }));
+    out.push_back(choose(c.id, s, scores));
     ++row;
   }
   return out;
+}
+
+void ModelRunner::check_finite(const State& s, bool finite) const {
+  const int64_t step = static_cast<int64_t>(s.tokens.size()) - s.prompt_length + 1;
+  check(finite, "the logits of ", s.name, " at generation step ", step,
+        " hold NaN or infinite values: the model's weights hold such values or its computation overflows in ",
+        dtype_name(model_.dtype()), " (remove_invalid_values=True replaces them, as in Transformers)");
 }
 
 SampledToken ModelRunner::choose(RequestId id, State& s, std::span<float> scores) {

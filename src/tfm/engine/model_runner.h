@@ -8,13 +8,14 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "tfm/engine/scheduler.h"
-#include "tfm/generate/generation_config.h"
-#include "tfm/generate/logits_process.h"
-#include "tfm/generate/sampling.h"
+#include "tfm/generation/generation_config.h"
+#include "tfm/generation/logits_process.h"
+#include "tfm/generation/sampling.h"
 #include "tfm/model/causal_lm.h"
 
 namespace tfm {
@@ -43,9 +44,10 @@ class ModelRunner {
   ModelRunner(CausalLM& model, KVCache& cache);
 
   // Registers a request before its first step: the processors come from `config` (prepared) and `limits`, the
-  // sampler (when config samples) from `seed` and `stream` (Sampler's).
-  void add_request(RequestId id, const std::vector<int64_t>& prompt, const GenerationConfig& config,
-                   const LengthLimits& limits, const SamplingOptions& options, uint64_t seed, uint64_t stream);
+  // sampler (when config samples) from `seed` and `stream` (Sampler's). `name` is how errors name it.
+  void add_request(RequestId id, std::string name, const std::vector<int64_t>& prompt,
+                   const GenerationConfig& config, const LengthLimits& limits, const SamplingOptions& options,
+                   uint64_t seed, uint64_t stream);
   void remove_request(RequestId id);
 
   // Runs the plan's chunks as one batch; returns the token chosen for each sampling chunk, in plan order, and
@@ -54,8 +56,10 @@ class ModelRunner {
 
  private:
   struct State {
+    std::string name;
     std::vector<int64_t> tokens;  // prompt and generated, as generate()'s input_ids
     int64_t prompt_length = 0;
+    bool removes_invalid_values = false;  // remove_invalid_values: its processor replaces NaN and infinities
     LogitsProcessorList processors;
     std::unique_ptr<Sampler> sampler;  // null: greedy
     SamplingOptions options;
@@ -66,6 +70,8 @@ class ModelRunner {
     }
   };
   SampledToken choose(RequestId id, State& state, std::span<float> scores);
+  // Transformers would choose a token from NaN scores all the same; an error says why the text is nonsense.
+  void check_finite(const State& state, bool finite) const;
 
   CausalLM& model_;
   KVCache& cache_;

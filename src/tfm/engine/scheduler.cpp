@@ -2,13 +2,15 @@
 
 #include <algorithm>
 #include <set>
+#include <utility>
 
 #include "tfm/core/error.h"
 
 namespace tfm {
 
-Scheduler::Scheduler(SchedulerConfig config, BlockPool& pool, int64_t block_size)
-    : config_(config), pool_(pool), block_size_(block_size) {
+Scheduler::Scheduler(SchedulerConfig config, BlockPool& pool, int64_t block_size,
+                     std::function<void(int64_t)> grow)
+    : config_(config), pool_(pool), block_size_(block_size), grow_(std::move(grow)) {
   check(config_.max_batch_tokens > 0, "scheduler: max_batch_tokens must be positive, got ", config_.max_batch_tokens);
   check(config_.max_num_seqs > 0, "scheduler: max_num_seqs must be positive, got ", config_.max_num_seqs);
   check(config_.max_prefill_chunk >= 0, "scheduler: max_prefill_chunk must not be negative");
@@ -53,6 +55,7 @@ const Request* Scheduler::find(RequestId id) const {
 bool Scheduler::allocate(Request& r, int64_t tokens) {
   const int64_t need = blocks_for(tokens, block_size_) - static_cast<int64_t>(r.blocks.size());
   if (need <= 0) return true;
+  if (need > pool_.num_free() && grow_) grow_(need);
   if (need > pool_.num_free()) return false;
   for (int64_t i = 0; i < need; ++i) r.blocks.push_back(*pool_.allocate());
   return true;

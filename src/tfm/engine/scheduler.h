@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -77,7 +78,9 @@ struct SchedulerStats {
 
 class Scheduler {
  public:
-  Scheduler(SchedulerConfig config, BlockPool& pool, int64_t block_size);
+  // `grow`, when given, is asked first whenever a request needs more blocks than the pool has free (how many
+  // it needs): it may grow the pool, and the scheduler preempts only if it did not.
+  Scheduler(SchedulerConfig config, BlockPool& pool, int64_t block_size, std::function<void(int64_t)> grow = {});
 
   // A new request, waiting until a step has room for it. Its id must be new.
   void add(Request request);
@@ -111,6 +114,7 @@ class Scheduler {
   SchedulerConfig config_;
   BlockPool& pool_;
   int64_t block_size_;
+  std::function<void(int64_t)> grow_;
   uint64_t next_arrival_ = 0;
   std::map<RequestId, Request> requests_;
   std::deque<RequestId> waiting_;

@@ -1,15 +1,15 @@
-// generate(): the decoding loop over a ragged batch of prompts of any lengths. Each step runs every
-// unfinished sequence's new tokens through the model at once; a finished sequence leaves the batch and frees
-// its cache.
+// generate(): a batch of prompts of any lengths continued on the engine (engine/engine.h), each prompt a
+// request. Each step runs every unfinished sequence's new tokens through the model at once; a finished
+// sequence leaves the batch and frees its cache.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <vector>
 
-#include "tfm/generate/decode_fn.h"
-#include "tfm/generate/generation_config.h"
-#include "tfm/generate/stopping.h"
+#include "tfm/generation/decode_fn.h"
+#include "tfm/generation/generation_config.h"
+#include "tfm/generation/stopping.h"
 #include "tfm/io/json.h"
 #include "tfm/model/causal_lm.h"
 

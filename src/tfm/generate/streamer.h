@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "tfm/generate/decode_fn.h"
+#include "tfm/generation/decode_fn.h"
 
 namespace tfm {
 

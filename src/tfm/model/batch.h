@@ -25,7 +25,7 @@ struct ForwardBatch {
 // out-of-range id, slot or block) becomes a tfm::Error instead of a wild memory access in a kernel.
 void validate(const ForwardBatch& batch, const KVCache& cache, int64_t vocab_size);
 
-// A sequence as the generate loop and the engine hold it: its cache blocks and how many tokens are cached.
+// A sequence as a BatchBuilder advances it: its cache blocks and how many tokens are cached.
 struct SequenceCache {
   std::vector<int32_t> blocks;
   int64_t num_cached = 0;

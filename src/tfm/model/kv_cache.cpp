@@ -88,7 +88,8 @@ std::string describe(int64_t num_blocks, int64_t block_size, size_t layers, cons
 
 KVCache KVCache::create(const ModelConfig& config, int64_t num_blocks, int64_t block_size, DType dtype,
                         Device device) {
-  check(num_blocks > 0 && block_size > 0, "a KV cache needs blocks, got ", num_blocks, " of ", block_size);
+  // No blocks is a cache that grows (reserve) before its first step.
+  check(num_blocks >= 0 && block_size > 0, "a KV cache needs blocks, got ", num_blocks, " of ", block_size);
   KVCache cache;
   cache.block_size = block_size;
   cache.block_ = {1, block_size, config.num_key_value_heads, config.head_dim};

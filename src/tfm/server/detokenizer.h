@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "tfm/generate/decode_fn.h"
+#include "tfm/generation/decode_fn.h"
 
 namespace tfm::server {
 

@@ -1,4 +1,4 @@
-#include "tfm/generate/logits_process.h"
+#include "tfm/generation/logits_process.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "tfm/generate/stopping.h"
+#include "tfm/generation/stopping.h"
 
 #include <algorithm>
 

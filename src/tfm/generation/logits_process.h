@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-#include "tfm/generate/generation_config.h"
+#include "tfm/generation/generation_config.h"
 
 namespace tfm {
 

@@ -1,4 +1,4 @@
-#include "tfm/generate/generation_config.h"
+#include "tfm/generation/generation_config.h"
 
 #include <algorithm>
 #include <functional>

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "tfm/generate/decode_fn.h"
-#include "tfm/generate/generation_config.h"
+#include "tfm/generation/decode_fn.h"
+#include "tfm/generation/generation_config.h"
 
 namespace tfm {
 
