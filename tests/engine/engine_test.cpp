@@ -140,6 +140,9 @@ TEST(Engine, SeededSamplingDrawsTheSameTokensOnTheDeviceAndTheHostAndOnEveryDevi
   if (xpu::seam_test_device()) {
     EXPECT_EQ(generate_on("xpu:0", sampled), on_cpu);
   }
+  if (Backend* cuda = find_backend(DeviceType::cuda); cuda && cuda->device_count() > 0) {
+    EXPECT_EQ(generate_on("cuda:0", sampled), on_cpu);
+  }
 }
 
 TEST(Engine, CancellingFreesBlocksAtOnce) {
