@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "../model/parity_fixtures.h"
+#include "../xpu/test_platform.h"
 #include "support/error_of.h"
 #include "tfm/core/error.h"
 #include "tfm/engine/async_engine.h"
@@ -116,6 +117,33 @@ TEST(Engine, SeededSamplingDoesNotDependOnTheOtherRequests) {
   const RequestId b = busy.add_request(prompt, sampled);
   busy.add_request({7, 8, 9, 10, 11}, sampled);
   EXPECT_EQ(run(busy).at(b), want);
+}
+
+// A sampled request whose processors the device runs (op::SampleRows) draws the tokens the host draws from the
+// logits (with log probabilities asked for, the host chooses), and the same tokens on every device.
+TEST(Engine, SeededSamplingDrawsTheSameTokensOnTheDeviceAndTheHostAndOnEveryDevice) {
+  RequestOptions sampled;
+  sampled.generation = {{"max_new_tokens", 24}, {"do_sample", true}, {"temperature", 0.8},     {"top_k", 12},
+                        {"top_p", 0.9},          {"min_p", 0.02},      {"repetition_penalty", 1.3}, {"seed", 77}};
+  sampled.sampling.presence_penalty = 0.4;
+  sampled.sampling.frequency_penalty = 0.2;
+  const std::vector<int64_t> prompt = {1, 5, 9, 14, 5};
+  auto generate_on = [&](const std::string& device, const RequestOptions& options) {
+    CausalLM model = CausalLM::from_pretrained(kFixtures + "qwen3_head_dim_sliding", {.device = device, .progress = false});
+    Engine engine(model, generation_config(model, "qwen3_head_dim_sliding"), {.num_blocks = 32});
+    const RequestId id = engine.add_request(prompt, options);
+    return run(engine).at(id);
+  };
+  const std::vector<int64_t> on_cpu = generate_on("cpu", sampled);
+  RequestOptions on_host = sampled;
+  on_host.sampling.top_logprobs = 0;
+  EXPECT_EQ(generate_on("cpu", on_host), on_cpu);
+  if (xpu::seam_test_device()) {
+    EXPECT_EQ(generate_on("xpu:0", sampled), on_cpu);
+  }
+  if (Backend* cuda = find_backend(DeviceType::cuda); cuda && cuda->device_count() > 0) {
+    EXPECT_EQ(generate_on("cuda:0", sampled), on_cpu);
+  }
 }
 
 TEST(Engine, CancellingFreesBlocksAtOnce) {

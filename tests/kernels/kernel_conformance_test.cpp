@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -655,6 +656,107 @@ std::vector<Case> dropout_cases(std::mt19937& rng) {
   return cases;
 }
 
+// Rows of sampling settings and their penalties as op::SampleRows takes them.
+struct SamplingRows {
+  std::vector<SampleSettings> rows;
+  std::vector<int32_t> penalties;
+
+  void add(float temperature, int32_t top_k, float top_p, float min_p, uint64_t key,
+           const std::vector<std::pair<int32_t, float>>& penalized = {}, float repetition_penalty = 1.f) {
+    const auto begin = static_cast<int32_t>(penalties.size() / 2);
+    for (const auto& [token, amount] : penalized) penalties.insert(penalties.end(), {token, std::bit_cast<int32_t>(amount)});
+    rows.push_back({temperature, top_k, top_p, min_p, repetition_penalty, static_cast<uint32_t>(key),
+                    static_cast<uint32_t>(key >> 32), begin, static_cast<int32_t>(penalties.size() / 2)});
+  }
+  Tensor settings() const {
+    Tensor t = Tensor::cpu({static_cast<int64_t>(rows.size()), kSampleSettingsWords}, DType::int32);
+    std::memcpy(t.data<int32_t>(), rows.data(), rows.size() * sizeof(SampleSettings));
+    return t;
+  }
+  Tensor penalty_entries() const {
+    std::vector<int32_t> p = penalties.empty() ? std::vector<int32_t>{-1, 0} : penalties;
+    return ints(p, {static_cast<int64_t>(p.size() / 2), 2});
+  }
+};
+
+// Every rule of op::SampleRows alone and together, each with draws under several keys: greedy, temperature,
+// top-k of 1 and past the row, a tiny and a usual top-p, min-p, penalties (one outside the row, which is
+// ignored); rows of ties (top-k and top-p cut inside a run of equal values), a row with one finite value, rows
+// with no distribution (NaN, +inf, all -inf: -1), and rows as wide as Qwen3's vocabulary and one past a
+// power of two.
+std::vector<Case> sample_rows_cases(std::mt19937& rng) {
+  std::vector<Case> cases;
+  auto add = [&](std::string what, Tensor logits, const SamplingRows& rows) {
+    const int64_t R = logits.size(0);
+    cases.push_back(make_case<op::SampleRows>(
+        std::move(what), {std::move(logits), rows.settings(), rows.penalty_entries()},
+        [R](std::vector<Tensor>& in, Device device, DType, auto kernel, std::vector<Tensor>& out) {
+          out = {to_device(ints(std::vector<int32_t>(static_cast<size_t>(R), -7), {R}), device)};
+          return kernel(op::SampleRows{in[0], in[1], in[2], out[0]});
+        }));
+  };
+  auto every_rule = [&](int64_t V, uint64_t key) {
+    SamplingRows rows;
+    const int32_t t = static_cast<int32_t>(V / 3);
+    const std::vector<std::pair<int32_t, float>> penalized = {{0, 0.f}, {t, 1.5f}, {static_cast<int32_t>(V - 1), -0.75f},
+                                                              {static_cast<int32_t>(V + 5), 3.f}};
+    rows.add(0, 0, 1, 0, key);
+    rows.add(0, 0, 1, 0, key, penalized, 1.3f);
+    rows.add(1, 0, 1, 0, key + 1);
+    rows.add(0.7f, 0, 1, 0, key + 2);
+    rows.add(1, 1, 1, 0, key + 3);
+    rows.add(1.2f, 40, 1, 0, key + 4);
+    rows.add(1, static_cast<int32_t>(V + 3), 1, 0, key + 5);
+    rows.add(1, 0, 0.9f, 0, key + 6);
+    rows.add(1, 0, 1e-6f, 0, key + 7);
+    rows.add(1, 0, 1, 0.05f, key + 8);
+    rows.add(0.6f, 20, 0.95f, 0, key + 9);
+    rows.add(0.8f, 50, 0.8f, 0.02f, key + 10, penalized, 1.1f);
+    rows.add(1, 0, 0.5f, 0, key + 11, penalized, 0.9f);
+    return rows;
+  };
+  for (int64_t V : {1, 7, 1000, 4097}) {
+    for (uint64_t key : {uint64_t{1}, uint64_t{0x9e3779b97f4a7c15}}) {
+      const SamplingRows rows = every_rule(V, key);
+      add("sample_rows of " + shape_text({static_cast<int64_t>(rows.rows.size()), V}) + " key " + std::to_string(key),
+          random_floats({static_cast<int64_t>(rows.rows.size()), V}, rng, 4.f), rows);
+    }
+  }
+  SamplingRows wide;
+  wide.add(0.6f, 20, 0.95f, 0, 5);
+  wide.add(1, 0, 0.9f, 0, 6);
+  wide.add(0.7f, 0, 1, 0.1f, 7, {{17, 0.4f}, {151935, 1.f}}, 1.2f);
+  add("sample_rows of Qwen3's vocabulary", random_floats({3, 151936}, rng, 8.f), wide);
+
+  Tensor ties = Tensor::cpu({8, 300}, DType::float32);
+  std::uniform_int_distribution<int> small(-3, 3);
+  for (int64_t i = 0; i < ties.numel(); ++i) ties.data<float>()[i] = static_cast<float>(small(rng));
+  SamplingRows tied;
+  for (uint64_t key = 0; key < 2; ++key) {
+    tied.add(0, 0, 1, 0, key);
+    tied.add(1, 30, 1, 0, key);
+    tied.add(1, 0, 0.3f, 0, key);
+    tied.add(1, 10, 0.5f, 0.2f, key);
+  }
+  add("sample_rows of repeated values", ties, tied);
+
+  const float inf = std::numeric_limits<float>::infinity();
+  Tensor odd = random_floats({5, 64}, rng);
+  for (int64_t i = 0; i < 64; ++i) odd.data<float>()[i] = i == 37 ? 2.f : -inf;  // one token left
+  odd.data<float>()[64 + 5] = std::numeric_limits<float>::quiet_NaN();
+  odd.data<float>()[2 * 64 + 9] = inf;
+  for (int64_t i = 0; i < 64; ++i) odd.data<float>()[3 * 64 + i] = -inf;
+  odd.data<float>()[4 * 64 + 3] = -inf;  // a -inf among finite values is fine
+  SamplingRows odd_rows;
+  odd_rows.add(1, 5, 0.5f, 0.1f, 11);
+  odd_rows.add(1, 0, 1, 0, 12);
+  odd_rows.add(0, 0, 1, 0, 13);
+  odd_rows.add(1, 3, 1, 0, 14);
+  odd_rows.add(1, 0, 0.9f, 0, 15, {{3, 1.f}}, 2.f);
+  add("sample_rows of one finite value, NaN, +inf, all -inf", odd, odd_rows);
+  return cases;
+}
+
 // The cases of every op, by op name.
 const std::map<std::string_view, std::vector<Case>>& all_cases() {
   static const auto cases = [] {
@@ -685,6 +787,7 @@ const std::map<std::string_view, std::vector<Case>>& all_cases() {
     m[op::AdamW::name] = adamw_cases(rng);
     m[op::AddScaledColumns::name] = add_scaled_columns_cases(rng);
     m[op::Dropout::name] = dropout_cases(rng);
+    m[op::SampleRows::name] = sample_rows_cases(rng);
     return m;
   }();
   return cases;

@@ -84,6 +84,7 @@ const KernelRegistry& kernel_registry() {
     cpu::register_pointwise_kernels(*r);
     cpu::register_linear_kernels(*r);
     cpu::register_training_kernels(*r);
+    cpu::register_sampling_kernels(*r);
 #ifdef TFM_HAVE_CUDA
     cuda::register_kernels(*r);
 #endif

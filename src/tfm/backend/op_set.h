@@ -17,6 +17,7 @@
 #include <tuple>
 
 #include "tfm/backend/adamw_scalars.h"
+#include "tfm/backend/sampling_math.h"
 #include "tfm/core/tensor.h"
 
 namespace tfm::op {
@@ -147,6 +148,38 @@ struct ArgmaxRows {
   Tensor& ids;
   DType dtype() const { return x.dtype(); }
   auto tensors() const { return tensor_list(x, ids); }
+};
+
+// Each row's next token, chosen as Transformers' sampling chooses it after these logits processors, in their
+// order (a row's settings: SampleSettings, sampling_math.h):
+//  1. penalties: each of the row's entries (token t, amount a; distinct tokens) makes x[t] = x[t] - a (OpenAI's
+//     presence and frequency penalties, which the host sums per token), then, with repetition_penalty r != 1,
+//     x[t] * r where below 0 and x[t] / r elsewhere (RepetitionPenaltyLogitsProcessor). Entries outside the row
+//     are ignored.
+//  2. greedy (temperature <= 0): the first largest value; else y = x / temperature (TemperatureLogitsWarper).
+//  3. top-k (0 < top_k < V): tokens below the top_k-th largest value are dropped; its ties stay (TopKLogitsWarper).
+//  4. top-p (top_p < 1): with weights w = exp(y - max) as fixed_mass integers over the tokens kept so far, the
+//     cut c is the largest kept value whose tokens at or above it weigh at least top_p * their total (a float32
+//     product, truncated); tokens below c are dropped (TopPLogitsWarper, except that every token tied with the
+//     cut stays, where Transformers keeps those that its sort happens to place first).
+//  5. min-p (min_p > 0): tokens with exp(y - max) < min_p are dropped (MinPLogitsWarper's probs < min_p * top
+//     probability, compared before normalising).
+//  6. the draw: the kept token with the largest race_score(y, key, token), the first on ties.
+// ids[r] = -1 when row r's processed values hold a NaN or +inf, or are all -inf (no distribution to draw from;
+// greedy search reports it as argmax_rows does). Draws are exact up to their 24-bit uniforms; devices agree
+// on a row's token unless the float rounding of exp or log of their libraries decides a tie.
+//                     logits (R, V), settings (R, kSampleSettingsWords) int32, penalties (N, 2) int32 as (token,
+//                     float bits of the amount), ids (R) int32
+// Optional: a device without it leaves the choice to the host, which reads the whole rows.
+struct SampleRows {
+  static constexpr std::string_view name = "sample_rows", layer = "";
+  static constexpr bool optional = true;
+  const Tensor& logits;
+  const Tensor& settings;
+  const Tensor& penalties;
+  Tensor& ids;
+  DType dtype() const { return logits.dtype(); }
+  auto tensors() const { return tensor_list(logits, settings, penalties, ids); }
 };
 
 // Where each sequence's query rows and cache blocks are, for one forward step; on the device.
@@ -338,7 +371,7 @@ struct AttentionBackward {
 };
 
 // Inverted dropout with a counter-based random stream: element i is kept when
-// u(seed, i) = (splitmix64(splitmix64(seed) ^ i) >> 40) / 2^24 is at least p, and then scaled by 1 / (1 - p)
+// u(seed, i) = (splitmix64(splitmix64(seed) ^ i) >> 40) / 2^24 (sampling_math.h) is at least p, and then scaled by 1 / (1 - p)
 // (rounded once), else zeroed. The same seed gives the same mask, so that applying it to a gradient is its
 // backward. torch's Philox stream is not reproduced.            x, out of one shape; out may be x; 0 <= p < 1
 struct Dropout {
@@ -413,7 +446,7 @@ constexpr bool is_optional() {
 using All = std::tuple<Embedding, Linear, RmsNorm, AddRmsNorm, Rope, SiluMul, Add, Cast, SplitColumns, GatherRows,
                        ArgmaxRows, KvCacheWrite, QkvRopeCache, PagedAttention, LinearBackward, RmsNormBackward,
                        SiluMulBackward, EmbeddingBackward, AttentionBackward, CrossEntropy, SumSquares, AdamW,
-                       ConcatColumns, AddScaledColumns, Dropout>;
+                       ConcatColumns, AddScaledColumns, Dropout, SampleRows>;
 template <typename F>
 void for_each_op(F&& f) {
   [&]<typename... Op>(std::tuple<Op...>*) { (f.template operator()<Op>(), ...); }(static_cast<All*>(nullptr));

@@ -2,14 +2,64 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <numeric>
 #include <utility>
+#include <string_view>
 
 #include "tfm/core/error.h"
 
 namespace tfm {
 
+namespace {
+
+// The settings of a request whose processors op::SampleRows runs, all of them (each step's key and penalties
+// left out), or nothing: log probabilities need the whole row on the host.
+std::optional<RowSampling> device_sampling(const GenerationConfig& c, const LogitsProcessorList& processors,
+                                           const SamplingOptions& o) {
+  static constexpr std::string_view kOnDevice[] = {"RepetitionPenaltyLogitsProcessor", "TemperatureLogitsWarper",
+                                                   "TopKLogitsWarper", "TopPLogitsWarper", "MinPLogitsWarper"};
+  if (o.top_logprobs >= 0) return std::nullopt;
+  for (size_t i = 0; i < processors.size(); ++i) {
+    if (std::find(std::begin(kOnDevice), std::end(kOnDevice), processors[i].name()) == std::end(kOnDevice))
+      return std::nullopt;
+  }
+  RowSampling r;
+  r.repetition_penalty = static_cast<float>(c.repetition_penalty.value_or(1.0));
+  if (c.do_sample.value_or(false)) {
+    r.temperature = static_cast<float>(c.temperature.value_or(1.0));
+    r.top_k = c.top_k.value_or(0);
+    r.top_p = static_cast<float>(c.top_p.value_or(1.0));
+    r.min_p = static_cast<float>(c.min_p.value_or(0.0));
+  }
+  return r;
+}
+
+bool has_penalties(const RowSampling& r, const SamplingOptions& o) {
+  return r.repetition_penalty != 1.f || o.presence_penalty != 0 || o.frequency_penalty != 0;
+}
+
+}  // namespace
+
 ModelRunner::ModelRunner(CausalLM& model, KVCache& cache) : model_(model), cache_(cache) {}
+
+void ModelRunner::State::append(int64_t token) {
+  tokens.push_back(token);
+  if (on_device && has_penalties(*on_device, options)) ++penalized[static_cast<int32_t>(token)];
+}
+
+RowSampling ModelRunner::State::device_settings() {
+  RowSampling r = *on_device;
+  if (sampler) r.key = sampler->next_key();
+  for (const auto& [token, generated] : penalized) {
+    // As choose() subtracts them on the host: summed in double, rounded once.
+    const double amount = generated > 0 ? options.presence_penalty +
+                                              options.frequency_penalty * static_cast<double>(generated)
+                                        : 0.0;
+    r.penalized.emplace_back(token, static_cast<float>(amount));
+  }
+  return r;
+}
 
 void ModelRunner::add_request(RequestId id, std::string name, const std::vector<int64_t>& prompt,
                               const GenerationConfig& config, const LengthLimits& limits,
@@ -24,6 +74,10 @@ void ModelRunner::add_request(RequestId id, std::string name, const std::vector<
   s.processors = build_logits_processors(config, s.prompt_length, limits);
   if (config.do_sample.value_or(false)) s.sampler = std::make_unique<Sampler>(seed, stream);
   s.options = options;
+  s.on_device = device_sampling(config, s.processors, options);
+  if (s.on_device && s.on_device->repetition_penalty != 1.f) {
+    for (int64_t token : prompt) s.penalized.emplace(static_cast<int32_t>(token), 0);
+  }
   states_.emplace(id, std::move(s));
 }
 
@@ -59,22 +113,19 @@ std::vector<SampledToken> ModelRunner::run(const SchedulerOutput& plan) {
     check(it != states_.end(), "model runner: request ", c.id, " was never added");
     sampled.push_back(&it->second);
   }
-  std::vector<SampledToken> out;
   // Greedy requests that need nothing of the logits but their argmax have it picked on the device.
   if (std::all_of(sampled.begin(), sampled.end(), [](const State* s) { return s->plain_greedy(); })) {
-    const std::vector<int64_t> tokens = model_.greedy(batch, cache_);
-    size_t row = 0;
-    for (const ScheduledChunk& c : plan.chunks) {
-      if (!c.sample) continue;
-      check_finite(*sampled[row], tokens[row] >= 0);
-      sampled[row]->tokens.push_back(tokens[row]);
-      out.push_back({c.id, tokens[row], std::nullopt});
-      ++row;
-    }
-    return out;
+    return record(plan, sampled, model_.greedy(batch, cache_));
+  }
+  // Requests whose processors the device runs have their tokens chosen there.
+  if (std::all_of(sampled.begin(), sampled.end(), [](const State* s) { return s->on_device.has_value(); })) {
+    std::vector<RowSampling> rows;
+    for (State* s : sampled) rows.push_back(s->device_settings());
+    return record(plan, sampled, model_.sample(batch, cache_, rows));
   }
   const Tensor logits = model_.forward(batch, cache_);
   const int64_t V = logits.size(1);
+  std::vector<SampledToken> out;
   int64_t row = 0;
   for (const ScheduledChunk& c : plan.chunks) {
     if (!c.sample) continue;
@@ -93,6 +144,20 @@ void ModelRunner::check_finite(const State& s, bool finite) const {
   check(finite, "the logits of ", s.name, " at generation step ", step,
         " hold NaN or infinite values: the model's weights hold such values or its computation overflows in ",
         dtype_name(model_.dtype()), " (remove_invalid_values=True replaces them, as in Transformers)");
+}
+
+std::vector<SampledToken> ModelRunner::record(const SchedulerOutput& plan, const std::vector<State*>& sampled,
+                                              const std::vector<int64_t>& tokens) {
+  std::vector<SampledToken> out;
+  size_t row = 0;
+  for (const ScheduledChunk& c : plan.chunks) {
+    if (!c.sample) continue;
+    check_finite(*sampled[row], tokens[row] >= 0);
+    sampled[row]->append(tokens[row]);
+    out.push_back({c.id, tokens[row], std::nullopt});
+    ++row;
+  }
+  return out;
 }
 
 SampledToken ModelRunner::choose(RequestId id, State& s, std::span<float> scores) {
@@ -124,7 +189,7 @@ SampledToken ModelRunner::choose(RequestId id, State& s, std::span<float> scores
     for (size_t i = 0; i < n; ++i) lp.top.emplace_back(order[i], static_cast<double>(scores[order[i]]) - log_sum);
     out.logprobs = std::move(lp);
   }
-  s.tokens.push_back(out.token);
+  s.append(out.token);
   return out;
 }
 

@@ -1,7 +1,9 @@
 // The model runner: turns a step's plan (SchedulerOutput) into one ragged batch, runs the model over it, and
 // chooses the next token of every request whose chunk samples, with that request's own logits processors and
 // random generator. It keeps per request what choosing needs: the request's tokens (penalties look at them),
-// its processors and its sampler.
+// its processors and its sampler. When the device can run every sampling request's processors (penalties,
+// temperature, top-k, top-p, min-p: op::SampleRows) the step's tokens are chosen there and only ids come back;
+// otherwise the logits come to the host.
 #pragma once
 
 #include <cstdint>
@@ -63,6 +65,14 @@ class ModelRunner {
     LogitsProcessorList processors;
     std::unique_ptr<Sampler> sampler;  // null: greedy
     SamplingOptions options;
+    // When the device can choose this request's tokens: its settings but each step's key and penalties.
+    std::optional<RowSampling> on_device;
+    // The tokens the penalties touch (prompt tokens with the repetition penalty), with how often each was
+    // generated; kept only for a request chosen on the device with penalties.
+    std::map<int32_t, int64_t> penalized;
+
+    void append(int64_t token);
+    RowSampling device_settings();  // takes the sampler's next key
     // Greedy with nothing that reads or changes the logits first: the argmax is all it needs.
     bool plain_greedy() const {
       return !sampler && processors.empty() && options.presence_penalty == 0 && options.frequency_penalty == 0 &&
@@ -72,6 +82,9 @@ class ModelRunner {
   SampledToken choose(RequestId id, State& state, std::span<float> scores);
   // Transformers would choose a token from NaN scores all the same; an error says why the text is nonsense.
   void check_finite(const State& state, bool finite) const;
+  // Appends each sampling chunk's token (one per chunk, in plan order) to its request.
+  std::vector<SampledToken> record(const SchedulerOutput& plan, const std::vector<State*>& sampled,
+                                   const std::vector<int64_t>& tokens);
 
   CausalLM& model_;
   KVCache& cache_;

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "tfm/backend/sampling_math.h"
 #include "tfm/core/error.h"
 
 namespace tfm {
@@ -16,41 +17,32 @@ int64_t argmax(std::span<const float> scores) {
   return static_cast<int64_t>(best);
 }
 
-Sampler::Sampler(uint64_t seed, uint64_t stream) {
-  // seed_seq's mixing is specified by the standard, so a seed gives the same draws on every platform.
-  std::seed_seq seq{uint32_t(seed), uint32_t(seed >> 32), uint32_t(stream), uint32_t(stream >> 32)};
-  rng_.seed(seq);
+Sampler::Sampler(uint64_t seed, uint64_t stream) : seed_(seed), stream_(stream) {}
+
+uint64_t Sampler::next_key() {
+  return sampling_key(seed_, stream_, step_++);
 }
 
 int64_t Sampler::sample(std::span<const float> scores) {
   check(!scores.empty(), "sampling from an empty logits row");
-  float max = -INFINITY;
+  bool any = false;
   for (float s : scores) {
     check(!std::isnan(s) && s != INFINITY, "probability tensor contains either `inf`, `nan` or element < 0");
-    max = std::max(max, s);
+    any = any || s != -INFINITY;
   }
-  check(max != -INFINITY,
-        "probability tensor contains either `inf`, `nan` or element < 0 (every token is -inf)");
-  // Two passes over the row instead of a stored softmax: -inf (filtered) tokens cost nothing, which matters
-  // after top-k on a vocabulary of 150k.
-  auto weight = [&](size_t i) {
-    return scores[i] == -INFINITY ? 0.0 : std::exp(double(scores[i]) - double(max));
-  };
-  double total = 0;
-  for (size_t i = 0; i < scores.size(); ++i) total += weight(i);
-  // A uniform double in [0, 1) from the top 53 bits, independent of the standard library's distributions.
-  const double u = double(rng_() >> 11) * 0x1.0p-53;
-  const double target = u * total;
-  double cumulative = 0;
-  size_t last_nonzero = 0;
+  check(any, "probability tensor contains either `inf`, `nan` or element < 0 (every token is -inf)");
+  const uint64_t key = next_key();
+  size_t best = 0;
+  float best_score = -INFINITY;
   for (size_t i = 0; i < scores.size(); ++i) {
-    const double w = weight(i);
-    if (w == 0) continue;
-    cumulative += w;
-    last_nonzero = i;
-    if (target < cumulative) return static_cast<int64_t>(i);
+    if (scores[i] == -INFINITY) continue;
+    const float score = race_score(scores[i], key, static_cast<int64_t>(i));
+    if (best_score == -INFINITY || score > best_score) {
+      best = i;
+      best_score = score;
+    }
   }
-  return static_cast<int64_t>(last_nonzero);  // rounding left target at the very top
+  return static_cast<int64_t>(best);
 }
 
 }  // namespace tfm

@@ -1,10 +1,10 @@
 // Choosing the next token from a processed logits row: greedy search takes the argmax, sampling draws from
-// the row's softmax with a seeded generator of its own, so a sequence's draws depend only on its seed and its
-// rows.
+// the row's softmax with counter-based random numbers keyed by (seed, stream, step), so a sequence's draws depend
+// only on its seed, its stream and its rows, and a device that draws a step (op::SampleRows) draws what the host
+// would.
 #pragma once
 
 #include <cstdint>
-#include <random>
 #include <span>
 
 namespace tfm {
@@ -17,12 +17,16 @@ class Sampler {
   // `stream` separates the sequences of one call that share a seed (pass each sequence's index).
   explicit Sampler(uint64_t seed, uint64_t stream = 0);
 
-  // Draws an index with probability softmax(scores)[i] (computed in float64). -inf scores are never drawn.
-  // Throws tfm::Error, as torch.multinomial does, when the row holds NaN or +inf or only -inf.
+  // Draws an index with probability softmax(scores)[i]: the largest of scores[i] plus Gumbel noise, the noise
+  // of this step's key (backend/sampling_math.h). -inf scores are never drawn. Throws tfm::Error, as
+  // torch.multinomial does, when the row holds NaN or +inf or only -inf.
   int64_t sample(std::span<const float> scores);
 
+  // The key of the next draw, which this takes: what a device that draws this step on its own is given.
+  uint64_t next_key();
+
  private:
-  std::mt19937_64 rng_;
+  uint64_t seed_, stream_, step_ = 0;
 };
 
 }  // namespace tfm

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstring>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <filesystem>
@@ -449,13 +451,68 @@ Tensor CausalLM::forward(const ForwardBatch& batch, KVCache& cache, SavedActivat
   return out;
 }
 
-std::vector<int64_t> CausalLM::greedy(const ForwardBatch& batch, KVCache& cache) {
-  Tensor logits = impl_->step(batch, cache, nullptr);
-  if (!ops::argmax_rows_runs_on(logits.device().type, logits.dtype())) logits = to_device(logits, Device{});
+namespace {
+
+// One id per row of `logits`, chosen by `choose(logits, ids)` on the logits' device when `runs_there`, else on
+// a host copy: only the ids come back.
+template <typename Choose>
+std::vector<int64_t> choose_ids(Tensor logits, bool runs_there, Choose choose) {
+  if (!runs_there) logits = to_device(logits, Device{});
   Tensor ids = tfm::empty({logits.size(0)}, DType::int32, logits.device());
-  ops::argmax_rows(logits, ids);
+  choose(logits, ids);
   const Tensor host = to_device(ids, Device{});
   return std::vector<int64_t>(host.data<int32_t>(), host.data<int32_t>() + host.numel());
+}
+
+int32_t float_bits(float v) {
+  return std::bit_cast<int32_t>(v);
+}
+
+}  // namespace
+
+std::vector<int64_t> CausalLM::greedy(const ForwardBatch& batch, KVCache& cache) {
+  const Tensor logits = impl_->step(batch, cache, nullptr);
+  return choose_ids(logits, ops::argmax_rows_runs_on(logits.device().type, logits.dtype()),
+                    [](const Tensor& x, Tensor& ids) { ops::argmax_rows(x, ids); });
+}
+
+std::vector<int64_t> CausalLM::sample(const ForwardBatch& batch, KVCache& cache, const std::vector<RowSampling>& rows) {
+  check(rows.size() == batch.logits_rows.size(), "sample: ", rows.size(), " rows of settings for ",
+        batch.logits_rows.size(), " rows of logits");
+  // Settings, then penalties, in one int32 buffer: one upload.
+  const auto R = static_cast<int64_t>(rows.size());
+  std::vector<int32_t> packed(static_cast<size_t>(R * kSampleSettingsWords));
+  std::vector<int32_t> penalties;
+  for (size_t r = 0; r < rows.size(); ++r) {
+    const RowSampling& row = rows[r];
+    check(row.top_k >= 0 && row.top_k <= std::numeric_limits<int32_t>::max(), "sample: top_k ", row.top_k,
+          " is out of range");
+    const auto begin = static_cast<int32_t>(penalties.size() / 2);
+    for (const auto& [token, amount] : row.penalized) penalties.insert(penalties.end(), {token, float_bits(amount)});
+    const SampleSettings s{row.temperature,
+                           static_cast<int32_t>(row.top_k),
+                           row.top_p,
+                           row.min_p,
+                           row.repetition_penalty,
+                           static_cast<uint32_t>(row.key),
+                           static_cast<uint32_t>(row.key >> 32),
+                           begin,
+                           static_cast<int32_t>(penalties.size() / 2)};
+    std::memcpy(packed.data() + r * kSampleSettingsWords, &s, sizeof s);
+  }
+  if (penalties.empty()) penalties = {-1, 0};  // no entry any row reads; the tensor needs an element
+  const auto N = static_cast<int64_t>(penalties.size() / 2);
+  packed.insert(packed.end(), penalties.begin(), penalties.end());
+
+  const Tensor logits = impl_->step(batch, cache, nullptr);
+  const bool runs_there = ops::sample_rows_runs_on(logits.device().type, logits.dtype());
+  const Tensor inputs = tfm::empty({static_cast<int64_t>(packed.size())}, DType::int32,
+                                   runs_there ? logits.device() : Device{});
+  copy_from_host(inputs, packed.data());
+  const Tensor settings = inputs.narrow(0, R * kSampleSettingsWords).reshape({R, kSampleSettingsWords});
+  const Tensor penalty_view = inputs.narrow(R * kSampleSettingsWords, 2 * N).reshape({N, 2});
+  return choose_ids(logits, runs_there,
+                    [&](const Tensor& x, Tensor& ids) { ops::sample_rows(x, settings, penalty_view, ids); });
 }
 
 StepLoss CausalLM::forward_backward(const std::vector<const TrainingExample*>& batch, float grad_scale,

@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tfm/core/device.h"
@@ -64,6 +65,20 @@ struct LoadOptions {
   bool device_graphs = true;                 // decode steps as device graphs where the device has them
 };
 
+// How CausalLM::sample chooses one row's token on the device: op::SampleRows' settings (backend/op_set.h
+// states each rule and its order), with the tokens its penalties touch.
+struct RowSampling {
+  float temperature = 0;         // <= 0: greedy, the first largest value after the penalties
+  int64_t top_k = 0;             // 0: none
+  float top_p = 1;               // 1: none
+  float min_p = 0;               // 0: none
+  float repetition_penalty = 1;  // applied to every token of `penalized`
+  uint64_t key = 0;              // the draw's key (Sampler::next_key)
+  // Distinct tokens, each with the amount subtracted from its logit before the repetition penalty (OpenAI's
+  // presence and frequency penalties; 0 for a token that only the repetition penalty touches).
+  std::vector<std::pair<int32_t, float>> penalized;
+};
+
 class CausalLM {
  public:
   // `dir` is a model folder as the Hub ships it.
@@ -90,6 +105,11 @@ class CausalLM {
   // batch.logits_rows, chosen on the device where it has the kernel, so that only the ids come back; -1 for a
   // row whose logits hold a NaN or an infinity.
   std::vector<int64_t> greedy(const ForwardBatch& batch, KVCache& cache);
+
+  // Runs one step and returns each row's token chosen as `rows` (one per row of batch.logits_rows) say, on the
+  // device where it has the kernel, so that only the ids come back; -1 for a row with no distribution to draw
+  // from (a NaN or +inf, or every value -inf, after the penalties and temperature).
+  std::vector<int64_t> sample(const ForwardBatch& batch, KVCache& cache, const std::vector<RowSampling>& rows);
 
   // Decode steps (one new token per sequence) run as device graphs where the device has them (cuda): each
   // batch size, rounded up to a power of two, is captured once per KV cache and replayed, so the host issues

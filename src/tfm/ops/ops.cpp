@@ -72,6 +72,26 @@ void argmax_rows(const Tensor& x, Tensor& ids) {
   dispatch(a);
 }
 
+bool sample_rows_runs_on(DeviceType device, DType dtype) {
+  return kernel_registry().find<op::SampleRows>(device, dtype) != nullptr;
+}
+
+void sample_rows(const Tensor& logits, const Tensor& settings, const Tensor& penalties, Tensor& ids) {
+  const op::SampleRows a{logits, settings, penalties, ids};
+  const DType d = compute_dtype(a);
+  expect(logits, d, a.name, "logits");
+  expect(settings, DType::int32, a.name, "settings");
+  expect(penalties, DType::int32, a.name, "penalties");
+  expect(ids, DType::int32, a.name, "ids");
+  const int64_t R = logits.dim() == 2 ? logits.size(0) : -1;
+  if (!(R >= 0 && logits.size(1) > 0 && settings.dim() == 2 && settings.size(0) == R &&
+        settings.size(1) == kSampleSettingsWords && penalties.dim() == 2 && penalties.size(1) == 2 &&
+        ids.dim() == 1 && ids.size(0) == R))
+    throw_error("sample_rows: shapes ", logits.str(), ", ", settings.str(), ", ", penalties.str(), " -> ",
+                ids.str(), " do not match");
+  dispatch(a);
+}
+
 void embedding(const Tensor& table, const Tensor& ids, Tensor& out, std::string_view variant) {
   const op::Embedding a{table, ids, out};
   const DType d = compute_dtype(a);

@@ -34,6 +34,8 @@ void add_scaled_columns_(Tensor& out, int64_t out_column, const Tensor& x, int64
                          float scale);
 void argmax_rows(const Tensor& x, Tensor& ids);
 bool argmax_rows_runs_on(DeviceType device, DType dtype);
+void sample_rows(const Tensor& logits, const Tensor& settings, const Tensor& penalties, Tensor& ids);
+bool sample_rows_runs_on(DeviceType device, DType dtype);
 
 // A layer's KV cache is a key and a value tensor of (blocks, block_size, kv_heads, head_dim).
 void kv_cache_write(const Tensor& k, const Tensor& v, const Tensor& slots, Tensor& cache_k, Tensor& cache_v,

@@ -14,4 +14,5 @@ namespace tfm::cpu {
 void register_pointwise_kernels(KernelRegistry& registry);
 void register_linear_kernels(KernelRegistry& registry);
 void register_training_kernels(KernelRegistry& registry);
+void register_sampling_kernels(KernelRegistry& registry);
 }  // namespace tfm::cpu

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "tfm/backend/cpu/cpu_backend.h"
+#include "tfm/backend/sampling_math.h"
 #include "tfm/core/floats.h"
 #include "tfm/core/parallel.h"
 
@@ -257,13 +258,6 @@ void add_scaled_columns(const op::AddScaledColumns& a) {
         out[c] = from_float<T>(to_float(out[c]) + round_to<T>(a.scale * to_float(x[c])));
     }
   });
-}
-
-uint64_t splitmix64(uint64_t z) {
-  z += 0x9E3779B97F4A7C15ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
 }
 
 template <typename T>

@@ -10,29 +10,11 @@ namespace {
 
 constexpr int kThreads = 1024;
 
-struct Candidate {
-  float value;
-  int64_t index;
-};
-
-__device__ bool better(const Candidate& a, const Candidate& b) {
-  return a.value != b.value ? a.value > b.value : a.index < b.index;
-}
-
-__device__ Candidate warp_best(Candidate c) {
-  for (int offset = 16; offset > 0; offset >>= 1) {
-    const Candidate other{__shfl_xor_sync(0xffffffffu, c.value, offset),
-                          __shfl_xor_sync(0xffffffffu, c.index, offset)};
-    if (better(other, c)) c = other;
-  }
-  return c;
-}
-
 template <typename T>
 __global__ void argmax_rows_kernel(const T* x, int64_t V, int32_t* ids) {
-  __shared__ Candidate warps[kThreads / 32];
+  __shared__ Candidate warps[32];
   const T* row = x + blockIdx.x * V;
-  Candidate best{-INFINITY, INT64_MAX};
+  Candidate best = no_candidate();
   bool finite = true;
   for (int64_t i = threadIdx.x; i < V; i += blockDim.x) {
     const Candidate c{to_float(row[i]), i};
@@ -40,12 +22,7 @@ __global__ void argmax_rows_kernel(const T* x, int64_t V, int32_t* ids) {
     if (better(c, best)) best = c;
   }
   finite = __syncthreads_and(finite);
-  best = warp_best(best);
-  if (threadIdx.x % 32 == 0) warps[threadIdx.x / 32] = best;
-  __syncthreads();
-  if (threadIdx.x >= 32) return;
-  best = threadIdx.x < blockDim.x / 32 ? warps[threadIdx.x] : Candidate{-INFINITY, INT64_MAX};
-  best = warp_best(best);
+  best = block_best(best, warps);
   if (threadIdx.x == 0) ids[blockIdx.x] = finite ? static_cast<int32_t>(best.index) : -1;
 }
 

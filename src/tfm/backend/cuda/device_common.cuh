@@ -104,6 +104,39 @@ __device__ inline float block_max(float v, float* shared) {
   return block_reduce<Max>(v, shared);
 }
 
+// An index with its value, for argmax-like reductions in torch.argmax's order: the larger value, then the
+// smaller index. no_candidate() loses to any candidate of a row.
+struct Candidate {
+  float value;
+  int64_t index;
+};
+__device__ inline Candidate no_candidate() {
+  return {-INFINITY, INT64_MAX};
+}
+
+__device__ inline bool better(const Candidate& a, const Candidate& b) {
+  return a.value != b.value ? a.value > b.value : a.index < b.index;
+}
+
+__device__ inline Candidate warp_best(Candidate c) {
+  for (int offset = 16; offset > 0; offset >>= 1) {
+    const Candidate other{__shfl_xor_sync(0xffffffffu, c.value, offset),
+                          __shfl_xor_sync(0xffffffffu, c.index, offset)};
+    if (better(other, c)) c = other;
+  }
+  return c;
+}
+
+// The best candidate of the block (a multiple of 32 threads), every thread getting it; `shared` holds 32.
+__device__ inline Candidate block_best(Candidate c, Candidate* shared) {
+  c = warp_best(c);
+  if (threadIdx.x % 32 == 0) shared[threadIdx.x / 32] = c;
+  __syncthreads();
+  c = warp_best(threadIdx.x % 32 < blockDim.x / 32 ? shared[threadIdx.x % 32] : no_candidate());
+  __syncthreads();
+  return c;
+}
+
 // A grid-stride loop's first item and stride.
 __device__ inline int64_t first_index() {
   return blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;

@@ -80,6 +80,14 @@ void argmax_rows(const op::ArgmaxRows& a) {
 }
 
 template <typename T>
+void sample_rows(const op::SampleRows& a) {
+  use_device_of(a.logits);
+  launch::sample_rows(a.logits.data<T>(), a.logits.size(0), a.logits.size(1),
+                      reinterpret_cast<const SampleSettings*>(a.settings.data<int32_t>()), a.penalties.data<int32_t>(),
+                      a.penalties.size(0), a.ids.data<int32_t>());
+}
+
+template <typename T>
 void rms_norm(const op::RmsNorm& a) {
   use_device_of(a.out);
   const int64_t dim = a.weight.size(0);
@@ -139,6 +147,7 @@ void register_kernels(KernelRegistry& r) {
       r.add<op::Add>(device, d, "default", {.run = add<T>, .is_default = true});
       r.add<op::Cast>(device, d, "default", {.run = cast<T>, .is_default = true});
       r.add<op::ArgmaxRows>(device, d, "default", {.run = argmax_rows<T>, .is_default = true});
+      r.add<op::SampleRows>(device, d, "default", {.run = sample_rows<T>, .is_default = true});
       r.add<op::RmsNorm>(device, d, "default", {.run = rms_norm<T>, .is_default = true});
       r.add<op::AddRmsNorm>(device, d, "fused", {.run = add_rms_norm_fused<T>});
       r.add<op::Rope>(device, d, "default", {.run = rope<T>, .is_default = true});

@@ -9,6 +9,7 @@
 
 #include "tfm/backend/adamw_scalars.h"
 #include "tfm/backend/paged_attention_args.h"
+#include "tfm/backend/sampling_math.h"
 #include "tfm/core/floats.h"
 
 namespace tfm::cuda::launch {
@@ -50,6 +51,11 @@ void gemv(const T* x, const T* w, const T* bias, T* y, int64_t M, int64_t K, int
 // ids[r] = the first index of row r's largest value, -1 when the row holds a NaN or an infinity     x (rows, V)
 template <typename T>
 void argmax_rows(const T* x, int64_t rows, int64_t V, int32_t* ids);
+
+// op::SampleRows over pointers: logits (rows, V), settings (rows), entries (num_entries, 2), ids (rows)
+template <typename T>
+void sample_rows(const T* logits, int64_t rows, int64_t V, const SampleSettings* settings, const int32_t* entries,
+                 int64_t num_entries, int32_t* ids);
 
 // op::QkvRopeCache over pointers; q_norm and k_norm may be null.
 struct QkvRopeCacheArgs {

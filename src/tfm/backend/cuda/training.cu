@@ -4,6 +4,7 @@
 // bit-reproducible from run to run (as torch's CUDA backward is not).
 #include "tfm/backend/cuda/device_common.cuh"
 #include "tfm/backend/cuda/launchers.h"
+#include "tfm/backend/sampling_math.h"
 
 namespace tfm::cuda::launch {
 namespace {
@@ -127,13 +128,6 @@ __global__ void add_scaled_columns_kernel(T* out, int64_t out_cols, int64_t out_
     T* o = out + r * out_cols + out_column + c;
     *o = from_float<T>(to_float(*o) + round_to<T>(scale * to_float(x[r * x_cols + x_column + c])));
   }
-}
-
-__device__ uint64_t splitmix64(uint64_t z) {
-  z += 0x9E3779B97F4A7C15ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
 }
 
 template <typename T>

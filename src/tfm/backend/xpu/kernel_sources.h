@@ -12,6 +12,7 @@ extern const char* const intel_gemv;  // kernels/intel_gemv.cl: sub-group matmul
 extern const char* const intel_dpas;  // kernels/intel_dpas.cl: DPAS matmul, bf16 and f16 (Intel XMX)
 extern const char* const attention;  // kernels/attention.cl: paged attention, eager and flash
 extern const char* const attention_backward;  // kernels/attention_backward.cl: attention's backward
+extern const char* const sampling;   // kernels/sampling.cl: choosing each row's token
 extern const char* const training;   // kernels/training.cl: matmul backward, loss, optimizer
 
 }  // namespace tfm::xpu::kernel_sources

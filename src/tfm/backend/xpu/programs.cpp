@@ -81,6 +81,15 @@ const Program& attention_backward_program(DType d, int64_t head_dim) {
       d, head_dim);
 }
 
+const Program& sampling_program(DType d) {
+  return interned(
+      [&] {
+        return Program{"sampling", kernel_sources::sampling,
+                       dtype_option(d) + " -DSAMPLE_GROUP=" + std::to_string(kSampleGroup)};
+      },
+      d);
+}
+
 const Program& training_program(DType d) {
   return interned(
       [&] {
@@ -98,6 +107,7 @@ std::vector<Program> every_program(const DeviceCapabilities& device) {
     for (int64_t rows_max = 1; rows_max <= kRowsMax; rows_max *= 2)
       programs.push_back(linear_program(d, rows_max));
     programs.push_back(training_program(d));
+    programs.push_back(sampling_program(d));
     for (int64_t head_dim : {64, 80, 96, 128, 256}) {
       programs.push_back(attention_program(d, head_dim));
       programs.push_back(attention_backward_program(d, head_dim));

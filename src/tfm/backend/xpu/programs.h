@@ -21,6 +21,7 @@ inline constexpr size_t kPointGroup = 64;  // items along the columns of the poi
 inline constexpr size_t kRmsGroup = 128;   // rms_norm: items per row; qkv_rope_cache: per head
 inline constexpr int64_t kMaxHeadDim = 512;  // qkv_rope_cache keeps a head in local memory
 inline constexpr size_t kArgmaxGroup = 256;  // argmax_rows: items per row
+inline constexpr size_t kSampleGroup = 256;  // sample_rows: items per row
 inline constexpr size_t kTile = 64;        // linear_tiled: a 64x64 block of y per work-group,
 inline constexpr size_t kTileK = 16;       // staged 16 columns of K at a time,
 inline constexpr size_t kTileReg = 4;      // 4x4 outputs per item: 16x16 items
@@ -59,6 +60,7 @@ const Program& pointwise_program(DType d);
 const Program& linear_program(DType d, int64_t rows_max = kRowsMax);
 const Program& attention_program(DType d, int64_t head_dim);
 const Program& attention_backward_program(DType d, int64_t head_dim);
+const Program& sampling_program(DType d);
 // embedding's backward, cross_entropy, sum_squares and adamw (whose dtype is its param copy's).
 const Program& training_program(DType d);
 

@@ -272,6 +272,17 @@ void XpuKernels::run(const op::ArgmaxRows& a) {
       .run({static_cast<size_t>(a.x.size(0)) * kArgmaxGroup, 1}, {kArgmaxGroup, 1});
 }
 
+void XpuKernels::run(const op::SampleRows& a) {
+  std::lock_guard lock(devices_->mutex);
+  const int64_t R = a.logits.size(0), V = a.logits.size(1);
+  const size_t mark_bytes = static_cast<size_t>(R) * static_cast<size_t>((V + 31) / 32) * sizeof(uint32_t);
+  const cl_mem marks = devices_->scratch(a.logits, std::max<size_t>(mark_bytes, 4));
+  devices_->kernel(a.ids, sampling_program(a.dtype()), "sample_rows", kSampleGroup)
+      .args(a.logits, a.settings, a.penalties, to_int(a.penalties.size(0), "penalty entries"), marks, a.ids,
+            to_int(V, "row size"))
+      .run({static_cast<size_t>(R) * kSampleGroup, 1}, {kSampleGroup, 1});
+}
+
 void XpuKernels::run(const op::SiluMul& a) {
   std::lock_guard lock(devices_->mutex);
   const int64_t T = a.out.size(0), I = a.out.size(1);
@@ -541,6 +552,7 @@ void register_kernels(KernelRegistry& r) {
     r.add<op::Rope>(xpu, d, "default", {.run = run_on_xpu<op::Rope>, .is_default = true});
     r.add<op::QkvRopeCache>(xpu, d, "default", {.run = run_on_xpu<op::QkvRopeCache>, .is_default = true});
     r.add<op::ArgmaxRows>(xpu, d, "default", {.run = run_on_xpu<op::ArgmaxRows>, .is_default = true});
+    r.add<op::SampleRows>(xpu, d, "default", {.run = run_on_xpu<op::SampleRows>, .is_default = true});
     r.add<op::SiluMul>(xpu, d, "default", {.run = run_on_xpu<op::SiluMul>, .is_default = true});
     r.add<op::Linear>(xpu, d, "default", {.run = linear_on_xpu<LinearVariant::automatic>, .is_default = true});
     r.add<op::Linear>(xpu, d, "portable", {.run = linear_on_xpu<LinearVariant::portable>});

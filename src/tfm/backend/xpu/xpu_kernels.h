@@ -48,6 +48,7 @@ class XpuKernels {
   void run(const op::ConcatColumns& a);
   void run(const op::AddScaledColumns& a);
   void run(const op::Dropout& a);
+  void run(const op::SampleRows& a);
   // Training (op_set.h): the backward ops, the loss and the optimizer step.
   void run(const op::LinearBackward& a);
   void run(const op::RmsNormBackward& a);

@@ -114,3 +114,11 @@ int sequence_of(__global const int* query_start, int num_seqs, int row) {
   }
   return lo;
 }
+
+// The host's counter-based random stream (backend/sampling_math.h), bit for bit.
+ulong splitmix64(ulong z) {
+  z += 0x9E3779B97F4A7C15ul;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ul;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBul;
+  return z ^ (z >> 31);
+}

@@ -161,14 +161,6 @@ __kernel void add_scaled_columns(__global ELEM* out, long out_off, int out_width
   STORE(LOAD(out, o) + ROUND(scale * LOAD(x, x_off + (long)t * x_width + x_column + c)), out, o);
 }
 
-// The CPU's counter-based stream (cpu/training.cpp), bit for bit.
-ulong splitmix64(ulong z) {
-  z += 0x9E3779B97F4A7C15ul;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ul;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBul;
-  return z ^ (z >> 31);
-}
-
 // Inverted dropout (op::Dropout): element i is kept, times keep_scale (the host's 1 / (1 - p) in float), when
 // u = (splitmix64(splitmix64(seed) ^ i) >> 40) / 2^24 is at least p; else zeroed. out may be x.
 __kernel void dropout(__global const ELEM* x, long x_off, float p, ulong seed, float keep_scale,
