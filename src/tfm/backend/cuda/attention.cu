@@ -319,8 +319,9 @@ __global__ void __launch_bounds__(kTileWarps * 32) tiles_kernel(PagedAttentionAr
   int32_t* row_pos = reinterpret_cast<int32_t*>(smem + L::kPos);
   __shared__ int key_bounds[2];
 
+  // The last tiles of a sequence see the most keys: they start first, so that the grid's tail is light.
   int64_t s = 0, tile = 0;
-  if (!find_tile(a.query_start, a.num_seqs, blockIdx.x, s, tile)) return;
+  if (!find_tile(a.query_start, a.num_seqs, gridDim.x - 1 - blockIdx.x, s, tile)) return;
   const int64_t h = blockIdx.y, kv_head = h / (a.heads / a.kv_heads);
   const int64_t row0 = a.query_start[s] + tile * kTileRows;
   const int rows = static_cast<int>(min(static_cast<int64_t>(kTileRows), a.query_start[s + 1] - row0));

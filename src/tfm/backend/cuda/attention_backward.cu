@@ -208,10 +208,12 @@ __global__ void __launch_bounds__(kTileWarps * 32)
   float* grads = reinterpret_cast<float*>(smem + L::kGrads);
   T* weights = reinterpret_cast<T*>(smem + L::kWeights);
   float* row_delta = reinterpret_cast<float*>(smem + L::kStats);
+  float* row_lse = row_delta + kTileRows;
   __shared__ const T* sources[2][kTileRows];
 
+  // The last tiles of a sequence see the most keys: they start first, so that the grid's tail is light.
   int64_t s = 0, tile = 0;
-  if (!find_tile(a.query_start, a.num_seqs, blockIdx.x, s, tile)) return;
+  if (!find_tile(a.query_start, a.num_seqs, gridDim.x - 1 - blockIdx.x, s, tile)) return;
   const int64_t h = blockIdx.y, kv_head = h / (a.heads / a.kv_heads), start = a.query_start[s];
   const int64_t i0 = tile * kTileRows;  // of the sequence
   const int rows = static_cast<int>(min(static_cast<int64_t>(kTileRows), a.query_start[s + 1] - start - i0));
@@ -251,7 +253,7 @@ __global__ void __launch_bounds__(kTileWarps * 32)
     finish_tile_loads();
   };
 
-  float max = -INFINITY, sum = 0.f;
+  float running_max = -INFINITY, running_sum = 0.f;
   for (int64_t j0 = first; j0 <= last; j0 += kTileRows) {
     load_keys(false, j0);
     if (warp_row < rows) {
@@ -263,21 +265,23 @@ __global__ void __launch_bounds__(kTileWarps * 32)
         if (r < rows && sees(i, j0 + half * 32 + c, a.window)) tile_max = fmaxf(tile_max, row[c] * a.scale);
       }
       tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
-      const float new_max = fmaxf(max, tile_max);
+      const float new_max = fmaxf(running_max, tile_max);
       float tile_sum = 0.f;
       for (int c = 0; c < 32; ++c) {
         if (r < rows && sees(i, j0 + half * 32 + c, a.window)) tile_sum += expf(row[c] * a.scale - new_max);
       }
       tile_sum += __shfl_xor_sync(0xffffffffu, tile_sum, 1);
-      sum = (new_max == -INFINITY ? 0.f : sum * expf(max - new_max)) + tile_sum;
-      max = new_max;
+      running_sum = (new_max == -INFINITY ? 0.f : running_sum * expf(running_max - new_max)) + tile_sum;
+      running_max = new_max;
     }
     __syncthreads();
   }
-  const float row_lse = max + logf(sum);
-  if (half == 0 && r < rows) {
-    lse[(start + i) * a.heads + h] = row_lse;
-    delta[(start + i) * a.heads + h] = row_delta[r];
+  if (half == 0) {
+    row_lse[r] = running_max + logf(running_sum);
+    if (r < rows) {
+      lse[(start + i) * a.heads + h] = row_lse[r];
+      delta[(start + i) * a.heads + h] = row_delta[r];
+    }
   }
 
   Accumulator dq_acc[D / 16];
@@ -289,10 +293,14 @@ __global__ void __launch_bounds__(kTileWarps * 32)
       warp_products<T, D>(q_tile, k_tile, scores, warp_row);
       warp_products<T, D>(g_tile, v_tile, grads, warp_row);
       __syncwarp();
-      for (int c = half * 32; c < half * 32 + 32; ++c) {
-        const bool seen = r < rows && sees(i, j0 + c, a.window);
-        const float p = seen ? expf(scores[r * L::kScoreLd + c] * a.scale - row_lse) : 0.f;
-        weights[r * L::kWeightLd + c] = from_float<T>(p * (grads[r * L::kScoreLd + c] - row_delta[r]) * a.scale);
+      // A row at a time, the lanes over its columns: consecutive words of shared memory, no bank conflicts.
+      for (int wr = warp_row; wr < warp_row + 16; ++wr) {
+        for (int c = lane; c < kTileRows; c += kWarp) {
+          const bool seen = wr < rows && sees(i0 + wr, j0 + c, a.window);
+          const float p = seen ? expf(scores[wr * L::kScoreLd + c] * a.scale - row_lse[wr]) : 0.f;
+          weights[wr * L::kWeightLd + c] =
+              from_float<T>(p * (grads[wr * L::kScoreLd + c] - row_delta[wr]) * a.scale);
+        }
       }
       __syncwarp();
       warp_accumulate<T, D>(dq_acc, weights, k_tile, warp_row);
@@ -341,8 +349,6 @@ __global__ void __launch_bounds__(kTileWarps * 32)
   finish_tile_loads();
 
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp, warp_row = warp * 16;
-  const int r = warp_row + lane / 2, half = lane % 2;  // two lanes a key, 32 query rows of a tile each
-  const int64_t j = j0 + r;
   const int64_t last = a.window > 0 ? min(length - 1, j0 + keys - 1 + a.window - 1) : length - 1;
   Accumulator dk_acc[D / 16], dv_acc[D / 16];
 #pragma unroll
@@ -368,19 +374,24 @@ __global__ void __launch_bounds__(kTileWarps * 32)
         warp_products<T, D>(k_tile, q_tile, scores, warp_row);  // scores transposed: a row a key
         warp_products<T, D>(v_tile, g_tile, grads, warp_row);   // dout . v, transposed alike
         __syncwarp();
-        for (int c = half * 32; c < half * 32 + 32; ++c) {
-          const int64_t i = i0 + c;
-          const bool seen = r < keys && i <= last && sees(i, j, a.window);
-          float& score = scores[r * L::kScoreLd + c];
-          const float p = seen ? expf(score * a.scale - row_lse[c]) : 0.f;
-          weights[r * L::kWeightLd + c] = from_float<T>(p);
-          score = p * (grads[r * L::kScoreLd + c] - row_delta[c]) * a.scale;  // ds, kept until dv is done
+        // A key at a time, the lanes over its query columns: consecutive words, no bank conflicts.
+        for (int kr = warp_row; kr < warp_row + 16; ++kr) {
+          for (int c = lane; c < kTileRows; c += kWarp) {
+            const int64_t i = i0 + c;
+            const bool seen = kr < keys && i <= last && sees(i, j0 + kr, a.window);
+            float& score = scores[kr * L::kScoreLd + c];
+            const float p = seen ? expf(score * a.scale - row_lse[c]) : 0.f;
+            weights[kr * L::kWeightLd + c] = from_float<T>(p);
+            score = p * (grads[kr * L::kScoreLd + c] - row_delta[c]) * a.scale;  // ds, kept until dv is done
+          }
         }
         __syncwarp();
         warp_accumulate<T, D>(dv_acc, weights, g_tile, warp_row);
         __syncwarp();
-        for (int c = half * 32; c < half * 32 + 32; ++c)
-          weights[r * L::kWeightLd + c] = from_float<T>(scores[r * L::kScoreLd + c]);
+        for (int kr = warp_row; kr < warp_row + 16; ++kr) {
+          for (int c = lane; c < kTileRows; c += kWarp)
+            weights[kr * L::kWeightLd + c] = from_float<T>(scores[kr * L::kScoreLd + c]);
+        }
         __syncwarp();
         warp_accumulate<T, D>(dk_acc, weights, q_tile, warp_row);
       }
