@@ -138,38 +138,53 @@ __device__ inline bool sees(int64_t i, int64_t j, int64_t window) {
   return j <= i && (window <= 0 || i - j < window);
 }
 
-// Shared memory of the tile kernels: four tiles of 64 head vectors, the warps' scores and score gradients in
-// float32, one tile of probabilities or score gradients in T, and two floats a row. Rows are padded so that they
-// fall in different banks while every 16 x 16 fragment stays 32-byte aligned, as WMMA requires; at the end the
-// scores and their gradients hold the float32 result rows (kOutLd wide) being written out.
+// Shared memory of the tile kernels: four tiles of 64 head vectors and two floats a row. Rows are padded so that
+// they fall in different banks while every 16 x 16 fragment stays 32-byte aligned, as WMMA requires; at the end
+// the last two tiles hold the float32 result rows (kOutLd wide) being written out.
 template <typename T, int D>
 struct BackwardLayout {
-  static constexpr int kLd = D + 8;                 // head vectors (T)
-  static constexpr int kScoreLd = kTileRows + 4;    // scores, score gradients (float)
-  static constexpr int kWeightLd = kTileRows + 8;   // probabilities, score gradients (T)
-  static constexpr int kOutLd = D + 4;              // result rows (float)
+  static constexpr int kLd = D + 8;     // head vectors (T)
+  static constexpr int kOutLd = D + 4;  // result rows (float)
   static constexpr size_t kTile = sizeof(T) * kTileRows * kLd;
-  static constexpr size_t kScores = 4 * kTile;
-  static constexpr size_t kGrads = kScores + sizeof(float) * kTileRows * kScoreLd;
-  static constexpr size_t kWeights = kGrads + sizeof(float) * kTileRows * kScoreLd;
-  static constexpr size_t kStats = kWeights + sizeof(T) * kTileRows * kWeightLd;
+  static constexpr size_t kStats = 4 * kTile;
   static constexpr size_t kBytes = kStats + 2 * sizeof(float) * kTileRows;
-  static_assert(sizeof(float) * kTileRows * kOutLd <= kWeights - kScores, "result rows overflow the scores");
+  static_assert(sizeof(float) * kTileRows * kOutLd <= 2 * kTile, "result rows overflow two tiles");
 };
 
 #if __CUDA_ARCH__ >= 800
-// The warp's 16 rows of A (a tile of head vectors) times the 64 rows of B transposed, into `scores`.
-template <typename T, int D>
-__device__ void warp_products(const T* a, const T* b, float* scores, int warp_row) {
-  using L = BackwardLayout<T, D>;
-  products_with_tile<T, D>(a + warp_row * L::kLd, b, L::kLd, scores + warp_row * L::kScoreLd, L::kScoreLd);
+// Where element e of this lane's 16 x 16 accumulator fragment sits, and of its matrix_a fragment of 16-bit
+// elements, which is laid out alike: WMMA's m16n16k16 tiles are two m16n8k16 mma tiles on sm_80 and later (row
+// lane / 4, or 8 more; columns 2 (lane % 4) and the next, or 8 more). CUDA does not document it; the
+// conformance tests of every dtype check the kernels that rely on it. Scores stay in registers: the
+// probabilities and score gradients become the next product's left operand without a trip through shared
+// memory, as flash attention's backward keeps them.
+__device__ inline int fragment_row(int e) {
+  return static_cast<int>(threadIdx.x % 32) / 4 + 8 * ((e / 2) % 2);
+}
+__device__ inline int fragment_column(int e) {
+  return 2 * static_cast<int>(threadIdx.x % 4) + e % 2 + 8 * (e / 4);
 }
 
-// acc[] (the warp's 16 rows of a D-wide result) += the warp's 16 rows of `weights` times the 64 rows of `tile`.
-template <typename T, int D>
-__device__ void warp_accumulate(Accumulator (&acc)[D / 16], const T* weights, const T* tile, int warp_row) {
+// The warp's 16 rows of `a` (head vectors) times the first 16 * Tiles rows of `b` transposed.
+template <typename T, int D, int Tiles = kTileRows / 16>
+__device__ void warp_products(Accumulator (&acc)[Tiles], const T* a, const T* b, int warp_row) {
   using L = BackwardLayout<T, D>;
-  accumulate_tile<T, D>(acc, weights + warp_row * L::kWeightLd, L::kWeightLd, tile, L::kLd);
+#pragma unroll
+  for (int t = 0; t < Tiles; ++t) nvcuda::wmma::fill_fragment(acc[t], 0.f);
+  multiply_add<T, nvcuda::wmma::col_major>(acc, a + warp_row * L::kLd, L::kLd, b, L::kLd, D / 16, 16, 16 * L::kLd);
+}
+
+// acc[] (the warp's 16 rows of a D-wide result) += `weights` (its 16 rows by 16) times 16 rows of `tile`.
+template <typename T, int D, typename Weights>
+__device__ void warp_accumulate(Accumulator (&acc)[D / 16], const Weights& weights, const T* tile) {
+  using namespace nvcuda;
+  using L = BackwardLayout<T, D>;
+#pragma unroll
+  for (int t = 0; t < D / 16; ++t) {
+    wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::row_major> b_part;
+    wmma::load_matrix_sync(b_part, tile + t * 16, L::kLd);
+    wmma::mma_sync(acc[t], weights, b_part, acc[t]);
+  }
 }
 
 // Writes the warps' accumulators (64 rows of D) as rows of T: row r to dst + r * stride, for r < rows.
@@ -199,16 +214,13 @@ __global__ void __launch_bounds__(kTileWarps * 32)
                     float* lse, float* delta) {
 #if __CUDA_ARCH__ >= 800
   using L = BackwardLayout<T, D>;
+  using Weights = nvcuda::wmma::fragment<nvcuda::wmma::matrix_a, 16, 16, 16, T, nvcuda::wmma::row_major>;
   extern __shared__ __align__(128) unsigned char smem[];
   T* q_tile = reinterpret_cast<T*>(smem);
   T* g_tile = reinterpret_cast<T*>(smem + L::kTile);
   T* k_tile = reinterpret_cast<T*>(smem + 2 * L::kTile);
   T* v_tile = reinterpret_cast<T*>(smem + 3 * L::kTile);
-  float* scores = reinterpret_cast<float*>(smem + L::kScores);
-  float* grads = reinterpret_cast<float*>(smem + L::kGrads);
-  T* weights = reinterpret_cast<T*>(smem + L::kWeights);
   float* row_delta = reinterpret_cast<float*>(smem + L::kStats);
-  float* row_lse = row_delta + kTileRows;
   __shared__ const T* sources[2][kTileRows];
 
   // The last tiles of a sequence see the most keys: they start first, so that the grid's tail is light.
@@ -237,9 +249,6 @@ __global__ void __launch_bounds__(kTileWarps * 32)
     dot = warp_reduce<Sum>(dot);
     if (lane == 0) row_delta[r] = dot;
   }
-  // Two lanes a row, 32 keys of a tile each; the pair keeps the row's running maximum and sum.
-  const int r = warp_row + lane / 2, half = lane % 2;
-  const int64_t i = i0 + r;
   const int64_t first = a.window > 0 ? max(int64_t{0}, i0 - a.window + 1) : 0, last = i0 + rows - 1;
   auto load_keys = [&](bool with_values, int64_t j0) {
     for (int c = threadIdx.x; c < kTileRows; c += blockDim.x) {
@@ -252,35 +261,56 @@ __global__ void __launch_bounds__(kTileWarps * 32)
     if (with_values) start_tile_load<T, D>(v_tile, L::kLd, kTileRows, sources[1]);
     finish_tile_loads();
   };
-
-  float running_max = -INFINITY, running_sum = 0.f;
+  // This lane's elements lie in two of the warp's rows (fragment_row of even and odd pairs); the four lanes
+  // that share them keep the same running maximum and sum.
+  auto seen = [&](int e, int64_t j0, int t) {
+    const int r = warp_row + fragment_row(e);
+    return r < rows && sees(i0 + r, j0 + t * 16 + fragment_column(e), a.window);
+  };
+  float running_max[2] = {-INFINITY, -INFINITY}, running_sum[2] = {0.f, 0.f};
   for (int64_t j0 = first; j0 <= last; j0 += kTileRows) {
     load_keys(false, j0);
     if (warp_row < rows) {
-      warp_products<T, D>(q_tile, k_tile, scores, warp_row);
-      __syncwarp();
-      const float* row = scores + r * L::kScoreLd + half * 32;
-      float tile_max = -INFINITY;
-      for (int c = 0; c < 32; ++c) {
-        if (r < rows && sees(i, j0 + half * 32 + c, a.window)) tile_max = fmaxf(tile_max, row[c] * a.scale);
+      Accumulator scores[kTileRows / 16];
+      warp_products<T, D>(scores, q_tile, k_tile, warp_row);
+      float tile_max[2] = {-INFINITY, -INFINITY}, tile_sum[2] = {0.f, 0.f};
+#pragma unroll
+      for (int t = 0; t < kTileRows / 16; ++t) {
+#pragma unroll
+        for (int e = 0; e < 8; ++e) {
+          if (seen(e, j0, t)) tile_max[(e / 2) % 2] = fmaxf(tile_max[(e / 2) % 2], scores[t].x[e] * a.scale);
+        }
       }
-      tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
-      const float new_max = fmaxf(running_max, tile_max);
-      float tile_sum = 0.f;
-      for (int c = 0; c < 32; ++c) {
-        if (r < rows && sees(i, j0 + half * 32 + c, a.window)) tile_sum += expf(row[c] * a.scale - new_max);
+      for (int half = 0; half < 2; ++half) {
+        tile_max[half] = fmaxf(tile_max[half], __shfl_xor_sync(0xffffffffu, tile_max[half], 1));
+        tile_max[half] = fmaxf(tile_max[half], __shfl_xor_sync(0xffffffffu, tile_max[half], 2));
+        tile_max[half] = fmaxf(running_max[half], tile_max[half]);  // the new maximum
       }
-      tile_sum += __shfl_xor_sync(0xffffffffu, tile_sum, 1);
-      running_sum = (new_max == -INFINITY ? 0.f : running_sum * expf(running_max - new_max)) + tile_sum;
-      running_max = new_max;
+#pragma unroll
+      for (int t = 0; t < kTileRows / 16; ++t) {
+#pragma unroll
+        for (int e = 0; e < 8; ++e) {
+          if (seen(e, j0, t)) tile_sum[(e / 2) % 2] += expf(scores[t].x[e] * a.scale - tile_max[(e / 2) % 2]);
+        }
+      }
+      for (int half = 0; half < 2; ++half) {
+        tile_sum[half] += __shfl_xor_sync(0xffffffffu, tile_sum[half], 1);
+        tile_sum[half] += __shfl_xor_sync(0xffffffffu, tile_sum[half], 2);
+        running_sum[half] = (tile_max[half] == -INFINITY ? 0.f : running_sum[half] * expf(running_max[half] - tile_max[half])) +
+                            tile_sum[half];
+        running_max[half] = tile_max[half];
+      }
     }
     __syncthreads();
   }
-  if (half == 0) {
-    row_lse[r] = running_max + logf(running_sum);
-    if (r < rows) {
-      lse[(start + i) * a.heads + h] = row_lse[r];
-      delta[(start + i) * a.heads + h] = row_delta[r];
+  const float row_lse[2] = {running_max[0] + logf(running_sum[0]), running_max[1] + logf(running_sum[1])};
+  if (lane % 4 == 0) {
+    for (int half = 0; half < 2; ++half) {
+      const int r = warp_row + lane / 4 + 8 * half;
+      if (r < rows) {
+        lse[(start + i0 + r) * a.heads + h] = row_lse[half];
+        delta[(start + i0 + r) * a.heads + h] = row_delta[r];
+      }
     }
   }
 
@@ -290,24 +320,26 @@ __global__ void __launch_bounds__(kTileWarps * 32)
   for (int64_t j0 = first; j0 <= last; j0 += kTileRows) {
     load_keys(true, j0);
     if (warp_row < rows) {
-      warp_products<T, D>(q_tile, k_tile, scores, warp_row);
-      warp_products<T, D>(g_tile, v_tile, grads, warp_row);
-      __syncwarp();
-      // A row at a time, the lanes over its columns: consecutive words of shared memory, no bank conflicts.
-      for (int wr = warp_row; wr < warp_row + 16; ++wr) {
-        for (int c = lane; c < kTileRows; c += kWarp) {
-          const bool seen = wr < rows && sees(i0 + wr, j0 + c, a.window);
-          const float p = seen ? expf(scores[wr * L::kScoreLd + c] * a.scale - row_lse[wr]) : 0.f;
-          weights[wr * L::kWeightLd + c] =
-              from_float<T>(p * (grads[wr * L::kScoreLd + c] - row_delta[wr]) * a.scale);
+      Accumulator scores[kTileRows / 16], grads[kTileRows / 16];
+      warp_products<T, D>(scores, q_tile, k_tile, warp_row);
+      warp_products<T, D>(grads, g_tile, v_tile, warp_row);  // dout . v
+      Weights ds[kTileRows / 16];
+#pragma unroll
+      for (int t = 0; t < kTileRows / 16; ++t) {
+#pragma unroll
+        for (int e = 0; e < 8; ++e) {
+          const int half = (e / 2) % 2;
+          const float p = seen(e, j0, t) ? expf(scores[t].x[e] * a.scale - row_lse[half]) : 0.f;
+          ds[t].x[e] = from_float<T>(p * (grads[t].x[e] - row_delta[warp_row + fragment_row(e)]) * a.scale);
         }
       }
-      __syncwarp();
-      warp_accumulate<T, D>(dq_acc, weights, k_tile, warp_row);
+#pragma unroll
+      for (int t = 0; t < kTileRows / 16; ++t) warp_accumulate<T, D>(dq_acc, ds[t], k_tile + t * 16 * L::kLd);
     }
     __syncthreads();
   }
-  write_rows<T, D>(dq_acc, scores, warp_row, rows, dq + ((start + i0) * a.heads + h) * D, a.heads * D);
+  write_rows<T, D>(dq_acc, reinterpret_cast<float*>(k_tile), warp_row, rows, dq + ((start + i0) * a.heads + h) * D,
+                   a.heads * D);
 #else
   __trap();  // built only for devices with bf16 tensor cores (compute capability 8.0 and up)
 #endif
@@ -321,14 +353,12 @@ __global__ void __launch_bounds__(kTileWarps * 32)
                       const float* delta, T* dk, T* dv) {
 #if __CUDA_ARCH__ >= 800
   using L = BackwardLayout<T, D>;
+  using Weights = nvcuda::wmma::fragment<nvcuda::wmma::matrix_a, 16, 16, 16, T, nvcuda::wmma::row_major>;
   extern __shared__ __align__(128) unsigned char smem[];
   T* k_tile = reinterpret_cast<T*>(smem);
   T* v_tile = reinterpret_cast<T*>(smem + L::kTile);
   T* q_tile = reinterpret_cast<T*>(smem + 2 * L::kTile);
   T* g_tile = reinterpret_cast<T*>(smem + 3 * L::kTile);
-  float* scores = reinterpret_cast<float*>(smem + L::kScores);
-  float* grads = reinterpret_cast<float*>(smem + L::kGrads);
-  T* weights = reinterpret_cast<T*>(smem + L::kWeights);
   float* row_lse = reinterpret_cast<float*>(smem + L::kStats);
   float* row_delta = row_lse + kTileRows;
   __shared__ const T* sources[2][kTileRows];
@@ -348,7 +378,7 @@ __global__ void __launch_bounds__(kTileWarps * 32)
   start_tile_load<T, D>(v_tile, L::kLd, kTileRows, sources[1]);
   finish_tile_loads();
 
-  const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp, warp_row = warp * 16;
+  const int warp = threadIdx.x / kWarp, warp_row = warp * 16;
   const int64_t last = a.window > 0 ? min(length - 1, j0 + keys - 1 + a.window - 1) : length - 1;
   Accumulator dk_acc[D / 16], dv_acc[D / 16];
 #pragma unroll
@@ -371,36 +401,33 @@ __global__ void __launch_bounds__(kTileWarps * 32)
       start_tile_load<T, D>(g_tile, L::kLd, kTileRows, sources[1]);
       finish_tile_loads();
       if (warp_row < keys) {
-        warp_products<T, D>(k_tile, q_tile, scores, warp_row);  // scores transposed: a row a key
-        warp_products<T, D>(v_tile, g_tile, grads, warp_row);   // dout . v, transposed alike
-        __syncwarp();
-        // A key at a time, the lanes over its query columns: consecutive words, no bank conflicts.
-        for (int kr = warp_row; kr < warp_row + 16; ++kr) {
-          for (int c = lane; c < kTileRows; c += kWarp) {
-            const int64_t i = i0 + c;
-            const bool seen = kr < keys && i <= last && sees(i, j0 + kr, a.window);
-            float& score = scores[kr * L::kScoreLd + c];
-            const float p = seen ? expf(score * a.scale - row_lse[c]) : 0.f;
-            weights[kr * L::kWeightLd + c] = from_float<T>(p);
-            score = p * (grads[kr * L::kScoreLd + c] - row_delta[c]) * a.scale;  // ds, kept until dv is done
+        // 16 query rows at a time, transposed (a row a key), so that two accumulators' worth of scores are live
+        // beside dk's and dv's.
+#pragma unroll 1
+        for (int t = 0; t < kTileRows / 16; ++t) {
+          Accumulator scores[1], grads[1];
+          warp_products<T, D, 1>(scores, k_tile, q_tile + t * 16 * L::kLd, warp_row);
+          warp_products<T, D, 1>(grads, v_tile, g_tile + t * 16 * L::kLd, warp_row);  // dout . v
+          Weights p, ds;
+#pragma unroll
+          for (int e = 0; e < 8; ++e) {
+            const int kr = warp_row + fragment_row(e), c = t * 16 + fragment_column(e);
+            const bool seen = kr < keys && i0 + c <= last && sees(i0 + c, j0 + kr, a.window);
+            const float weight = seen ? expf(scores[0].x[e] * a.scale - row_lse[c]) : 0.f;
+            p.x[e] = from_float<T>(weight);
+            ds.x[e] = from_float<T>(weight * (grads[0].x[e] - row_delta[c]) * a.scale);
           }
+          warp_accumulate<T, D>(dv_acc, p, g_tile + t * 16 * L::kLd);
+          warp_accumulate<T, D>(dk_acc, ds, q_tile + t * 16 * L::kLd);
         }
-        __syncwarp();
-        warp_accumulate<T, D>(dv_acc, weights, g_tile, warp_row);
-        __syncwarp();
-        for (int kr = warp_row; kr < warp_row + 16; ++kr) {
-          for (int c = lane; c < kTileRows; c += kWarp)
-            weights[kr * L::kWeightLd + c] = from_float<T>(scores[kr * L::kScoreLd + c]);
-        }
-        __syncwarp();
-        warp_accumulate<T, D>(dk_acc, weights, q_tile, warp_row);
       }
       __syncthreads();
     }
   }
   const int64_t stride = a.kv_heads * D;
-  write_rows<T, D>(dk_acc, scores, warp_row, keys, dk + ((start + j0) * a.kv_heads + kv_head) * D, stride);
-  write_rows<T, D>(dv_acc, scores, warp_row, keys, dv + ((start + j0) * a.kv_heads + kv_head) * D, stride);
+  float* staging = reinterpret_cast<float*>(q_tile);
+  write_rows<T, D>(dk_acc, staging, warp_row, keys, dk + ((start + j0) * a.kv_heads + kv_head) * D, stride);
+  write_rows<T, D>(dv_acc, staging, warp_row, keys, dv + ((start + j0) * a.kv_heads + kv_head) * D, stride);
 #else
   __trap();  // built only for devices with bf16 tensor cores (compute capability 8.0 and up)
 #endif
