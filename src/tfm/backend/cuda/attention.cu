@@ -282,24 +282,16 @@ __global__ void __launch_bounds__(kSplitWarps * 32)
 
 constexpr int kTileKeys = kTileRows;
 
-// Shared memory of the tile kernel, padded so that rows fall in different banks while every 16 x 16 fragment
-// stays 32-byte aligned, as WMMA requires.
+// Shared memory of the tile kernel: the query tile and one tile of keys and values, rows padded so that they fall
+// in different banks while every 16 x 16 fragment stays 32-byte aligned, as WMMA requires. Scores, weights and
+// the output accumulators stay in registers.
 template <typename T, int D>
 struct TileLayout {
-  static constexpr int kLd = D + 8;               // q, k and v rows (T)
-  static constexpr int kScoreLd = kTileKeys + 4;  // scores (float)
-  static constexpr int kWeightLd = kTileKeys + 8;  // weights (T)
-  static constexpr int kOutLd = D + 4;            // output accumulator (float)
+  static constexpr int kLd = D + 8;  // q, k and v rows (T)
   static constexpr size_t kQ = 0;
   static constexpr size_t kK = kQ + sizeof(T) * kTileRows * kLd;
   static constexpr size_t kV = kK + sizeof(T) * kTileKeys * kLd;
-  static constexpr size_t kScores = kV + sizeof(T) * kTileKeys * kLd;
-  static constexpr size_t kWeights = kScores + sizeof(float) * kTileRows * kScoreLd;
-  static constexpr size_t kOut = kWeights + sizeof(T) * kTileRows * kWeightLd;
-  static constexpr size_t kMax = kOut + sizeof(float) * kTileRows * kOutLd;
-  static constexpr size_t kSum = kMax + sizeof(float) * kTileRows;
-  static constexpr size_t kPos = kSum + sizeof(float) * kTileRows;
-  static constexpr size_t kBytes = kPos + sizeof(int32_t) * kTileRows;
+  static constexpr size_t kBytes = kV + sizeof(T) * kTileKeys * kLd;
 };
 
 template <typename T, int D>
@@ -311,12 +303,6 @@ __global__ void __launch_bounds__(kTileWarps * 32) tiles_kernel(PagedAttentionAr
   T* q_tile = reinterpret_cast<T*>(smem + L::kQ);
   T* k_tile = reinterpret_cast<T*>(smem + L::kK);
   T* v_tile = reinterpret_cast<T*>(smem + L::kV);
-  float* scores = reinterpret_cast<float*>(smem + L::kScores);
-  T* weights = reinterpret_cast<T*>(smem + L::kWeights);
-  float* out_acc = reinterpret_cast<float*>(smem + L::kOut);
-  float* row_max = reinterpret_cast<float*>(smem + L::kMax);
-  float* row_sum = reinterpret_cast<float*>(smem + L::kSum);
-  int32_t* row_pos = reinterpret_cast<int32_t*>(smem + L::kPos);
   __shared__ int key_bounds[2];
 
   // The last tiles of a sequence see the most keys: they start first, so that the grid's tail is light.
@@ -332,17 +318,11 @@ __global__ void __launch_bounds__(kTileWarps * 32) tiles_kernel(PagedAttentionAr
     key_bounds[1] = -1;
   }
   __syncthreads();
-  for (int r = threadIdx.x; r < kTileRows; r += blockDim.x) {
-    row_max[r] = -INFINITY;
-    row_sum[r] = 0.f;
-    row_pos[r] = r < rows ? a.positions[row0 + r] : -1;
-    if (r < rows) {
-      const KeyRange range = key_range(a, s, row_pos[r]);
-      atomicMin(&key_bounds[0], static_cast<int>(range.first));
-      atomicMax(&key_bounds[1], static_cast<int>(range.last));
-    }
+  for (int r = threadIdx.x; r < rows; r += blockDim.x) {
+    const KeyRange range = key_range(a, s, a.positions[row0 + r]);
+    atomicMin(&key_bounds[0], static_cast<int>(range.first));
+    atomicMax(&key_bounds[1], static_cast<int>(range.last));
   }
-  for (int i = threadIdx.x; i < kTileRows * L::kOutLd; i += blockDim.x) out_acc[i] = 0.f;
   __shared__ const T* k_rows[kTileKeys];
   __shared__ const T* v_rows[kTileKeys];
   for (int r = threadIdx.x; r < kTileRows; r += blockDim.x)
@@ -351,8 +331,19 @@ __global__ void __launch_bounds__(kTileWarps * 32) tiles_kernel(PagedAttentionAr
   start_tile_load<T, D>(q_tile, L::kLd, kTileRows, k_rows);
   finish_tile_loads();
 
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int warp_row = warp * 16;
+  const int warp = threadIdx.x / 32, warp_row = warp * 16;
+  // This lane's elements lie in two of the warp's rows (fragment_row of even and odd pairs of elements); the four
+  // lanes that share a row keep the same running maximum and sum.
+  KeyRange range[2];
+  float row_max[2], row_sum[2] = {0.f, 0.f};
+  for (int half = 0; half < 2; ++half) {
+    const int r = warp_row + fragment_row(2 * half);
+    range[half] = r < rows ? key_range(a, s, a.positions[row0 + r]) : KeyRange{0, -1};
+    row_max[half] = -INFINITY;
+  }
+  Accumulator out[D / 16];
+#pragma unroll
+  for (int dt = 0; dt < D / 16; ++dt) wmma::fill_fragment(out[dt], 0.f);
   const int64_t first = key_bounds[0], last = key_bounds[1];
   for (int64_t j0 = first; j0 <= last; j0 += kTileKeys) {
     for (int r = threadIdx.x; r < kTileKeys; r += blockDim.x) {
@@ -366,59 +357,65 @@ __global__ void __launch_bounds__(kTileWarps * 32) tiles_kernel(PagedAttentionAr
     finish_tile_loads();
 
     if (warp_row < rows) {
-      // scores of the warp's 16 rows against the tile's keys
-      products_with_tile<T, D>(q_tile + warp_row * L::kLd, k_tile, L::kLd, scores + warp_row * L::kScoreLd,
-                               L::kScoreLd);
-      __syncwarp();
-      // the running softmax of the warp's rows: two lanes a row, 32 keys each
-      {
-        const int r = warp_row + lane / 2, half = lane % 2;
-        const int64_t pos = row_pos[r];
-        const KeyRange range = pos >= 0 ? key_range(a, s, pos) : KeyRange{0, -1};
-        const float* row_scores = scores + r * L::kScoreLd + half * 32;
-        float tile_max = -INFINITY;
-        for (int c = 0; c < 32; ++c) {
-          const int64_t j = j0 + half * 32 + c;
-          if (j >= range.first && j <= range.last) tile_max = fmaxf(tile_max, row_scores[c] * a.scale);
-        }
-        tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
-        const float old_max = row_max[r], new_max = fmaxf(old_max, tile_max);
-        const float rescale = new_max == -INFINITY ? 1.f : expf(old_max - new_max);
-        float tile_sum = 0.f;
-        T* row_weights = weights + r * L::kWeightLd + half * 32;
-        for (int c = 0; c < 32; ++c) {
-          const int64_t j = j0 + half * 32 + c;
-          const float p = j >= range.first && j <= range.last ? expf(row_scores[c] * a.scale - new_max) : 0.f;
-          tile_sum += p;
-          row_weights[c] = from_float<T>(p);
-        }
-        tile_sum += __shfl_xor_sync(0xffffffffu, tile_sum, 1);
-        for (int d = half; d < D; d += 2) out_acc[r * L::kOutLd + d] *= rescale;
-        __syncwarp();
-        if (half == 0) {
-          row_sum[r] = row_sum[r] * rescale + tile_sum;
-          row_max[r] = new_max;
+      Accumulator scores[kTileKeys / 16];
+      products<T, D>(scores, q_tile + warp_row * L::kLd, k_tile, L::kLd);
+      auto seen = [&](int e, int t) {
+        const int64_t j = j0 + t * 16 + fragment_column(e);
+        const KeyRange& r = range[(e / 2) % 2];
+        return j >= r.first && j <= r.last;
+      };
+      float new_max[2] = {row_max[0], row_max[1]}, rescale[2], tile_sum[2] = {0.f, 0.f};
+#pragma unroll
+      for (int t = 0; t < kTileKeys / 16; ++t) {
+#pragma unroll
+        for (int e = 0; e < 8; ++e) {
+          if (seen(e, t)) new_max[(e / 2) % 2] = fmaxf(new_max[(e / 2) % 2], scores[t].x[e] * a.scale);
         }
       }
-      __syncwarp();
-      // the weighted values added to the warp's rows
-      Accumulator acc[D / 16];
-      float* out_rows = out_acc + warp_row * L::kOutLd;
+      for (int half = 0; half < 2; ++half) {
+        new_max[half] = fmaxf(new_max[half], __shfl_xor_sync(0xffffffffu, new_max[half], 1));
+        new_max[half] = fmaxf(new_max[half], __shfl_xor_sync(0xffffffffu, new_max[half], 2));
+        rescale[half] = new_max[half] == -INFINITY ? 1.f : expf(row_max[half] - new_max[half]);
+      }
+      Weights<T> weights[kTileKeys / 16];
 #pragma unroll
-      for (int dt = 0; dt < D / 16; ++dt)
-        wmma::load_matrix_sync(acc[dt], out_rows + dt * 16, L::kOutLd, wmma::mem_row_major);
-      accumulate_tile<T, D>(acc, weights + warp_row * L::kWeightLd, L::kWeightLd, v_tile, L::kLd);
+      for (int t = 0; t < kTileKeys / 16; ++t) {
 #pragma unroll
-      for (int dt = 0; dt < D / 16; ++dt)
-        wmma::store_matrix_sync(out_rows + dt * 16, acc[dt], L::kOutLd, wmma::mem_row_major);
+        for (int e = 0; e < 8; ++e) {
+          const int half = (e / 2) % 2;
+          const float p = seen(e, t) ? expf(scores[t].x[e] * a.scale - new_max[half]) : 0.f;
+          tile_sum[half] += p;
+          weights[t].x[e] = from_float<T>(p);
+        }
+      }
+      for (int half = 0; half < 2; ++half) {
+        tile_sum[half] += __shfl_xor_sync(0xffffffffu, tile_sum[half], 1);
+        tile_sum[half] += __shfl_xor_sync(0xffffffffu, tile_sum[half], 2);
+        row_sum[half] = row_sum[half] * rescale[half] + tile_sum[half];
+        row_max[half] = new_max[half];
+      }
+#pragma unroll
+      for (int dt = 0; dt < D / 16; ++dt) {
+#pragma unroll
+        for (int e = 0; e < 8; ++e) out[dt].x[e] *= rescale[(e / 2) % 2];
+      }
+#pragma unroll
+      for (int t = 0; t < kTileKeys / 16; ++t) accumulate<T, D>(out, weights[t], v_tile + t * 16 * L::kLd, L::kLd);
     }
     __syncthreads();
   }
-  for (int i = threadIdx.x; i < rows * D; i += blockDim.x) {
-    const int r = i / D, d = i % D;
-    const float total = row_sum[r];
-    static_cast<T*>(a.out)[((row0 + r) * a.heads + h) * D + d] =
-        from_float<T>(total > 0.f ? out_acc[r * L::kOutLd + d] / total : 0.f);
+  if (warp_row >= rows) return;
+#pragma unroll
+  for (int dt = 0; dt < D / 16; ++dt) {
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+      const int r = warp_row + fragment_row(e);
+      const float total = row_sum[(e / 2) % 2];
+      if (r < rows) {
+        static_cast<T*>(a.out)[((row0 + r) * a.heads + h) * D + dt * 16 + fragment_column(e)] =
+            from_float<T>(total > 0.f ? out[dt].x[e] / total : 0.f);
+      }
+    }
   }
 #else
   __trap();  // built only for devices with bf16 tensor cores (compute capability 8.0 and up)

@@ -152,41 +152,6 @@ struct BackwardLayout {
 };
 
 #if __CUDA_ARCH__ >= 800
-// Where element e of this lane's 16 x 16 accumulator fragment sits, and of its matrix_a fragment of 16-bit
-// elements, which is laid out alike: WMMA's m16n16k16 tiles are two m16n8k16 mma tiles on sm_80 and later (row
-// lane / 4, or 8 more; columns 2 (lane % 4) and the next, or 8 more). CUDA does not document it; the
-// conformance tests of every dtype check the kernels that rely on it. Scores stay in registers: the
-// probabilities and score gradients become the next product's left operand without a trip through shared
-// memory, as flash attention's backward keeps them.
-__device__ inline int fragment_row(int e) {
-  return static_cast<int>(threadIdx.x % 32) / 4 + 8 * ((e / 2) % 2);
-}
-__device__ inline int fragment_column(int e) {
-  return 2 * static_cast<int>(threadIdx.x % 4) + e % 2 + 8 * (e / 4);
-}
-
-// The warp's 16 rows of `a` (head vectors) times the first 16 * Tiles rows of `b` transposed.
-template <typename T, int D, int Tiles = kTileRows / 16>
-__device__ void warp_products(Accumulator (&acc)[Tiles], const T* a, const T* b, int warp_row) {
-  using L = BackwardLayout<T, D>;
-#pragma unroll
-  for (int t = 0; t < Tiles; ++t) nvcuda::wmma::fill_fragment(acc[t], 0.f);
-  multiply_add<T, nvcuda::wmma::col_major>(acc, a + warp_row * L::kLd, L::kLd, b, L::kLd, D / 16, 16, 16 * L::kLd);
-}
-
-// acc[] (the warp's 16 rows of a D-wide result) += `weights` (its 16 rows by 16) times 16 rows of `tile`.
-template <typename T, int D, typename Weights>
-__device__ void warp_accumulate(Accumulator (&acc)[D / 16], const Weights& weights, const T* tile) {
-  using namespace nvcuda;
-  using L = BackwardLayout<T, D>;
-#pragma unroll
-  for (int t = 0; t < D / 16; ++t) {
-    wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::row_major> b_part;
-    wmma::load_matrix_sync(b_part, tile + t * 16, L::kLd);
-    wmma::mma_sync(acc[t], weights, b_part, acc[t]);
-  }
-}
-
 // Writes the warps' accumulators (64 rows of D) as rows of T: row r to dst + r * stride, for r < rows.
 template <typename T, int D>
 __device__ void write_rows(Accumulator (&acc)[D / 16], float* staging, int warp_row, int rows, T* dst,
@@ -214,7 +179,6 @@ __global__ void __launch_bounds__(kTileWarps * 32)
                     float* lse, float* delta) {
 #if __CUDA_ARCH__ >= 800
   using L = BackwardLayout<T, D>;
-  using Weights = nvcuda::wmma::fragment<nvcuda::wmma::matrix_a, 16, 16, 16, T, nvcuda::wmma::row_major>;
   extern __shared__ __align__(128) unsigned char smem[];
   T* q_tile = reinterpret_cast<T*>(smem);
   T* g_tile = reinterpret_cast<T*>(smem + L::kTile);
@@ -272,7 +236,7 @@ __global__ void __launch_bounds__(kTileWarps * 32)
     load_keys(false, j0);
     if (warp_row < rows) {
       Accumulator scores[kTileRows / 16];
-      warp_products<T, D>(scores, q_tile, k_tile, warp_row);
+      products<T, D>(scores, q_tile + warp_row * L::kLd, k_tile, L::kLd);
       float tile_max[2] = {-INFINITY, -INFINITY}, tile_sum[2] = {0.f, 0.f};
 #pragma unroll
       for (int t = 0; t < kTileRows / 16; ++t) {
@@ -321,9 +285,9 @@ __global__ void __launch_bounds__(kTileWarps * 32)
     load_keys(true, j0);
     if (warp_row < rows) {
       Accumulator scores[kTileRows / 16], grads[kTileRows / 16];
-      warp_products<T, D>(scores, q_tile, k_tile, warp_row);
-      warp_products<T, D>(grads, g_tile, v_tile, warp_row);  // dout . v
-      Weights ds[kTileRows / 16];
+      products<T, D>(scores, q_tile + warp_row * L::kLd, k_tile, L::kLd);
+      products<T, D>(grads, g_tile + warp_row * L::kLd, v_tile, L::kLd);  // dout . v
+      Weights<T> ds[kTileRows / 16];
 #pragma unroll
       for (int t = 0; t < kTileRows / 16; ++t) {
 #pragma unroll
@@ -334,7 +298,7 @@ __global__ void __launch_bounds__(kTileWarps * 32)
         }
       }
 #pragma unroll
-      for (int t = 0; t < kTileRows / 16; ++t) warp_accumulate<T, D>(dq_acc, ds[t], k_tile + t * 16 * L::kLd);
+      for (int t = 0; t < kTileRows / 16; ++t) accumulate<T, D>(dq_acc, ds[t], k_tile + t * 16 * L::kLd, L::kLd);
     }
     __syncthreads();
   }
@@ -353,7 +317,6 @@ __global__ void __launch_bounds__(kTileWarps * 32)
                       const float* delta, T* dk, T* dv) {
 #if __CUDA_ARCH__ >= 800
   using L = BackwardLayout<T, D>;
-  using Weights = nvcuda::wmma::fragment<nvcuda::wmma::matrix_a, 16, 16, 16, T, nvcuda::wmma::row_major>;
   extern __shared__ __align__(128) unsigned char smem[];
   T* k_tile = reinterpret_cast<T*>(smem);
   T* v_tile = reinterpret_cast<T*>(smem + L::kTile);
@@ -406,9 +369,9 @@ __global__ void __launch_bounds__(kTileWarps * 32)
 #pragma unroll 1
         for (int t = 0; t < kTileRows / 16; ++t) {
           Accumulator scores[1], grads[1];
-          warp_products<T, D, 1>(scores, k_tile, q_tile + t * 16 * L::kLd, warp_row);
-          warp_products<T, D, 1>(grads, v_tile, g_tile + t * 16 * L::kLd, warp_row);  // dout . v
-          Weights p, ds;
+          products<T, D, 1>(scores, k_tile + warp_row * L::kLd, q_tile + t * 16 * L::kLd, L::kLd);
+          products<T, D, 1>(grads, v_tile + warp_row * L::kLd, g_tile + t * 16 * L::kLd, L::kLd);  // dout . v
+          Weights<T> p, ds;
 #pragma unroll
           for (int e = 0; e < 8; ++e) {
             const int kr = warp_row + fragment_row(e), c = t * 16 + fragment_column(e);
@@ -417,8 +380,8 @@ __global__ void __launch_bounds__(kTileWarps * 32)
             p.x[e] = from_float<T>(weight);
             ds.x[e] = from_float<T>(weight * (grads[0].x[e] - row_delta[c]) * a.scale);
           }
-          warp_accumulate<T, D>(dv_acc, p, g_tile + t * 16 * L::kLd);
-          warp_accumulate<T, D>(dk_acc, ds, q_tile + t * 16 * L::kLd);
+          accumulate<T, D>(dv_acc, p, g_tile + t * 16 * L::kLd, L::kLd);
+          accumulate<T, D>(dk_acc, ds, q_tile + t * 16 * L::kLd, L::kLd);
         }
       }
       __syncthreads();

@@ -81,26 +81,41 @@ __device__ void multiply_add(Accumulator (&acc)[Tiles], const T* a, int lda, con
   }
 }
 
-// The 16 x 64 products of a warp's 16 rows of `a` (head vectors, D wide) with the 64 rows of `b`, into
-// `scores` (row-major, ld_scores): q k^T, or its transpose k q^T, or dout v^T.
-template <typename T, int D>
-__device__ void products_with_tile(const T* a, const T* b, int ld, float* scores, int ld_scores) {
-  using namespace nvcuda;
-  Accumulator acc[kTileRows / 16];
-#pragma unroll
-  for (int t = 0; t < kTileRows / 16; ++t) wmma::fill_fragment(acc[t], 0.f);
-  multiply_add<T, wmma::col_major>(acc, a, ld, b, ld, D / 16, 16, 16 * ld);
-#pragma unroll
-  for (int t = 0; t < kTileRows / 16; ++t)
-    wmma::store_matrix_sync(scores + t * 16, acc[t], ld_scores, wmma::mem_row_major);
+// Where element e of this lane's 16 x 16 accumulator fragment sits, and of its matrix_a fragment of 16-bit
+// elements, which is laid out alike: WMMA's m16n16k16 tiles are two m16n8k16 mma tiles on sm_80 and later (row
+// lane / 4, or 8 more; columns 2 (lane % 4) and the next, or 8 more). CUDA does not document it; the
+// conformance tests of every dtype check the kernels that rely on it. With it, scores stay in registers: the
+// softmax works on them there, and probabilities become the next product's left operand without a trip
+// through shared memory, as flash attention keeps them.
+__device__ inline int fragment_row(int e) {
+  return static_cast<int>(threadIdx.x % 32) / 4 + 8 * ((e / 2) % 2);
+}
+__device__ inline int fragment_column(int e) {
+  return 2 * static_cast<int>(threadIdx.x % 4) + e % 2 + 8 * (e / 4);
 }
 
-// acc[] (a warp's 16 rows of a D-wide result) += its 16 rows of `weights` (64 wide) times the tile's 64 rows.
-template <typename T, int D>
-__device__ void accumulate_tile(Accumulator (&acc)[D / 16], const T* weights, int ld_weights, const T* tile,
-                                int ld) {
-  multiply_add<T, nvcuda::wmma::row_major>(acc, weights, ld_weights, tile, ld, kTileRows / 16, 16 * ld, 16);
+// 16 rows of `a` (head vectors, D wide, rows ld apart) times the first 16 * Tiles rows of `b` transposed.
+template <typename T, int D, int Tiles = kTileRows / 16>
+__device__ void products(Accumulator (&acc)[Tiles], const T* a, const T* b, int ld) {
+#pragma unroll
+  for (int t = 0; t < Tiles; ++t) nvcuda::wmma::fill_fragment(acc[t], 0.f);
+  multiply_add<T, nvcuda::wmma::col_major>(acc, a, ld, b, ld, D / 16, 16, 16 * ld);
 }
+
+// acc[] (16 rows of a D-wide result) += `weights` (16 rows by 16) times 16 rows of `tile` (rows ld apart).
+template <typename T, int D, typename Weights>
+__device__ void accumulate(Accumulator (&acc)[D / 16], const Weights& weights, const T* tile, int ld) {
+  using namespace nvcuda;
+#pragma unroll
+  for (int t = 0; t < D / 16; ++t) {
+    wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::row_major> b_part;
+    wmma::load_matrix_sync(b_part, tile + t * 16, ld);
+    wmma::mma_sync(acc[t], weights, b_part, acc[t]);
+  }
+}
+
+template <typename T>
+using Weights = nvcuda::wmma::fragment<nvcuda::wmma::matrix_a, 16, 16, 16, T, nvcuda::wmma::row_major>;
 #endif
 
 }  // namespace tfm::cuda
