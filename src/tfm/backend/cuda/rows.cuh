@@ -29,7 +29,7 @@ struct RowLayout {
 // piece), halved as long as a smaller group would leave a piece unheld; when the rows are too few to fill the
 // device (decode's), more lanes a row and fewer pieces each.
 inline RowLayout row_layout(int64_t rows, int64_t pieces, int max_vecs = kMaxRowVecs) {
-  constexpr int64_t kFillThreads = int64_t{1} << 17;  // a few waves of threads on a large GPU
+  constexpr int64_t kFillThreads = int64_t{1} << 15;  // 8 warps a multiprocessor of a large GPU
   if (pieces > 256 * max_vecs) return {1024, 0, 1024};
   int vecs = max_vecs, lanes = 1;
   while (static_cast<int64_t>(lanes) * vecs < pieces) lanes *= 2;
