@@ -153,16 +153,20 @@ __global__ void embedding_backward_kernel(const int32_t* ids, const T* dout, int
 struct LogSumExp {
   float max = -INFINITY, sum = 0.f;
 
+  // The piece of a row at [i, i + kSize), of which those at or past n are not values.
   template <typename T>
-  __device__ void add(const Vec<T>& v) {
-    float m = max;
+  __device__ void add(const Vec<T>& v, int64_t i, int64_t n) {
+    float f[Vec<T>::kSize], m = max;
 #pragma unroll
-    for (int e = 0; e < Vec<T>::kSize; ++e) m = fmaxf(m, to_float(v.at[e]));
+    for (int e = 0; e < Vec<T>::kSize; ++e) {
+      f[e] = i + e < n ? to_float(v.at[e]) : -INFINITY;
+      m = fmaxf(m, f[e]);
+    }
     if (m == -INFINITY) return;
     sum *= expf(max - m);
     max = m;
 #pragma unroll
-    for (int e = 0; e < Vec<T>::kSize; ++e) sum += expf(to_float(v.at[e]) - m);
+    for (int e = 0; e < Vec<T>::kSize; ++e) sum += expf(f[e] - m);
   }
   // This thread's sum rescaled to the block's max `m`.
   __device__ float sum_at(float m) const { return max == -INFINITY ? 0.f : sum * expf(max - m); }
@@ -195,7 +199,7 @@ __global__ void cross_entropy_kernel(const T* logits, const int32_t* labels, int
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) v[u] = load_vec(x, i + u * step, vocab, wide);
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) lse.add(v[u]);
+    for (int u = 0; u < kUnroll; ++u) lse.add(v[u], i + u * step, vocab);
   }
   const float max = block_max(lse.max, shared);
   const float log_sum = logf(block_sum(lse.sum_at(max), shared));  // its barriers also publish label_logit
