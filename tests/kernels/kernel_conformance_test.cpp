@@ -185,6 +185,19 @@ std::vector<Case> rms_norm_cases(std::mt19937& rng) {
       }
     }
   }
+  // cuda's layouts of a row (cuda/rows.cuh): a block of lanes a row for decode's few rows, groups of lanes a
+  // warp holding up to four 16-byte pieces each for many rows (the last block's groups partly past the last
+  // row), rows too long to hold, and lengths of no whole 16-byte pieces.
+  for (const Shape& shape : {Shape{3, 1024}, Shape{37, 2048}, Shape{3, 9000}, Shape{2, 8200}, Shape{1025, 1024},
+                             Shape{513, 16, 128}, Shape{8193, 100}}) {
+    const int64_t D = shape.back();
+    cases.push_back(make_case<op::RmsNorm>(
+        "rms_norm " + shape_str(shape), {random_floats(shape, rng, 3.f), random_floats({D}, rng)},
+        [shape](std::vector<Tensor>& in, Device device, DType dtype, auto kernel, std::vector<Tensor>& out) {
+          out = {poisoned(shape, dtype, device)};
+          return kernel(op::RmsNorm{in[0], in[1], 1e-6f, out[0]});
+        }));
+  }
   // (T, heads, head_dim) normalized per head, as q_norm and k_norm are.
   cases.push_back(make_case<op::RmsNorm>(
       "rms_norm per head", {random_floats({3, 5, 16}, rng), random_floats({16}, rng)},
@@ -197,23 +210,26 @@ std::vector<Case> rms_norm_cases(std::mt19937& rng) {
 
 std::vector<Case> add_rms_norm_cases(std::mt19937& rng) {
   std::vector<Case> cases;
-  for (int64_t D : {1, 7, 64, 300, 1030}) {
-    for (int64_t rows : {1, 6}) {
-      cases.push_back(make_case<op::AddRmsNorm>(
-          "add_rms_norm " + shape_text({rows, D}),
-          {random_floats({rows, D}, rng, 3.f), random_floats({rows, D}, rng), random_floats({D}, rng)},
-          [rows, D](std::vector<Tensor>& in, Device device, DType dtype, auto kernel, std::vector<Tensor>& out) {
-            out = {in[0], poisoned({rows, D}, dtype, device)};
-            return kernel(op::AddRmsNorm{in[0], in[1], in[2], 1e-6f, out[1]});
-          }));
-    }
+  // As rms_norm's: small shapes, then cuda's layouts of a row.
+  const std::pair<int64_t, int64_t> shapes[] = {{1, 1},    {6, 1},     {1, 7},    {6, 7},       {1, 64},
+                                                {6, 64},   {1, 300},   {6, 300},  {1, 1030},    {6, 1030},
+                                                {3, 1024}, {37, 2048}, {3, 9000}, {1025, 1024}, {8193, 100}};
+  for (const auto& [rows, D] : shapes) {
+    cases.push_back(make_case<op::AddRmsNorm>(
+        "add_rms_norm " + shape_text({rows, D}),
+        {random_floats({rows, D}, rng, 3.f), random_floats({rows, D}, rng), random_floats({D}, rng)},
+        [rows, D](std::vector<Tensor>& in, Device device, DType dtype, auto kernel, std::vector<Tensor>& out) {
+          out = {in[0], poisoned({rows, D}, dtype, device)};
+          return kernel(op::AddRmsNorm{in[0], in[1], in[2], 1e-6f, out[1]});
+        }));
   }
   return cases;
 }
 
 std::vector<Case> rope_cases(std::mt19937& rng) {
   std::vector<Case> cases;
-  const int64_t shapes[][4] = {{1, 1, 8, 8}, {5, 3, 16, 16}, {4, 2, 10, 4}, {7, 4, 64, 32}, {3, 2, 128, 128}};
+  const int64_t shapes[][4] = {{1, 1, 8, 8},    {5, 3, 16, 16},    {4, 2, 10, 4},   {7, 4, 64, 32},
+                               {3, 2, 128, 128}, {9, 3, 20, 20},    {33, 16, 128, 128}};
   for (const auto& [T, heads, D, rot] : shapes) {
     cases.push_back(make_case<op::Rope>(
         "rope " + shape_text({T, heads, D, rot}),
@@ -228,8 +244,9 @@ std::vector<Case> rope_cases(std::mt19937& rng) {
 
 std::vector<Case> silu_mul_cases(std::mt19937& rng) {
   std::vector<Case> cases;
-  for (int64_t T : {1, 6}) {
-    for (int64_t I : {1, 70, 300}) {
+  // cuda takes 16-byte pieces of whole rows (I 64, 1000), and of rows of no whole pieces element by element.
+  for (int64_t T : {1, 6, 37}) {
+    for (int64_t I : {1, 64, 70, 300, 1000, 1001}) {
       cases.push_back(make_case<op::SiluMul>(
           "silu_mul " + shape_text({T, I}), {random_floats({T, 2 * I}, rng, 8.f)},  // both tails of silu
           [T, I](std::vector<Tensor>& in, Device device, DType dtype, auto kernel, std::vector<Tensor>& out) {
@@ -243,7 +260,7 @@ std::vector<Case> silu_mul_cases(std::mt19937& rng) {
 
 std::vector<Case> add_cases(std::mt19937& rng) {
   std::vector<Case> cases;
-  for (int64_t n : {1, 1000, 4097}) {
+  for (int64_t n : {1, 1000, 4097, 100003}) {
     cases.push_back(make_case<op::Add>(
         "add " + std::to_string(n), {random_floats({n}, rng), random_floats({n}, rng)},
         [](std::vector<Tensor>& in, Device, DType, auto kernel, std::vector<Tensor>& out) {
@@ -514,7 +531,10 @@ std::vector<Case> linear_backward_cases(std::mt19937& rng) {
 
 std::vector<Case> rms_norm_backward_cases(std::mt19937& rng) {
   std::vector<Case> cases;
-  for (const Shape& shape : {Shape{1, 7}, Shape{6, 64}, Shape{3, 4, 16}, Shape{130, 300}}) {
+  // Beside small shapes, cuda's layouts of a row as for rms_norm (two 16-byte pieces a lane at most here).
+  for (const Shape& shape : {Shape{1, 7}, Shape{6, 64}, Shape{3, 4, 16}, Shape{130, 300}, Shape{3, 1024},
+                             Shape{1, 2048}, Shape{37, 1030}, Shape{3, 9000}, Shape{2049, 256},
+                             Shape{513, 16, 128}, Shape{5001, 100}}) {
     const int64_t D = shape.back();
     const Tensor dw0 = random_floats({D}, rng);
     cases.push_back(make_case<op::RmsNormBackward>(
@@ -525,12 +545,23 @@ std::vector<Case> rms_norm_backward_cases(std::mt19937& rng) {
           return kernel(op::RmsNormBackward{in[0], in[1], 1e-6f, in[2], out[0], out[1]});
         }));
   }
+  // dx written over dout, and no dweight (a frozen norm).
+  for (const Shape& shape : {Shape{5, 64}, Shape{1025, 1024}}) {
+    cases.push_back(make_case<op::RmsNormBackward>(
+        "rms_norm_backward into dout " + shape_str(shape),
+        {random_floats(shape, rng, 3.f), random_floats({shape.back()}, rng), random_floats(shape, rng)},
+        [](std::vector<Tensor>& in, Device, DType, auto kernel, std::vector<Tensor>& out) {
+          out = {in[2]};
+          Tensor no_dweight;
+          return kernel(op::RmsNormBackward{in[0], in[1], 1e-6f, in[2], out[0], no_dweight});
+        }));
+  }
   return cases;
 }
 
 std::vector<Case> silu_mul_backward_cases(std::mt19937& rng) {
   std::vector<Case> cases;
-  for (const auto& [T, I] : {std::pair<int64_t, int64_t>{1, 5}, {9, 64}, {33, 300}}) {
+  for (const auto& [T, I] : {std::pair<int64_t, int64_t>{1, 5}, {9, 64}, {33, 300}, {37, 1000}, {3, 1001}}) {
     cases.push_back(make_case<op::SiluMulBackward>(
         "silu_mul_backward " + shape_text({T, I}), {random_floats({T, 2 * I}, rng, 3.f), random_floats({T, I}, rng)},
         [T, I](std::vector<Tensor>& in, Device device, DType dtype, auto kernel, std::vector<Tensor>& out) {
@@ -584,11 +615,19 @@ std::vector<Case> attention_backward_cases(std::mt19937& rng) {
 
 std::vector<Case> cross_entropy_cases(std::mt19937& rng) {
   std::vector<Case> cases;
-  for (const auto& [R, V] : {std::pair<int64_t, int64_t>{1, 7}, {9, 1000}, {4, 151936}}) {
+  // Rows of whole 16-byte pieces and not (151,937, 1,001), and -inf logits (masked tokens) at the start of
+  // each row and further on.
+  for (const auto& [R, V] : {std::pair<int64_t, int64_t>{1, 7}, {9, 1000}, {4, 151936}, {3, 151937}, {3, 1001}}) {
     std::vector<int32_t> labels = random_ints(R, static_cast<int32_t>(V), rng);
     if (R > 1) labels[1] = -100;
+    Tensor logits = random_floats({R, V}, rng, 5.f);
+    for (int64_t r = 0; r < R && V > 500; ++r) {
+      for (int64_t i : {int64_t{0}, int64_t{1}, int64_t{2}, int64_t{17}, V / 2, V - 1}) {
+        if (i != labels[static_cast<size_t>(r)]) logits.data<float>()[r * V + i] = -std::numeric_limits<float>::infinity();
+      }
+    }
     cases.push_back(make_case<op::CrossEntropy>(
-        "cross_entropy " + shape_text({R, V}), {random_floats({R, V}, rng, 5.f), ints(labels, {R})},
+        "cross_entropy " + shape_text({R, V}), {logits, ints(labels, {R})},
         [R, V](std::vector<Tensor>& in, Device device, DType dtype, auto kernel, std::vector<Tensor>& out) {
           out = {poisoned({1}, DType::float32, device), poisoned({R, V}, dtype, device)};
           return kernel(op::CrossEntropy{in[0], in[1], 0.125f, out[0], out[1]});

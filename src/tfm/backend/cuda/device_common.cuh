@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 
 #include "tfm/core/error.h"
 #include "tfm/core/floats.h"
@@ -69,6 +70,46 @@ __device__ inline __half from_float<__half>(float v) {
 template <typename T>
 __device__ float round_to(float v) {
   return to_float(from_float<T>(v));
+}
+
+// 16 bytes of T, the widest access one instruction makes: 8 bfloat16 or float16, 4 floats.
+template <typename T>
+struct alignas(16) Vec {
+  static constexpr int kSize = 16 / sizeof(T);
+  T at[kSize];
+};
+
+// Elements [i, i + kSize) of p: one 16-byte access when `wide` (p is 16-byte aligned and i a multiple of kSize)
+// and the piece lies inside [0, n), else element by element, those at or past n read as zero and not written.
+// The odd sizes and offsets of views take the element path; whole pieces of aligned tensors, the wide one.
+template <typename T>
+__device__ inline Vec<T> load_vec(const T* p, int64_t i, int64_t n, bool wide) {
+  Vec<T> v;
+  if (wide && i + Vec<T>::kSize <= n) {
+    const uint4 bits = *reinterpret_cast<const uint4*>(p + i);
+    memcpy(&v, &bits, sizeof(v));
+    return v;
+  }
+  for (int e = 0; e < Vec<T>::kSize; ++e) v.at[e] = i + e < n ? p[i + e] : from_float<T>(0.f);
+  return v;
+}
+template <typename T>
+__device__ inline void store_vec(T* p, int64_t i, int64_t n, bool wide, const Vec<T>& v) {
+  if (wide && i + Vec<T>::kSize <= n) {
+    uint4 bits;
+    memcpy(&bits, &v, sizeof(v));
+    *reinterpret_cast<uint4*>(p + i) = bits;
+    return;
+  }
+  for (int e = 0; e < Vec<T>::kSize && i + e < n; ++e) p[i + e] = v.at[e];
+}
+
+// Whether every pointer is 16-byte aligned and `elements` of T (a row's length, a column offset) are whole
+// 16-byte pieces: the condition for load_vec's and store_vec's wide path.
+template <typename T, typename... Pointers>
+bool wide_access(int64_t elements, const Pointers*... p) {
+  const bool aligned = ((reinterpret_cast<uintptr_t>(p) % 16 == 0) && ...);
+  return aligned && (elements * static_cast<int64_t>(sizeof(T))) % 16 == 0;
 }
 
 // Sum and maximum over a block whose size is a multiple of 32, every thread getting the result; `shared`
@@ -143,6 +184,18 @@ __device__ inline int64_t first_index() {
 }
 __device__ inline int64_t grid_stride() {
   return static_cast<int64_t>(gridDim.x) * blockDim.x;
+}
+
+// How many blocks of `kernel` (at `threads` threads and `shared` bytes of dynamic shared memory) the current
+// device holds at once: the grid of a grid-stride loop that keeps per-block state, such as partial sums.
+template <typename Kernel>
+unsigned resident_blocks(Kernel kernel, int threads, size_t shared) {
+  int device = 0, per_sm = 0, sms = 0;
+  check_cuda(cudaGetDevice(&device), "cudaGetDevice");
+  check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute");
+  check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, shared),
+             "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+  return static_cast<unsigned>(std::max(per_sm, 1) * sms);
 }
 
 // Blocks of `threads` for a grid-stride loop over n items: enough to fill the device, never more than it

@@ -2,8 +2,8 @@
 // attention_backward.cu): each backward beside what it differentiates, the loss and AdamW, rounding as the CPU's
 // training.cpp does. Parameter gradients add into their float32 accumulators with atomics, so their sums are not
 // bit-reproducible from run to run (as torch's CUDA backward is not).
-#include "tfm/backend/cuda/device_common.cuh"
 #include "tfm/backend/cuda/launchers.h"
+#include "tfm/backend/cuda/rows.cuh"
 #include "tfm/backend/sampling_math.h"
 
 namespace tfm::cuda::launch {
@@ -20,49 +20,124 @@ __global__ void column_sums_kernel(const T* x, int64_t rows, int64_t cols, float
   }
 }
 
-// A block per row at a time, over a grid-stride loop of rows; dx may be dout (each element is read, then
-// written, by one thread). Each thread sums its own elements' dweight terms over the block's rows in shared
-// memory, and the block adds them to dweight once: one atomic per element a block, not a row (q/k norms have a
-// row per token and head, and 128 elements).
-template <typename T>
-__global__ void rms_norm_backward_kernel(const T* x, const T* weight, const T* dout, int64_t rows, int64_t dim,
-                                         float eps, T* dx, float* dweight) {
+// rows.cuh's groups of lanes over a grid-stride loop of rows, each row's x and dout read once into registers;
+// dx may be dout (each element is read, then written, by one thread). A lane holds the same columns in every
+// row, so it sums their dweight terms in registers; the block's groups add theirs in shared memory, and the
+// block adds the total to dweight once: one atomic per element a block, not a row (q/k norms have a row per
+// token and head, of 128 elements). Rows too long to hold (kVecs 0) are read again in each pass and add their
+// dweight terms at once.
+template <typename T, int kVecs>
+__global__ void __launch_bounds__(row_block_limit(kVecs))
+    rms_norm_backward_kernel(const T* x, const T* weight, const T* dout, int64_t rows, int64_t dim, float eps,
+                             int lanes, bool wide, T* dx, float* dweight) {
   __shared__ float shared[32];
-  extern __shared__ float dweight_part[];  // dim floats when dweight is wanted
-  if (dweight) {
-    for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) dweight_part[i] = 0.f;
+  extern __shared__ float dweight_part[];  // the columns of a group's lanes, when several groups share them
+  constexpr int E = Vec<T>::kSize, kHeld = kVecs > 0 ? kVecs : 1;
+  const RowGroup g(lanes);
+  Vec<T> w[kHeld];
+  float part[kHeld][E] = {};
+  if constexpr (kVecs > 0) {
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k) w[k] = load_vec(weight, g.column<T>(k), dim, wide);
   }
-  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
-    const int64_t offset = row * dim;
+  for (int64_t first = g.first_row(); first < rows; first += g.row_stride()) {
+    const int64_t row = first + g.group, offset = row * dim, n = row < rows ? dim : 0;
+    Vec<T> xv[kHeld], gv[kHeld];
     float sum = 0.f;
-    for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) sum += to_float(x[offset + i]) * to_float(x[offset + i]);
-    const float inv = 1.f / sqrtf(block_sum(sum, shared) / static_cast<float>(dim) + eps);
+#pragma unroll
+    for (int k = 0; kVecs > 0 ? k < kVecs : g.column<T>(k) < dim; ++k) {
+      const Vec<T> v = load_vec(x + offset, g.column<T>(k), n, wide);
+#pragma unroll
+      for (int e = 0; e < E; ++e) sum += to_float(v.at[e]) * to_float(v.at[e]);
+      if constexpr (kVecs > 0) {
+        xv[k] = v;
+        gv[k] = load_vec(dout + offset, g.column<T>(k), n, wide);
+      }
+    }
+    // Piece k of x, dout and weight: held, or read again.
+    auto piece = [&](int k, Vec<T>& xk, Vec<T>& gk, Vec<T>& wk) {
+      if constexpr (kVecs > 0) {
+        xk = xv[k], gk = gv[k], wk = w[k];
+      } else {
+        xk = load_vec(x + offset, g.column<T>(k), n, wide);
+        gk = load_vec(dout + offset, g.column<T>(k), n, wide);
+        wk = load_vec(weight, g.column<T>(k), n, wide);
+      }
+    };
+    const float inv = 1.f / sqrtf(g.sum(sum, shared) / static_cast<float>(dim) + eps);
     float dot = 0.f;  // sum of dn * n
-    for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) {
-      const float n = to_float(x[offset + i]) * inv, g = to_float(dout[offset + i]);
-      dot += g * to_float(weight[i]) * n;
-      if (dweight) dweight_part[i] += g * round_to<T>(n);
+#pragma unroll
+    for (int k = 0; kVecs > 0 ? k < kVecs : g.column<T>(k) < dim; ++k) {
+      Vec<T> xk, gk, wk;
+      piece(k, xk, gk, wk);
+#pragma unroll
+      for (int e = 0; e < E; ++e) {
+        const float nk = to_float(xk.at[e]) * inv, d = to_float(gk.at[e]);
+        dot += d * to_float(wk.at[e]) * nk;
+        if (n == 0 || !dweight) continue;  // an inactive row's n is NaN when eps is 0
+        if constexpr (kVecs > 0)
+          part[k][e] += d * round_to<T>(nk);
+        else if (g.column<T>(k) + e < dim)
+          atomicAdd(dweight + g.column<T>(k) + e, d * round_to<T>(nk));
+      }
     }
-    const float mean = block_sum(dot, shared) / static_cast<float>(dim);
-    if (!dx) continue;
-    for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) {
-      const float n = to_float(x[offset + i]) * inv;
-      dx[offset + i] = from_float<T>((to_float(dout[offset + i]) * to_float(weight[i]) - n * mean) * inv);
+    const float mean = g.sum(dot, shared) / static_cast<float>(dim);
+    if (n == 0 || !dx) continue;
+#pragma unroll
+    for (int k = 0; kVecs > 0 ? k < kVecs : g.column<T>(k) < dim; ++k) {
+      Vec<T> xk, gk, wk;
+      piece(k, xk, gk, wk);
+#pragma unroll
+      for (int e = 0; e < E; ++e) {
+        const float nk = to_float(xk.at[e]) * inv;
+        xk.at[e] = from_float<T>((to_float(gk.at[e]) * to_float(wk.at[e]) - nk * mean) * inv);
+      }
+      store_vec(dx + offset, g.column<T>(k), n, wide, xk);
     }
   }
-  if (dweight) {
-    for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) atomicAdd(dweight + i, dweight_part[i]);
+  if (kVecs == 0 || !dweight) return;
+  const int held = lanes * kHeld * E;  // columns a group holds: the row's, and up to a piece a lane more
+  if (g.groups > 1) {
+    for (int i = threadIdx.x; i < held; i += blockDim.x) dweight_part[i] = 0.f;
+    __syncthreads();
   }
+#pragma unroll
+  for (int k = 0; k < kHeld; ++k) {
+#pragma unroll
+    for (int e = 0; e < E; ++e) {
+      const int64_t c = g.column<T>(k) + e;
+      if (g.groups > 1)
+        atomicAdd(dweight_part + c, part[k][e]);
+      else if (c < dim)
+        atomicAdd(dweight + c, part[k][e]);
+    }
+  }
+  if (g.groups == 1) return;
+  __syncthreads();
+  for (int i = threadIdx.x; i < dim; i += blockDim.x) atomicAdd(dweight + i, dweight_part[i]);
 }
 
+// Item i is a piece of row i / pieces of dout, as in silu_mul.
 template <typename T>
-__global__ void silu_mul_backward_kernel(const T* gate_up, const T* dout, int64_t inter, int64_t n, T* dgate_up) {
+__global__ void silu_mul_backward_kernel(const T* gate_up, const T* dout, int64_t inter, int64_t pieces, int64_t n,
+                                         bool wide, T* dgate_up) {
+  constexpr int E = Vec<T>::kSize;
   for (int64_t i = first_index(); i < n; i += grid_stride()) {
-    const int64_t row = i / inter, j = i % inter;
-    const float gate = to_float(gate_up[row * 2 * inter + j]), up = to_float(gate_up[row * 2 * inter + inter + j]);
-    const float d = to_float(dout[i]), s = 1.f / (1.f + expf(-gate));
-    dgate_up[row * 2 * inter + j] = from_float<T>(d * up * s * (1.f + gate * (1.f - s)));
-    dgate_up[row * 2 * inter + inter + j] = from_float<T>(d * round_to<T>(gate * s));
+    const int64_t row = i / pieces, c = i % pieces * E;
+    const T* gate = gate_up + row * 2 * inter;
+    T* dgate = dgate_up + row * 2 * inter;
+    const Vec<T> g = load_vec(gate, c, inter, wide), u = load_vec(gate + inter, c, inter, wide);
+    const Vec<T> d = load_vec(dout + row * inter, c, inter, wide);
+    Vec<T> dg, du;
+#pragma unroll
+    for (int e = 0; e < E; ++e) {
+      const float gv = to_float(g.at[e]), up = to_float(u.at[e]), dv = to_float(d.at[e]);
+      const float s = 1.f / (1.f + expf(-gv));
+      dg.at[e] = from_float<T>(dv * up * s * (1.f + gv * (1.f - s)));
+      du.at[e] = from_float<T>(dv * round_to<T>(gv * s));
+    }
+    store_vec(dgate, c, inter, wide, dg);
+    store_vec(dgate + inter, c, inter, wide, du);
   }
 }
 
@@ -73,30 +148,70 @@ __global__ void embedding_backward_kernel(const int32_t* ids, const T* dout, int
     atomicAdd(dtable + int64_t{ids[i / hidden]} * hidden + i % hidden, to_float(dout[i]));
 }
 
-// One block per row; dlogits may be logits: the label's logit is read before any is written.
+// A running log-sum-exp: sum = the sum of exp(v - max) over the values seen. A max of -inf (no value seen, or
+// only -inf) has a sum of 0, and adds nothing when merged.
+struct LogSumExp {
+  float max = -INFINITY, sum = 0.f;
+
+  // The piece of a row at [i, i + kSize), of which those at or past n are not values.
+  template <typename T>
+  __device__ void add(const Vec<T>& v, int64_t i, int64_t n) {
+    float f[Vec<T>::kSize], m = max;
+#pragma unroll
+    for (int e = 0; e < Vec<T>::kSize; ++e) {
+      f[e] = i + e < n ? to_float(v.at[e]) : -INFINITY;
+      m = fmaxf(m, f[e]);
+    }
+    if (m == -INFINITY) return;
+    sum *= expf(max - m);
+    max = m;
+#pragma unroll
+    for (int e = 0; e < Vec<T>::kSize; ++e) sum += expf(f[e] - m);
+  }
+  // This thread's sum rescaled to the block's max `m`.
+  __device__ float sum_at(float m) const { return max == -INFINITY ? 0.f : sum * expf(max - m); }
+};
+
+// One block per row, which it reads twice: once for its log-sum-exp (online, in one pass), once for the
+// gradient. dlogits may be logits: every read of the first pass, the label's logit's too, comes before the
+// barriers of the reductions, and each element of the second is read by the thread that writes it.
 template <typename T>
 __global__ void cross_entropy_kernel(const T* logits, const int32_t* labels, int64_t vocab, float grad_scale,
-                                     float* loss, T* dlogits) {
+                                     bool wide, float* loss, T* dlogits) {
+  constexpr int E = Vec<T>::kSize, kUnroll = 4;  // pieces in flight a thread
   __shared__ float shared[32];
   __shared__ float label_logit;
   const T* x = logits + blockIdx.x * vocab;
   T* d = dlogits + blockIdx.x * vocab;
   const int32_t label = labels[blockIdx.x];
+  const int64_t step = static_cast<int64_t>(blockDim.x) * E;
   if (label == kIgnoreLabel) {
-    for (int64_t i = threadIdx.x; i < vocab; i += blockDim.x) d[i] = from_float<T>(0.f);
+    Vec<T> zero;
+#pragma unroll
+    for (int e = 0; e < E; ++e) zero.at[e] = from_float<T>(0.f);
+    for (int64_t i = threadIdx.x * E; i < vocab; i += step) store_vec(d, i, vocab, wide, zero);
     return;
   }
   if (threadIdx.x == 0) label_logit = to_float(x[label]);
-  float max = -INFINITY;
-  for (int64_t i = threadIdx.x; i < vocab; i += blockDim.x) max = fmaxf(max, to_float(x[i]));
-  max = block_max(max, shared);
-  float sum = 0.f;
-  for (int64_t i = threadIdx.x; i < vocab; i += blockDim.x) sum += expf(to_float(x[i]) - max);
-  const float log_sum = logf(block_sum(sum, shared));  // its barriers also publish label_logit
+  LogSumExp lse;
+  for (int64_t i = threadIdx.x * E; i < vocab; i += kUnroll * step) {
+    Vec<T> v[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) v[u] = load_vec(x, i + u * step, vocab, wide);
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) lse.add(v[u], i + u * step, vocab);
+  }
+  const float max = block_max(lse.max, shared);
+  const float log_sum = logf(block_sum(lse.sum_at(max), shared));  // its barriers also publish label_logit
   if (threadIdx.x == 0) atomicAdd(loss, log_sum - (label_logit - max));
-  for (int64_t i = threadIdx.x; i < vocab; i += blockDim.x) {
-    const float p = expf(to_float(x[i]) - max - log_sum);
-    d[i] = from_float<T>((p - (i == label ? 1.f : 0.f)) * grad_scale);
+  for (int64_t i = threadIdx.x * E; i < vocab; i += step) {
+    Vec<T> v = load_vec(x, i, vocab, wide);
+#pragma unroll
+    for (int e = 0; e < E; ++e) {
+      const float p = expf(to_float(v.at[e]) - max - log_sum);
+      v.at[e] = from_float<T>((p - (i + e == label ? 1.f : 0.f)) * grad_scale);
+    }
+    store_vec(d, i, vocab, wide, v);
   }
 }
 
@@ -153,21 +268,34 @@ template <typename T>
 void rms_norm_backward(const T* x, const T* weight, const T* dout, int64_t rows, int64_t dim, float eps, T* dx,
                        float* dweight) {
   if (rows == 0 || dim == 0) return;
-  // Enough blocks to fill the device several times over; each then takes rows / blocks rows.
-  const auto blocks = static_cast<unsigned>(std::min<int64_t>(rows, 2048));
-  const size_t shared = dweight ? static_cast<size_t>(dim) * sizeof(float) : 0;
-  check(shared <= 48 * 1024, "rms_norm_backward on cuda takes a dimension up to 12,288, not ", dim);
-  rms_norm_backward_kernel<<<blocks, threads_for_row(dim), shared, current_stream()>>>(
-      on_device(x), on_device(weight), on_device(dout), rows, dim, eps, on_device(dx), dweight);
+  constexpr int E = Vec<device_t<T>>::kSize;
+  const bool wide = wide_access<T>(dim, x, weight, dout) && (!dx || wide_access<T>(dim, dx));
+  // Two pieces a lane at most: x's, dout's, weight's and the dweight sums' registers of four would leave room
+  // for one block of 256 threads on a multiprocessor.
+  constexpr int kMaxVecs = 2;
+  const RowLayout layout = row_layout(rows, (dim + E - 1) / E, kMaxVecs);
+  with_row_vecs<kMaxVecs>(layout, [&](auto vecs) {
+    constexpr int kVecs = decltype(vecs)::value;
+    const auto kernel = rms_norm_backward_kernel<device_t<T>, kVecs>;
+    const int64_t groups = layout.threads / layout.lanes;
+    const size_t shared = dweight && groups > 1 ? static_cast<size_t>(layout.lanes) * kVecs * E * sizeof(float) : 0;
+    // As many blocks as the device holds at once: each sums dweight over all the rows it visits.
+    const auto blocks = static_cast<unsigned>(
+        std::min<int64_t>((rows + groups - 1) / groups, resident_blocks(kernel, layout.threads, shared)));
+    kernel<<<blocks, layout.threads, shared, current_stream()>>>(on_device(x), on_device(weight), on_device(dout),
+                                                                rows, dim, eps, layout.lanes, wide, on_device(dx),
+                                                                dweight);
+  });
   check_launch("rms_norm_backward");
 }
 
 template <typename T>
 void silu_mul_backward(const T* gate_up, const T* dout, int64_t rows, int64_t inter, T* dgate_up) {
-  const int64_t n = rows * inter;
+  const int64_t pieces = (inter + Vec<device_t<T>>::kSize - 1) / Vec<device_t<T>>::kSize, n = rows * pieces;
   if (n == 0) return;
   silu_mul_backward_kernel<<<grid_for(n, kThreads), kThreads, 0, current_stream()>>>(
-      on_device(gate_up), on_device(dout), inter, n, on_device(dgate_up));
+      on_device(gate_up), on_device(dout), inter, pieces, n, wide_access<T>(inter, gate_up, dout, dgate_up),
+      on_device(dgate_up));
   check_launch("silu_mul_backward");
 }
 
@@ -186,7 +314,7 @@ void cross_entropy(const T* logits, const int32_t* labels, int64_t rows, int64_t
   check_cuda(cudaMemsetAsync(loss, 0, sizeof(float), current_stream()), "cross_entropy's loss");
   if (rows == 0) return;
   cross_entropy_kernel<<<static_cast<unsigned>(rows), 1024, 0, current_stream()>>>(
-      on_device(logits), labels, vocab, grad_scale, loss, on_device(dlogits));
+      on_device(logits), labels, vocab, grad_scale, wide_access<T>(vocab, logits, dlogits), loss, on_device(dlogits));
   check_launch("cross_entropy");
 }
 
