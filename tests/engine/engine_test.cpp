@@ -246,8 +246,9 @@ INSTANTIATE_TEST_SUITE_P(AsyncBatching, AsyncEngineTest, testing::Bool());
 TEST_P(AsyncEngineTest, ServesRequestsFromManyThreads) {
   CausalLM model = load("llama_gqa");
   const GenerationConfig gc = generation_config(model, "llama_gqa");
-  Engine engine(model, gc,
-                {.scheduler = {.max_batch_tokens = 64}, .block_size = 4, .num_blocks = 64, .async_batching = GetParam()});
+  Engine engine(
+      model, gc,
+      {.scheduler = {.max_batch_tokens = 64}, .block_size = 4, .num_blocks = 64, .async_batching = GetParam()});
   AsyncEngine async(engine);
   const auto prompts = parity::reference("llama_gqa");
   std::vector<std::thread> clients;

@@ -155,8 +155,7 @@ void ModelRunner::queue(const SchedulerOutput& plan) {
       State& s = *sampled[row];
       check_finite(s, s.removes_invalid_values ||
                           std::all_of(scores.begin(), scores.end(), [](float x) { return std::isfinite(x); }));
-      step.done.push_back(choose(step.ids[row], s, scores));
-      step.done.back().position = step.positions[row];
+      step.done.push_back(choose(step.ids[row], step.positions[row], s, scores));
     }
   }
   queued_.push_back(std::move(step));
@@ -186,7 +185,7 @@ void ModelRunner::check_finite(const State& s, bool finite) const {
         dtype_name(model_.dtype()), " (remove_invalid_values=True replaces them, as in Transformers)");
 }
 
-SampledToken ModelRunner::choose(RequestId id, State& s, std::span<float> scores) {
+SampledToken ModelRunner::choose(RequestId id, int64_t position, State& s, std::span<float> scores) {
   const SamplingOptions& o = s.options;
   if (o.presence_penalty != 0 || o.frequency_penalty != 0) {
     std::map<int64_t, int64_t> counts;  // of the generated tokens, as OpenAI's penalties count them
@@ -197,7 +196,7 @@ SampledToken ModelRunner::choose(RequestId id, State& s, std::span<float> scores
     }
   }
   s.processors(s.tokens, scores);
-  SampledToken out{id, s.sampler ? s.sampler->sample(scores) : argmax(scores), 0, std::nullopt};
+  SampledToken out{id, s.sampler ? s.sampler->sample(scores) : argmax(scores), position, std::nullopt};
   if (o.top_logprobs >= 0) {
     // Log probabilities of the distribution the token was chosen from, in float64.
     double max = -INFINITY;

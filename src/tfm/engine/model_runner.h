@@ -102,7 +102,7 @@ class ModelRunner {
     std::vector<SampledToken> done;  // chosen on the host (and appended) already
   };
 
-  SampledToken choose(RequestId id, State& state, std::span<float> scores);
+  SampledToken choose(RequestId id, int64_t position, State& state, std::span<float> scores);
   // Transformers would choose a token from NaN scores all the same; an error says why the text is nonsense.
   void check_finite(const State& state, bool finite) const;
   // The logits row of `id` in the step queued last, whose chosen token `id` waits for.

@@ -71,7 +71,8 @@ class CudaPendingCopy final : public PendingCopy {
     try {
       buffer_ = buffers_.take(bytes);
       const cudaStream_t s = cuda::stream(index);
-      check_cuda(cudaMemcpyAsync(buffer_.data, src, bytes, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync device to host");
+      check_cuda(cudaMemcpyAsync(buffer_.data, src, bytes, cudaMemcpyDeviceToHost, s),
+                 "cudaMemcpyAsync device to host");
       check_cuda(cudaEventRecord(done_, s), "cudaEventRecord");
     } catch (...) {
       cudaStreamSynchronize(cuda::stream(index));  // a copy queued before the failure writes the buffer
