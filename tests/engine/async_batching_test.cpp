@@ -13,6 +13,7 @@
 #include "../xpu/test_platform.h"
 #include "support/error_of.h"
 #include "support/model_copy.h"
+#include "tfm/backend/backend.h"
 #include "tfm/engine/engine.h"
 #include "tfm/generate/generate.h"
 
@@ -113,14 +114,19 @@ std::map<std::string, Received> run_script(CausalLM& model, bool async, EngineSt
   return got;
 }
 
-// On the device the parameter names: cpu, or xpu:0 of the OpenCL test platform.
+// On the device the parameter names: cpu, xpu:0 of the OpenCL test platform, or cuda:0 where there is one.
 class OnDevice : public testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
     device_ = GetParam();
-    if (device_ != "xpu") return;
-    if (!xpu::seam_test_device()) GTEST_SKIP() << "no OpenCL device on platform '" << xpu::test_platform() << "'";
-    device_ = "xpu:0";
+    if (device_ == "xpu") {
+      if (!xpu::seam_test_device()) GTEST_SKIP() << "no OpenCL device on platform '" << xpu::test_platform() << "'";
+      device_ = "xpu:0";
+    } else if (device_ == "cuda") {
+      Backend* cuda = find_backend(DeviceType::cuda);
+      if (!cuda || cuda->device_count() == 0) GTEST_SKIP() << "no CUDA device here";
+      device_ = "cuda:0";
+    }
   }
   std::string device_;
 };
@@ -172,7 +178,7 @@ TEST(AsyncBatching, ReportsNonFiniteLogitsAsStepsOneAfterAnotherDo) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(AsyncBatching, OnDevice, testing::Values("cpu", "xpu"));
+INSTANTIATE_TEST_SUITE_P(AsyncBatching, OnDevice, testing::Values("cpu", "xpu", "cuda"));
 
 TEST(AsyncBatching, IsOnForDevicesApartFromTheHostAndCanBeForced) {
   CausalLM model = CausalLM::from_pretrained(kFixtures + "llama_gqa", {.progress = false});
