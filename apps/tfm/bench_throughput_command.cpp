@@ -1,6 +1,7 @@
 #include <chrono>
 #include <iomanip>
 #include <iostream>
+#include <optional>
 #include <random>
 
 #include "commands.h"
@@ -19,6 +20,7 @@ int run(Args& args) {
   const int64_t output_len = args.get_int("output-len", 256);
   const int64_t max_batch_tokens = args.get_int("max-batch-tokens", 8192);
   const int64_t max_num_seqs = args.get_int("max-num-seqs", 256);
+  const std::optional<bool> async_batching = args.toggle("async-batching");
   const bool as_json = args.flag("json");
   args.finish();
   check(num_prompts > 0 && input_len > 0 && output_len > 0,
@@ -29,6 +31,7 @@ int run(Args& args) {
   EngineConfig config;
   config.scheduler.max_batch_tokens = max_batch_tokens;
   config.scheduler.max_num_seqs = max_num_seqs;
+  config.async_batching = async_batching;
   Engine engine(model.model(), model.generation_config(), config);
 
   // Random prompts (a fixed seed: the same workload every run), every request generating exactly output_len
@@ -59,6 +62,7 @@ int run(Args& args) {
   out.set("requests_per_s", static_cast<double>(num_prompts) / seconds);
   out.set("output_tokens_per_s", static_cast<double>(generated) / seconds);
   out.set("total_tokens_per_s", static_cast<double>(generated + num_prompts * input_len) / seconds);
+  out.set("async_batching", engine.async_batching());
   out.set("steps", st.steps);
   out.set("preemptions", st.preemptions);
   out.set("kv_blocks", st.num_blocks);
@@ -69,7 +73,8 @@ int run(Args& args) {
   std::cout << std::fixed << std::setprecision(1) << num_prompts << " requests of " << input_len << " + "
             << output_len << " tokens in " << seconds << " s: " << static_cast<double>(generated) / seconds
             << " output tokens/s, " << static_cast<double>(num_prompts) / seconds << " requests/s (" << st.steps
-            << " steps, " << st.preemptions << " preemptions, " << st.num_blocks << " KV blocks)\n";
+            << " steps, " << st.preemptions << " preemptions, " << st.num_blocks << " KV blocks, asynchronous batching "
+            << (engine.async_batching() ? "on" : "off") << ")\n";
   return 0;
 }
 
@@ -78,10 +83,12 @@ int run(Args& args) {
 const Command kBenchThroughputCommand{
     "bench throughput", "offline throughput of the continuous batching engine",
     "usage: tfm bench throughput [--model ID|DIR] [--num-prompts 256] [--input-len 128] [--output-len 256]\n"
-    "                            [--max-batch-tokens 8192] [--max-num-seqs 256] [--json] [model options]\n\n"
+    "                            [--max-batch-tokens 8192] [--max-num-seqs 256] [--[no-]async-batching]\n"
+    "                            [--json] [model options]\n\n"
     "Submits --num-prompts requests of --input-len random tokens at once, each generating exactly --output-len\n"
     "tokens greedily, runs the engine until all finish, and prints output tokens/s, total tokens/s and\n"
-    "requests/s (--json: one object).\n\n" +
+    "requests/s (--json: one object). --async-batching and --no-async-batching force the engine's\n"
+    "asynchronous batching on or off (default: on for cuda and xpu, off on the cpu).\n\n" +
         std::string(kModelHelp) + kRunHelp,
     run};
 

@@ -92,6 +92,15 @@ bool Args::flag(std::string_view name) {
   return !w->value.has_value() || *w->value == "true";
 }
 
+std::optional<bool> Args::toggle(std::string_view name) {
+  const std::string off = "no-" + std::string(name);
+  const bool on_given = find(name) != nullptr, off_given = find(off) != nullptr;
+  check(!(on_given && off_given), "--", name, " and --", off, " contradict each other");
+  if (on_given) return flag(name);
+  if (off_given) return !flag(off);
+  return std::nullopt;
+}
+
 std::vector<std::string> Args::take_unused() {
   std::vector<std::string> words;
   for (Word& w : words_) {

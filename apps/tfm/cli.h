@@ -22,6 +22,8 @@ class Args {
   std::optional<int64_t> get_int(std::string_view name);
   std::optional<double> get_double(std::string_view name);
   bool flag(std::string_view name);
+  // A flag that can also be turned off: --name is true, --no-name false, neither nullopt (the default decides).
+  std::optional<bool> toggle(std::string_view name);
   bool help() const { return help_; }
   // --quiet, which every command takes: only results and errors (no warnings, progress bars or timing).
   bool quiet() const { return quiet_; }

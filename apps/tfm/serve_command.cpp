@@ -39,6 +39,7 @@ int run(Args& args) {
   engine.scheduler.max_batch_tokens = args.get_int("max-batch-tokens", engine.scheduler.max_batch_tokens);
   engine.scheduler.max_num_seqs = args.get_int("max-num-seqs", engine.scheduler.max_num_seqs);
   if (const auto blocks = args.get_int("kv-cache-blocks")) engine.num_blocks = *blocks;
+  engine.async_batching = args.toggle("async-batching");
   args.finish();
   check(server.port >= 0 && server.port <= 65535, "--port must be in [0, 65535], got ", server.port);
 
@@ -94,6 +95,8 @@ const Command kServeCommand{
     "  --max-num-seqs N            requests computed at once; more wait (default: 256)\n"
     "  --kv-cache-blocks N         KV cache blocks of 16 tokens (default: what 90% of the device's free\n"
     "                              memory holds, at most enough for max-num-seqs full contexts)\n"
+    "  --[no-]async-batching       plan each engine step while the device runs the one before (default: on\n"
+    "                              for cuda and xpu, off on the cpu)\n"
     "  --max-connections N         connections served at once, one thread each (default: 512)\n"
     "  --shutdown-grace S          seconds requests in flight may run after SIGTERM (default: 30)\n" +
         std::string(kModelHelp) + kRunHelp,

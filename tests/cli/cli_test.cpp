@@ -130,6 +130,24 @@ TEST(Cli, AttentionImplementationsGiveTheSameTokens) {
   EXPECT_NE(bogus.out.find("is not supported"), std::string::npos) << bogus.out;
 }
 
+// The engine's asynchronous batching follows the device unless forced either way; forcing both is an error.
+TEST(Cli, BenchThroughputForcesAsynchronousBatching) {
+  const std::string bench = "bench throughput --model " + kModel +
+                            " --device cpu --dtype float32 --num-prompts 3 --input-len 5 --output-len 4 --json";
+  for (const auto& [flag, on] : std::vector<std::pair<std::string, bool>>{
+           {"", false}, {" --async-batching", true}, {" --no-async-batching", false}}) {
+    const Result r = tfm_run(bench + flag, false);
+    ASSERT_EQ(r.status, 0) << flag << ": " << r.out;
+    const tfm::json::Value out = tfm::json::parse(r.out);
+    EXPECT_EQ(out.at("async_batching").as_bool(), on) << flag;
+    EXPECT_NEAR(out.at("output_tokens_per_s").as_double() * out.at("seconds").as_double(), 12.0, 1e-6) << flag;
+  }
+  const Result both = tfm_run(bench + " --async-batching --no-async-batching");
+  EXPECT_NE(both.status, 0);
+  EXPECT_NE(both.out.find("--async-batching and --no-async-batching contradict each other"), std::string::npos)
+      << both.out;
+}
+
 TEST(Cli, BadArgumentsAndFoldersAreErrors) {
   for (const std::string& args : std::vector<std::string>{
            "generate --model /no/such/folder --ids 1", "generate --model " + kModel + " --ids 1,x",

@@ -238,11 +238,17 @@ TEST(Engine, SizesItsCacheFromMemoryWithinWhatCanBeUsed) {
 namespace tfm {
 namespace {
 
+// The engine's thread, stepping with asynchronous batching (the parameter) or without.
+class AsyncEngineTest : public testing::TestWithParam<bool> {};
+INSTANTIATE_TEST_SUITE_P(AsyncBatching, AsyncEngineTest, testing::Bool());
+
 // Requests from several threads at once through the engine's own thread: each gets what it gets alone.
-TEST(AsyncEngine, ServesRequestsFromManyThreads) {
+TEST_P(AsyncEngineTest, ServesRequestsFromManyThreads) {
   CausalLM model = load("llama_gqa");
   const GenerationConfig gc = generation_config(model, "llama_gqa");
-  Engine engine(model, gc, {.scheduler = {.max_batch_tokens = 64}, .block_size = 4, .num_blocks = 64});
+  Engine engine(
+      model, gc,
+      {.scheduler = {.max_batch_tokens = 64}, .block_size = 4, .num_blocks = 64, .async_batching = GetParam()});
   AsyncEngine async(engine);
   const auto prompts = parity::reference("llama_gqa");
   std::vector<std::thread> clients;
@@ -270,9 +276,10 @@ TEST(AsyncEngine, ServesRequestsFromManyThreads) {
   EXPECT_EQ(async.stats().blocks_used, 0);
 }
 
-TEST(AsyncEngine, CancelledRequestsGetNoMoreOutputAndFreeTheirBlocks) {
+TEST_P(AsyncEngineTest, CancelledRequestsGetNoMoreOutputAndFreeTheirBlocks) {
   CausalLM model = load("llama_gqa");
-  Engine engine(model, generation_config(model, "llama_gqa"), {.block_size = 4, .num_blocks = 64});
+  Engine engine(model, generation_config(model, "llama_gqa"),
+                {.block_size = 4, .num_blocks = 64, .async_batching = GetParam()});
   AsyncEngine async(engine);
   std::atomic<int> outputs{0};
   const RequestId id = async.submit({1, 2, 3}, greedy(200), [&](const RequestOutput&) { ++outputs; });

@@ -28,12 +28,16 @@ std::vector<int64_t> range(int64_t first, int64_t n) {
   return v;
 }
 
+// The position of the token a sampling chunk chooses.
+int64_t sampled_position(const ScheduledChunk& c) {
+  return c.start + static_cast<int64_t>(c.tokens.size());
+}
+
 // Runs a plan as the engine would: every sampling chunk gets token 1000 + its request id.
-std::map<RequestId, int64_t> sample_all(const SchedulerOutput& plan) {
-  std::map<RequestId, int64_t> sampled;
+void run_plan(Scheduler& s, const SchedulerOutput& plan) {
+  s.update(plan);
   for (const ScheduledChunk& c : plan.chunks)
-    if (c.sample) sampled[c.id] = 1000 + static_cast<int64_t>(c.id);
-  return sampled;
+    if (c.sample && s.find(c.id)) s.resolve(c.id, sampled_position(c), 1000 + static_cast<int64_t>(c.id));
 }
 
 std::map<RequestId, int64_t> chunk_sizes(const SchedulerOutput& plan) {
@@ -53,13 +57,13 @@ TEST(Scheduler, FillsTheTokenBudgetChunkingPromptsAndRunsDecodesFirst) {
   EXPECT_TRUE(p.chunks[0].sample);
   EXPECT_FALSE(p.chunks[1].sample);  // request 2's prompt continues next step
   EXPECT_EQ(p.chunks[1].start, 0);
-  s.update(p, sample_all(p));
+  run_plan(s, p);
   EXPECT_EQ(s.find(1)->tokens.back(), 1001);
   p = s.schedule();  // request 1 decodes, request 2 finishes its prompt, request 3 starts
   EXPECT_EQ(chunk_sizes(p), (std::map<RequestId, int64_t>{{1, 1}, {2, 4}, {3, 10}}));
   EXPECT_EQ(p.chunks[1].start, 6);
   EXPECT_EQ(p.chunks[0].tokens, std::vector<int64_t>{1001});
-  s.update(p, sample_all(p));
+  run_plan(s, p);
   p = s.schedule();
   EXPECT_EQ(chunk_sizes(p), (std::map<RequestId, int64_t>{{1, 1}, {2, 1}, {3, 1}}));
   EXPECT_EQ(p.num_tokens, 3);
@@ -83,7 +87,7 @@ TEST(Scheduler, BlocksCoverTheComputedTokensAndReturnWhenFinished) {
   SchedulerOutput p = s.schedule();
   EXPECT_EQ(p.chunks[0].blocks.size(), 3u);
   EXPECT_EQ(pool.num_free(), 5);
-  s.update(p, sample_all(p));
+  run_plan(s, p);
   s.finish(1);
   EXPECT_EQ(pool.num_free(), 8);
   EXPECT_EQ(s.find(1), nullptr);
@@ -99,7 +103,7 @@ TEST(Scheduler, ReusesTheFullBlocksOfACommonPrefix) {
   b.insert(b.end(), {60, 61, 62});
   s.add(request(1, a));
   SchedulerOutput p = s.schedule();
-  s.update(p, sample_all(p));
+  run_plan(s, p);
   s.add(request(2, b));
   p = s.schedule();
   ASSERT_EQ(p.chunks.size(), 2u);
@@ -119,25 +123,54 @@ TEST(Scheduler, ReusesTheFullBlocksOfACommonPrefix) {
   EXPECT_EQ(p.chunks[0].tokens.size(), 4u);
 }
 
+// Asynchronous batching plans a step before the token of the step before is read: it is kPendingToken, the last
+// of the request's chunk, until resolve() replaces it, and a block it completes is keyed for prefix caching
+// only then.
+TEST(Scheduler, PlansAheadOfPendingTokensAndKeysTheirBlocksOnceResolved) {
+  BlockPool pool(32);
+  Scheduler s({}, pool, kBlock);
+  s.add(request(1, range(0, 3)));
+  const SchedulerOutput first = s.schedule();
+  s.update(first);
+  EXPECT_EQ(s.find(1)->tokens.back(), kPendingToken);
+  const SchedulerOutput second = s.schedule();
+  ASSERT_EQ(second.chunks.size(), 1u);
+  EXPECT_EQ(second.chunks[0].start, 3);
+  EXPECT_EQ(second.chunks[0].tokens, std::vector<int64_t>{kPendingToken});
+  s.update(second);  // block 0 (positions 0 to 3) is computed, its last token unknown
+  EXPECT_EQ(s.find(1)->tokens, (std::vector<int64_t>{0, 1, 2, kPendingToken, kPendingToken}));
+  EXPECT_EQ(pool.num_cached(), 0);
+  EXPECT_THROW(s.resolve(1, 2, 40), Error);  // not pending
+  s.resolve(1, sampled_position(first.chunks[0]), 40);
+  EXPECT_EQ(pool.num_cached(), 1);
+  s.resolve(1, sampled_position(second.chunks[0]), 41);
+  EXPECT_EQ(s.find(1)->tokens, (std::vector<int64_t>{0, 1, 2, 40, 41}));
+  // A later request with that block's tokens finds it.
+  s.add(request(2, {0, 1, 2, 40, 9}));
+  const SchedulerOutput third = s.schedule();
+  ASSERT_EQ(third.chunks.size(), 2u);
+  EXPECT_EQ(third.chunks[1].start, 4);
+}
+
 TEST(Scheduler, AFreedBlockStaysCachedUntilItIsHandedOutAgain) {
   BlockPool pool(4);
   Scheduler s({}, pool, kBlock);
   s.add(request(1, range(0, 9)));
   SchedulerOutput p = s.schedule();
-  s.update(p, sample_all(p));
+  run_plan(s, p);
   s.finish(1);
   EXPECT_EQ(pool.num_free(), 4);
   EXPECT_EQ(pool.num_cached(), 2);
   s.add(request(2, range(0, 9)));
   p = s.schedule();
   EXPECT_EQ(p.chunks[0].start, 8);  // both cached blocks reused after their request finished
-  s.update(p, sample_all(p));
+  run_plan(s, p);
   s.finish(2);
   s.add(request(3, range(500, 16)));  // needs all four blocks: the cached ones are evicted
   p = s.schedule();
   EXPECT_EQ(p.chunks[0].start, 0);
   EXPECT_EQ(pool.num_cached(), 0);
-  s.update(p, sample_all(p));
+  run_plan(s, p);
   s.finish(3);
   s.add(request(4, range(0, 9)));
   EXPECT_EQ(s.schedule().chunks[0].start, 0);
@@ -149,12 +182,12 @@ TEST(Scheduler, PreemptsTheNewestWhenBlocksRunOutAndComputesItAgainLater) {
   s.add(request(1, range(0, 8)));
   s.add(request(2, range(100, 8)));
   SchedulerOutput p = s.schedule();  // 2 blocks each, 2 free
-  s.update(p, sample_all(p));
+  run_plan(s, p);
   // Decoding: each request needs a third block (the last two free), then a fourth, which only preemption
   // can give.
   for (int step = 0; step < 10 && s.stats().preemptions == 0; ++step) {
     p = s.schedule();
-    s.update(p, sample_all(p));
+    run_plan(s, p);
   }
   const SchedulerStats st = s.stats();
   EXPECT_GE(st.preemptions, 1);
@@ -183,7 +216,7 @@ TEST(Scheduler, AsksToGrowThePoolBeforePreempting) {
   SchedulerOutput p = s.schedule();
   EXPECT_EQ(chunk_sizes(p), (std::map<RequestId, int64_t>{{1, 8}, {2, 8}}));
   EXPECT_EQ(asked, std::vector<int64_t>{2});  // request 1 took the two blocks there were
-  s.update(p, sample_all(p));
+  run_plan(s, p);
   p = s.schedule();  // each needs a third block
   EXPECT_EQ(chunk_sizes(p), (std::map<RequestId, int64_t>{{1, 1}, {2, 1}}));
   EXPECT_TRUE(p.preempted.empty());
@@ -203,7 +236,7 @@ TEST(Scheduler, PriorityPolicyAdmitsAndPreemptsByPriority) {
     SchedulerOutput p = s.schedule();
     for (const ScheduledChunk& c : p.chunks)
       if (c.start == 0) order.push_back(c.id);
-    s.update(p, sample_all(p));
+    run_plan(s, p);
   }
   EXPECT_EQ(order, (std::vector<RequestId>{2, 3, 1}));
 }
@@ -214,7 +247,7 @@ TEST(Scheduler, PrefillFirstAdmitsWaitingRequestsBeforeDecodes) {
               kBlock);
   s.add(request(1, range(0, 4)));
   SchedulerOutput p = s.schedule();
-  s.update(p, sample_all(p));
+  run_plan(s, p);
   s.add(request(2, range(10, 8)));
   p = s.schedule();
   ASSERT_EQ(p.chunks.size(), 1u);  // the new prompt took the whole budget
@@ -261,7 +294,7 @@ TEST(Scheduler, ARandomRunAccountsForEveryBlock) {
         for (int32_t b : c.blocks) ++holders[b];
       }
       for (const auto& [b, n] : holders) EXPECT_LE(n, pool.ref_count(b));
-      s.update(p, sample_all(p));
+      run_plan(s, p);
       for (const ScheduledChunk& c : p.chunks) {
         const Request* r = s.find(c.id);
         if (r && static_cast<int64_t>(r->tokens.size()) >= target[c.id]) s.finish(c.id);

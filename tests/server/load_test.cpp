@@ -118,12 +118,17 @@ Outcome serve(const LiveServer& server, const Case& c) {
   return o;
 }
 
-TEST(ServerLoad, EveryConcurrentClientGetsWhatItGetsAlone) {
+// With the engine's asynchronous batching (the parameter) and without.
+class ServerLoad : public testing::TestWithParam<bool> {};
+INSTANTIATE_TEST_SUITE_P(AsyncBatching, ServerLoad, testing::Bool());
+
+TEST_P(ServerLoad, EveryConcurrentClientGetsWhatItGetsAlone) {
   // A small step budget and a cache too small for everyone at once: prompts are chunked, decodes mix with
   // prefills, and the newest requests are preempted and computed again.
   EngineConfig engine;
   engine.num_blocks = 160;
   engine.scheduler.max_batch_tokens = 256;
+  engine.async_batching = GetParam();
   LiveServer server({}, engine);
   const std::vector<Case> distinct = cases();
 

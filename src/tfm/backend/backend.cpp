@@ -41,6 +41,20 @@ void Backend::fill_zero(int index, DeviceSpan dst, size_t bytes) {
     copy_from_host(index, DeviceSpan(dst.base, dst.offset + begin), zeros.data(), std::min(kBuffer, bytes - begin));
 }
 
+namespace {
+
+class CopiedAlready final : public PendingCopy {
+ public:
+  void wait() override {}
+};
+
+}  // namespace
+
+std::unique_ptr<PendingCopy> Backend::copy_to_host_queued(int index, void* dst, DeviceSpan src, size_t bytes) {
+  copy_to_host(index, dst, src, bytes);
+  return std::make_unique<CopiedAlready>();
+}
+
 std::unique_ptr<DeviceGraph> Backend::capture(int, const std::function<void()>&) {
   return nullptr;
 }
@@ -172,6 +186,16 @@ void copy_from_host(const Tensor& dst, const void* src) {
   } else {
     compiled_backend(dst.device().type).copy_from_host(dst.device().index, span(dst), src, dst.nbytes());
   }
+}
+
+std::unique_ptr<PendingCopy> copy_to_host_queued(const Tensor& src, void* dst) {
+  check(src.is_contiguous(), "copy_to_host_queued needs a contiguous source, got ", src.str());
+  if (src.nbytes() == 0) return std::make_unique<CopiedAlready>();
+  if (src.device().type == DeviceType::cpu) {
+    std::memcpy(dst, src.raw(), src.nbytes());
+    return std::make_unique<CopiedAlready>();
+  }
+  return compiled_backend(src.device().type).copy_to_host_queued(src.device().index, dst, span(src), src.nbytes());
 }
 
 void zero(const Tensor& t) {

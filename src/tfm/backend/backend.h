@@ -52,6 +52,16 @@ class DeviceGraph {
   virtual void replay() = 0;
 };
 
+// A copy to the host queued behind the device's work (Backend::copy_to_host_queued), waited for when its bytes
+// are needed: asynchronous batching reads a step's ids while the device runs the next step.
+class PendingCopy {
+ public:
+  // Waits for a copy not waited for: its bytes may still be landing in memory the caller is about to free.
+  virtual ~PendingCopy() = default;
+  // Returns once the bytes are at the destination; again at once.
+  virtual void wait() = 0;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -71,6 +81,10 @@ class Backend {
   // straight into its transfer buffers (pinned memory on cuda), so that a file's bytes or a dtype conversion
   // need no buffer of their own. By default: host buffers of 16 MB, then copy_from_host.
   virtual void copy_from_reader(int index, DeviceSpan dst, size_t bytes, const HostReader& read);
+  // Queues a copy to the host behind the work queued on the device so far and returns before it is done where
+  // the device can; `dst` must stay valid until the copy is waited for or destroyed. By default: copy_to_host,
+  // done before returning.
+  virtual std::unique_ptr<PendingCopy> copy_to_host_queued(int index, void* dst, DeviceSpan src, size_t bytes);
   virtual void copy_on_device(int index, DeviceSpan dst, DeviceSpan src, size_t bytes) = 0;
   // Sets `bytes` bytes to zero, in order with the device's other work. By default: copies of a zeroed host
   // buffer of at most 16 MB.
@@ -119,6 +133,9 @@ void copy(const Tensor& dst, const Tensor& src);
 // Copies dst.nbytes() bytes from host memory, or from `read`, into `dst`, a contiguous tensor (or view) on any
 // device.
 void copy_from_host(const Tensor& dst, const void* src);
+// Queues a copy of `src` (contiguous, on any device) to host memory `dst` behind the device's work so far
+// (Backend::copy_to_host_queued).
+std::unique_ptr<PendingCopy> copy_to_host_queued(const Tensor& src, void* dst);
 // Sets every element of a contiguous tensor to zero (gradients before accumulation).
 void zero(const Tensor& t);
 void copy_from_reader(const Tensor& dst, const HostReader& read);

@@ -29,6 +29,8 @@ auto tensor_list(const T&... t) {
 }
 
 // out[t] = table[ids[t]]                      table (V, H), ids (T), out (T, H)
+// A negative id leaves its row unwritten: an id chosen from logits that were not finite (-1) reaches the step
+// queued behind its own before the host reads it and reports the error.
 struct Embedding {
   static constexpr std::string_view name = "embedding", layer = "Embedding";
   const Tensor& table;
@@ -128,7 +130,7 @@ struct SplitColumns {
   auto tensors() const { return tensor_list(x); }
 };
 
-// out[i] = x[rows[i]]                         x (T, H), rows (R), out (R, H)
+// out[i] = x[rows[i]], a negative row unwritten  x (T, H), rows (R), out (R, H)
 struct GatherRows {
   static constexpr std::string_view name = "gather_rows", layer = "";
   const Tensor& x;

@@ -3,11 +3,14 @@
 #include <algorithm>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <random>
+#include <span>
 #include <string>
 
 #include "tfm/backend/backend.h"
 #include "tfm/core/error.h"
+#include "tfm/core/logging.h"
 
 namespace tfm {
 
@@ -38,6 +41,17 @@ namespace {
 // allocation.
 constexpr int64_t kGrowAhead = 256;
 
+// EngineConfig::async_batching, decided for the model's device and logged once.
+bool decide_async_batching(const CausalLM& model, std::optional<bool> asked) {
+  const Device d = model.device();
+  const bool on = asked.value_or(d.type != DeviceType::cpu);
+  logging::log_once(logging::Level::info,
+                    on ? "asynchronous batching on " + d.str() + ": each engine step is planned while the device "
+                                                                 "runs the one before"
+                       : "engine steps on " + d.str() + " run one after another (no asynchronous batching)");
+  return on;
+}
+
 SchedulerConfig scheduler_config(const CausalLM& model, SchedulerConfig config) {
   // Dynamic RoPE recomputes its frequencies from the longest sequence of a step, so the keys of a block depend
   // on what else ran with it: no block can serve another request.
@@ -56,7 +70,8 @@ Engine::Engine(CausalLM& model, GenerationConfig model_generation_config, Engine
       scheduler_(scheduler_config(model, config.scheduler), cache_.pool, config.block_size,
                  config.grow_cache ? std::function<void(int64_t)>([this](int64_t wanted) { grow_cache(wanted); })
                                    : nullptr),
-      runner_(model, cache_) {}
+      runner_(model, cache_),
+      async_(decide_async_batching(model, config.async_batching)) {}
 
 Engine::~Engine() = default;
 
@@ -101,21 +116,36 @@ void Engine::cancel(RequestId id) {
 }
 
 std::vector<RequestOutput> Engine::step() {
+  const bool ahead = async_ && runner_.can_run_ahead();
+  // A request needs the tokens of the step in flight on the host before its next step is queued.
+  if (!ahead && runner_.queued() > 0) return deliver(runner_.collect());
   const SchedulerOutput plan = scheduler_.schedule();
-  if (plan.chunks.empty()) return {};
-  const std::vector<SampledToken> sampled = runner_.run(plan);
-  std::map<RequestId, int64_t> tokens;
-  for (const SampledToken& s : sampled) tokens[s.id] = s.token;
-  scheduler_.update(plan, tokens);
-  ++steps_;
+  if (!plan.chunks.empty()) {
+    runner_.queue(plan);
+    scheduler_.update(plan);
+    ++steps_;
+  }
+  // Asynchronously, the step before this one is read while the device runs this one.
+  const size_t keep_queued = ahead && !plan.chunks.empty() ? 1 : 0;
+  if (runner_.queued() <= keep_queued) return {};
+  std::vector<RequestOutput> out = deliver(runner_.collect());
+  // The step still queued computes only for requests that finished: nothing is left to run after it.
+  if (!scheduler_.has_unfinished() && runner_.queued() > 0) runner_.collect();
+  return out;
+}
+
+std::vector<RequestOutput> Engine::deliver(const std::vector<SampledToken>& sampled) {
   std::vector<RequestOutput> out;
   for (const SampledToken& s : sampled) {
+    scheduler_.resolve(s.id, s.position, s.token);
     RequestOutput o;
     o.id = s.id;
     o.new_tokens = {s.token};
     if (s.logprobs) o.logprobs = {*s.logprobs};
     ++generated_tokens_;
-    o.stop = limits_.at(s.id).stopping->check(scheduler_.find(s.id)->tokens);
+    // Up to this token: the request may hold the pending token of the step after it.
+    const std::vector<int64_t>& tokens = scheduler_.find(s.id)->tokens;
+    o.stop = limits_.at(s.id).stopping->check(std::span(tokens).first(static_cast<size_t>(s.position) + 1));
     if (o.stop != StopReason::none) {
       o.finished = true;
       cancel(s.id);

@@ -2,6 +2,8 @@
 // tokens to compute (plain data), the model runner computes them in one ragged batch and chooses the next
 // tokens, and the engine applies each request's stopping criteria and hands out what was generated. The KV
 // cache is one block pool on the model's device, sized from its free memory, or grown with the requests.
+// With asynchronous batching the engine plans and queues each step before reading the tokens of the step the
+// device is still running, so the host's work overlaps the device's; what each request gets is the same.
 #pragma once
 
 #include <cstdint>
@@ -31,6 +33,11 @@ struct EngineConfig {
   // tokens (never past its length limit), at least doubling, so nothing is preempted and a huge
   // max_new_tokens costs memory only as far as generation goes. generate() runs so.
   bool grow_cache = false;
+  // Asynchronous batching: each step is planned and queued while the device runs the one before, whose tokens
+  // the next step takes on the device. Unset: on where the device runs apart from the host (cuda, xpu), off on
+  // the cpu. Steps run one after another while a request needs its tokens on the host (logits processors the
+  // device cannot run, penalties, log probabilities).
+  std::optional<bool> async_batching{};
 };
 
 struct RequestOptions {
@@ -71,8 +78,10 @@ class Engine {
   // Forgets a request at once: its blocks return to the pool, no output follows.
   void cancel(RequestId id);
   bool has_unfinished() const { return scheduler_.has_unfinished(); }
-  // One step: the tokens each running request generated, and which finished.
+  // One step: the tokens each running request generated, and which finished. With asynchronous batching a
+  // step returns the tokens of the step before it (the first returns none), as that is when they are read.
   std::vector<RequestOutput> step();
+  bool async_batching() const { return async_; }
   EngineStats stats() const;
   const KVCache& cache() const { return cache_; }
 
@@ -85,6 +94,8 @@ class Engine {
 
   // EngineConfig::grow_cache: makes room for a request that needs `wanted` blocks more than are free.
   void grow_cache(int64_t wanted);
+  // Hands out the tokens a step chose: each request's stopping criteria decide whether it finished.
+  std::vector<RequestOutput> deliver(const std::vector<SampledToken>& sampled);
 
   CausalLM& model_;
   GenerationConfig generation_config_;
@@ -93,6 +104,7 @@ class Engine {
   KVCache cache_;
   Scheduler scheduler_;
   ModelRunner runner_;
+  bool async_;
   std::map<RequestId, Limits> limits_;
   RequestId next_id_ = 1;
   int64_t generated_tokens_ = 0;

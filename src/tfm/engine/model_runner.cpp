@@ -85,16 +85,37 @@ void ModelRunner::remove_request(RequestId id) {
   states_.erase(id);
 }
 
-std::vector<SampledToken> ModelRunner::run(const SchedulerOutput& plan) {
-  if (plan.chunks.empty()) return {};
+bool ModelRunner::can_run_ahead() const {
+  return std::all_of(states_.begin(), states_.end(), [](const auto& entry) {
+    const State& s = entry.second;
+    return s.plain_greedy() || (s.on_device && !has_penalties(*s.on_device, s.options));
+  });
+}
+
+int32_t ModelRunner::row_in_last_step(RequestId id) const {
+  check(!queued_.empty(), "model runner: request ", id, " waits for a token no queued step chooses");
+  const std::vector<RequestId>& ids = queued_.back().ids;
+  const auto it = std::find(ids.begin(), ids.end(), id);
+  check(it != ids.end() && queued_.back().chosen, "model runner: request ", id,
+        " waits for a token the step queued last does not choose on the device");
+  return static_cast<int32_t>(it - ids.begin());
+}
+
+void ModelRunner::queue(const SchedulerOutput& plan) {
+  check(!plan.chunks.empty(), "model runner: an empty plan");
   ForwardBatch batch;
+  EarlierIds earlier;
   batch.query_start.push_back(0);
   for (const ScheduledChunk& c : plan.chunks)
     batch.max_blocks = std::max<int64_t>(batch.max_blocks, static_cast<int64_t>(c.blocks.size()));
   for (const ScheduledChunk& c : plan.chunks) {
     for (size_t i = 0; i < c.tokens.size(); ++i) {
       const int64_t pos = c.start + static_cast<int64_t>(i);
-      batch.token_ids.push_back(static_cast<int32_t>(c.tokens[i]));
+      if (c.tokens[i] == kPendingToken) {
+        earlier.rows.push_back(static_cast<int32_t>(batch.token_ids.size()));
+        earlier.from.push_back(row_in_last_step(c.id));
+      }
+      batch.token_ids.push_back(c.tokens[i] == kPendingToken ? 0 : static_cast<int32_t>(c.tokens[i]));
       batch.positions.push_back(static_cast<int32_t>(pos));
       batch.slots.push_back(
           static_cast<int32_t>(c.blocks[static_cast<size_t>(pos / cache_.block_size)] * cache_.block_size +
@@ -106,35 +127,53 @@ std::vector<SampledToken> ModelRunner::run(const SchedulerOutput& plan) {
     batch.block_tables.insert(batch.block_tables.end(), c.blocks.begin(), c.blocks.end());
     batch.block_tables.insert(batch.block_tables.end(), static_cast<size_t>(batch.max_blocks) - c.blocks.size(), -1);
   }
+  if (!earlier.rows.empty()) earlier.ids = &*queued_.back().chosen;
+  QueuedStep step;
   std::vector<State*> sampled;
   for (const ScheduledChunk& c : plan.chunks) {
     if (!c.sample) continue;
     const auto it = states_.find(c.id);
     check(it != states_.end(), "model runner: request ", c.id, " was never added");
     sampled.push_back(&it->second);
+    step.ids.push_back(c.id);
+    step.positions.push_back(c.start + static_cast<int64_t>(c.tokens.size()));
   }
-  // Greedy requests that need nothing of the logits but their argmax have it picked on the device.
   if (std::all_of(sampled.begin(), sampled.end(), [](const State* s) { return s->plain_greedy(); })) {
-    return record(plan, sampled, model_.greedy(batch, cache_));
-  }
-  // Requests whose processors the device runs have their tokens chosen there.
-  if (std::all_of(sampled.begin(), sampled.end(), [](const State* s) { return s->on_device.has_value(); })) {
+    // Greedy requests that need nothing of the logits but their argmax have it picked on the device.
+    step.chosen = model_.queue_greedy(batch, cache_, earlier);
+  } else if (std::all_of(sampled.begin(), sampled.end(), [](const State* s) { return s->on_device.has_value(); })) {
+    // Requests whose processors the device runs have their tokens chosen there.
     std::vector<RowSampling> rows;
     for (State* s : sampled) rows.push_back(s->device_settings());
-    return record(plan, sampled, model_.sample(batch, cache_, rows));
+    step.chosen = model_.queue_sample(batch, cache_, rows, earlier);
+  } else {
+    check(queued_.empty(), "model runner: a step whose tokens the host chooses was queued behind another");
+    const Tensor logits = model_.forward(batch, cache_);
+    const int64_t V = logits.size(1);
+    for (size_t row = 0; row < sampled.size(); ++row) {
+      std::span<float> scores(logits.data<float>() + static_cast<int64_t>(row) * V, static_cast<size_t>(V));
+      State& s = *sampled[row];
+      check_finite(s, s.removes_invalid_values ||
+                          std::all_of(scores.begin(), scores.end(), [](float x) { return std::isfinite(x); }));
+      step.done.push_back(choose(step.ids[row], step.positions[row], s, scores));
+    }
   }
-  const Tensor logits = model_.forward(batch, cache_);
-  const int64_t V = logits.size(1);
+  queued_.push_back(std::move(step));
+}
+
+std::vector<SampledToken> ModelRunner::collect() {
+  check(!queued_.empty(), "model runner: no step is queued");
+  QueuedStep step = std::move(queued_.front());
+  queued_.pop_front();
+  if (!step.chosen) return std::move(step.done);
+  const std::vector<int64_t> tokens = step.chosen->read();
   std::vector<SampledToken> out;
-  int64_t row = 0;
-  for (const ScheduledChunk& c : plan.chunks) {
-    if (!c.sample) continue;
-    std::span<float> scores(logits.data<float>() + row * V, static_cast<size_t>(V));
-    State& s = *sampled[static_cast<size_t>(row)];
-    check_finite(s, s.removes_invalid_values ||
-                        std::all_of(scores.begin(), scores.end(), [](float x) { return std::isfinite(x); }));
-    out.push_back(choose(c.id, s, scores));
-    ++row;
+  for (size_t row = 0; row < step.ids.size(); ++row) {
+    const auto it = states_.find(step.ids[row]);
+    if (it == states_.end()) continue;  // finished or cancelled while the step ran
+    check_finite(it->second, tokens[row] >= 0);
+    it->second.append(tokens[row]);
+    out.push_back({step.ids[row], tokens[row], step.positions[row], std::nullopt});
   }
   return out;
 }
@@ -146,21 +185,7 @@ void ModelRunner::check_finite(const State& s, bool finite) const {
         dtype_name(model_.dtype()), " (remove_invalid_values=True replaces them, as in Transformers)");
 }
 
-std::vector<SampledToken> ModelRunner::record(const SchedulerOutput& plan, const std::vector<State*>& sampled,
-                                              const std::vector<int64_t>& tokens) {
-  std::vector<SampledToken> out;
-  size_t row = 0;
-  for (const ScheduledChunk& c : plan.chunks) {
-    if (!c.sample) continue;
-    check_finite(*sampled[row], tokens[row] >= 0);
-    sampled[row]->append(tokens[row]);
-    out.push_back({c.id, tokens[row], std::nullopt});
-    ++row;
-  }
-  return out;
-}
-
-SampledToken ModelRunner::choose(RequestId id, State& s, std::span<float> scores) {
+SampledToken ModelRunner::choose(RequestId id, int64_t position, State& s, std::span<float> scores) {
   const SamplingOptions& o = s.options;
   if (o.presence_penalty != 0 || o.frequency_penalty != 0) {
     std::map<int64_t, int64_t> counts;  // of the generated tokens, as OpenAI's penalties count them
@@ -171,7 +196,7 @@ SampledToken ModelRunner::choose(RequestId id, State& s, std::span<float> scores
     }
   }
   s.processors(s.tokens, scores);
-  SampledToken out{id, s.sampler ? s.sampler->sample(scores) : argmax(scores), std::nullopt};
+  SampledToken out{id, s.sampler ? s.sampler->sample(scores) : argmax(scores), position, std::nullopt};
   if (o.top_logprobs >= 0) {
     // Log probabilities of the distribution the token was chosen from, in float64.
     double max = -INFINITY;

@@ -4,9 +4,13 @@
 // its processors and its sampler. When the device can run every sampling request's processors (penalties,
 // temperature, top-k, top-p, min-p: op::SampleRows) the step's tokens are chosen there and only ids come back;
 // otherwise the logits come to the host.
+//
+// A step is queued, then collected: when tokens are chosen on the device, the next step can be queued before
+// this one's are read (asynchronous batching), its rows for them taking them from the device.
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -37,6 +41,7 @@ struct TokenLogprobs {
 struct SampledToken {
   RequestId id = 0;
   int64_t token = 0;
+  int64_t position = 0;  // among the request's tokens
   std::optional<TokenLogprobs> logprobs;
 };
 
@@ -52,9 +57,19 @@ class ModelRunner {
                    uint64_t seed, uint64_t stream);
   void remove_request(RequestId id);
 
-  // Runs the plan's chunks as one batch; returns the token chosen for each sampling chunk, in plan order, and
-  // appends it to that request's tokens.
-  std::vector<SampledToken> run(const SchedulerOutput& plan);
+  // Whether a step may be queued while the one before is still being computed: every request's tokens are
+  // chosen on the device, from nothing the host must know of the tokens before (no processor the device
+  // cannot run, no penalties, no log probabilities).
+  bool can_run_ahead() const;
+  // Queues the plan's chunks as one batch. A chunk's last token may be kPendingToken: the one the step queued
+  // last chose for that request, which the device puts in place. A step whose tokens are chosen on the host
+  // runs at once, and only with no step queued.
+  void queue(const SchedulerOutput& plan);
+  // Steps queued and not collected.
+  size_t queued() const { return queued_.size(); }
+  // Waits for the oldest queued step; returns the token chosen for each sampling chunk, in plan order, and
+  // appends it to that request's tokens. Requests removed since it was queued are left out.
+  std::vector<SampledToken> collect();
 
  private:
   struct State {
@@ -79,16 +94,24 @@ class ModelRunner {
              options.top_logprobs < 0;
     }
   };
-  SampledToken choose(RequestId id, State& state, std::span<float> scores);
+  // A step on its way: whose tokens it chooses and where they go.
+  struct QueuedStep {
+    std::vector<RequestId> ids;      // of its sampling chunks, in logits-row order
+    std::vector<int64_t> positions;  // of each one's token among its request's tokens
+    std::optional<StepIds> chosen;   // chosen on the device
+    std::vector<SampledToken> done;  // chosen on the host (and appended) already
+  };
+
+  SampledToken choose(RequestId id, int64_t position, State& state, std::span<float> scores);
   // Transformers would choose a token from NaN scores all the same; an error says why the text is nonsense.
   void check_finite(const State& state, bool finite) const;
-  // Appends each sampling chunk's token (one per chunk, in plan order) to its request.
-  std::vector<SampledToken> record(const SchedulerOutput& plan, const std::vector<State*>& sampled,
-                                   const std::vector<int64_t>& tokens);
+  // The logits row of `id` in the step queued last, whose chosen token `id` waits for.
+  int32_t row_in_last_step(RequestId id) const;
 
   CausalLM& model_;
   KVCache& cache_;
   std::map<RequestId, State> states_;
+  std::deque<QueuedStep> queued_;
 };
 
 }  // namespace tfm

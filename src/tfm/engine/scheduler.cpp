@@ -92,7 +92,8 @@ void Scheduler::take_cached_prefix(Request& r) {
 void Scheduler::key_full_blocks(Request& r) {
   if (!config_.prefix_caching) return;
   const int64_t full = r.num_computed / block_size_;
-  for (int64_t i = r.num_keyed_blocks; i < full; ++i) {
+  for (; r.num_keyed_blocks < full; ++r.num_keyed_blocks) {
+    const int64_t i = r.num_keyed_blocks;
     BlockKey key;
     if (i > 0) {
       key.parent = r.blocks[static_cast<size_t>(i - 1)];
@@ -100,9 +101,10 @@ void Scheduler::key_full_blocks(Request& r) {
     }
     const auto first = r.tokens.begin() + i * block_size_;
     key.tokens.assign(first, first + block_size_);
+    // A block computed from a token still pending is keyed when resolve() knows the token.
+    if (std::find(key.tokens.begin(), key.tokens.end(), kPendingToken) != key.tokens.end()) return;
     pool_.set_key(r.blocks[static_cast<size_t>(i)], std::move(key));
   }
-  r.num_keyed_blocks = std::max(r.num_keyed_blocks, full);
 }
 
 void Scheduler::preempt(RequestId id) {
@@ -206,19 +208,24 @@ RequestId Scheduler::victim(const std::set<RequestId>& scheduled) const {
   return *best;
 }
 
-void Scheduler::update(const SchedulerOutput& plan, const std::map<RequestId, int64_t>& sampled) {
+void Scheduler::update(const SchedulerOutput& plan) {
   for (const ScheduledChunk& c : plan.chunks) {
     const auto it = requests_.find(c.id);
     if (it == requests_.end()) continue;  // finished or cancelled meanwhile
     Request& r = it->second;
     r.num_computed += static_cast<int64_t>(c.tokens.size());
     key_full_blocks(r);
-    if (c.sample) {
-      const auto token = sampled.find(c.id);
-      check(token != sampled.end(), "scheduler: no token was sampled for request ", c.id);
-      r.tokens.push_back(token->second);
-    }
+    if (c.sample) r.tokens.push_back(kPendingToken);
   }
+}
+
+void Scheduler::resolve(RequestId id, int64_t position, int64_t token) {
+  Request& r = requests_.at(id);
+  check(position >= 0 && position < static_cast<int64_t>(r.tokens.size()) &&
+            r.tokens[static_cast<size_t>(position)] == kPendingToken,
+        "scheduler: request ", id, " has no pending token at position ", position);
+  r.tokens[static_cast<size_t>(position)] = token;
+  key_full_blocks(r);
 }
 
 SchedulerStats Scheduler::stats() const {

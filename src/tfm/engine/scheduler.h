@@ -23,6 +23,11 @@ namespace tfm {
 
 using RequestId = uint64_t;
 
+// The token a step chose for a request while that step is queued on the device and not read yet: the plan of
+// the next step can be made before it is known (asynchronous batching), as it depends only on how many tokens
+// each request has. Never computed into a prefix-cache key.
+inline constexpr int64_t kPendingToken = -1;
+
 enum class SchedulingPolicy {
   fifo,           // first come, first served; running requests before waiting ones
   priority,       // lower `priority` first (then first come); preemption takes the lowest priority first
@@ -42,7 +47,7 @@ enum class RequestStatus { waiting, running, finished };
 // A request as the scheduler tracks it.
 struct Request {
   RequestId id = 0;
-  std::vector<int64_t> tokens;  // the prompt, then each generated token
+  std::vector<int64_t> tokens;  // the prompt, then each generated token (kPendingToken until it is read)
   int64_t prompt_length = 0;
   int priority = 0;
   uint64_t arrival = 0;        // admission order, set by the scheduler
@@ -56,7 +61,7 @@ struct Request {
 // One request's share of a step.
 struct ScheduledChunk {
   RequestId id = 0;
-  std::vector<int64_t> tokens;  // the tokens to compute
+  std::vector<int64_t> tokens;  // the tokens to compute; only the last may be kPendingToken
   int64_t start = 0;            // position of tokens[0]
   std::vector<int32_t> blocks;  // the request's whole block table
   bool sample = false;          // the chunk reaches the request's last token: its logits choose the next
@@ -90,9 +95,11 @@ class Scheduler {
 
   // The next step's plan; empty when nothing can run.
   SchedulerOutput schedule();
-  // After the step ran: each chunk's tokens are in the cache; `sampled` holds the token chosen for each
-  // request whose chunk sampled, appended to its tokens.
-  void update(const SchedulerOutput& plan, const std::map<RequestId, int64_t>& sampled);
+  // After the step is queued: each chunk's tokens count as computed (later steps run after it), and each
+  // request whose chunk samples gets a kPendingToken at the end of its tokens, for resolve() to replace.
+  void update(const SchedulerOutput& plan);
+  // The token the step chose for `id`, at `position` among its tokens (where update() put kPendingToken).
+  void resolve(RequestId id, int64_t position, int64_t token);
 
   bool has_unfinished() const { return !waiting_.empty() || !running_.empty(); }
   SchedulerStats stats() const;

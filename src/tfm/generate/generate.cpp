@@ -45,8 +45,9 @@ GenerateOutput generate(CausalLM& model, const std::vector<std::vector<int64_t>>
   }
   out.tokens.resize(prompts.size());
   out.stop_reasons.resize(prompts.size(), StopReason::none);
-  bool first_step = true;
   while (engine.has_unfinished()) {
+    // Prefill lasts until the first tokens come out: with asynchronous batching the first step only queues.
+    const bool prefill = out.generated_tokens == 0;
     const auto start = std::chrono::steady_clock::now();
     for (const RequestOutput& o : engine.step()) {
       const size_t i = index.at(o.id);
@@ -58,8 +59,7 @@ GenerateOutput generate(CausalLM& model, const std::vector<std::vector<int64_t>>
       if (o.finished) out.stop_reasons[i] = o.stop;
     }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    (first_step ? out.prefill_seconds : out.decode_seconds) += seconds;
-    first_step = false;
+    (prefill ? out.prefill_seconds : out.decode_seconds) += seconds;
   }
   return out;
 }

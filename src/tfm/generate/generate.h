@@ -27,8 +27,8 @@ struct GenerateOutput {
   std::vector<StopReason> stop_reasons;
   int64_t prompt_tokens = 0;
   int64_t generated_tokens = 0;
-  double prefill_seconds = 0;  // the first step, which runs the prompts
-  double decode_seconds = 0;   // every later step
+  double prefill_seconds = 0;  // until the first tokens, chosen from the prompts' logits
+  double decode_seconds = 0;   // the rest
 };
 
 // The model folder's generation_config.json, or, when it has none, the generation fields of config.json (as

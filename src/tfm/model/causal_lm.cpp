@@ -7,6 +7,7 @@
 #include <map>
 #include <numeric>
 #include <filesystem>
+#include <utility>
 
 #include "tfm/backend/backend.h"
 #include "tfm/core/error.h"
@@ -114,17 +115,18 @@ struct CausalLM::Impl {
 
   // The device logits (R, vocab) in the model's dtype of one step. A decode step replays a device graph where
   // the device has them; the logits it returns are then the graph's buffer, valid until the next step.
-  Tensor step(const ForwardBatch& batch, KVCache& cache, SavedActivations* saved) {
+  Tensor step(const ForwardBatch& batch, KVCache& cache, SavedActivations* saved, const EarlierIds& earlier = {}) {
     validate(batch, cache, config.vocab_size);
     check(static_cast<int64_t>(cache.layers.size()) == config.num_hidden_layers &&
               cache.layers[0].key.dtype() == dtype && cache.layers[0].key.device() == device,
           "forward: the KV cache was not made by this model (make_cache)");
     if (device_graphs && !saved && !rope.dynamic() && is_decode_batch(batch) &&
         static_cast<int64_t>(batch.token_ids.size()) <= kMaxGraphRows) {
-      if (Tensor logits = replay_decode(batch, cache); logits.defined()) return logits;
+      if (Tensor logits = replay_decode(batch, cache, earlier); logits.defined()) return logits;
     }
     StepInputs inputs = allocate_step_inputs(batch, device);
     upload_step_inputs(batch, inputs);
+    take_earlier_ids(inputs.ids, earlier);
     Tensor cos, sin;
     if (rope.dynamic()) {  // float32 on the host, rounded to the dtype as Transformers' rotary embedding returns them
       rope.tables(batch.positions, cos, sin);
@@ -142,7 +144,7 @@ struct CausalLM::Impl {
 
   // The graph of the batch's padded shape (captured on its first use, after one ordinary run that warms every
   // kernel and plan up) replayed on the batch; undefined when the device has no graphs.
-  Tensor replay_decode(const ForwardBatch& batch, KVCache& cache) {
+  Tensor replay_decode(const ForwardBatch& batch, KVCache& cache, const EarlierIds& earlier) {
     const int64_t rows = std::bit_ceil(static_cast<uint64_t>(batch.token_ids.size()));
     const int64_t max_blocks = std::max<int64_t>(8, std::bit_ceil(static_cast<uint64_t>(batch.max_blocks)));
     const ForwardBatch padded = pad_decode_batch(batch, rows, max_blocks);
@@ -158,6 +160,7 @@ struct CausalLM::Impl {
     if (found != graphs.end()) {
       DecodeGraph& g = found->second;
       upload_step_inputs(padded, g.inputs);
+      take_earlier_ids(g.inputs.ids, earlier);
       g.graph->replay();
       return g.logits.narrow(0, R);
     }
@@ -166,6 +169,7 @@ struct CausalLM::Impl {
     g.inputs.meta.max_context_len = max_blocks * cache.block_size;
     g.logits = tfm::empty({rows, config.vocab_size}, dtype, device);
     upload_step_inputs(padded, g.inputs);
+    take_earlier_ids(g.inputs.ids, earlier);
     auto work = [&] {
       gather_rope(padded.positions, g.inputs.meta.positions, g.cos, g.sin);
       run_layers(g.inputs, g.cos, g.sin, cache, nullptr, g.logits);
@@ -185,6 +189,30 @@ struct CausalLM::Impl {
     Tensor logits = g.logits.narrow(0, R);
     graphs.emplace(std::pair{rows, max_blocks}, std::move(g));
     return logits;
+  }
+
+  // Gives the rows of `ids` (T, on the device, uploaded) that wait for an earlier step's ids those ids: `ids`
+  // becomes a gather from its own values followed by the earlier ones, in order after both on the device.
+  void take_earlier_ids(const Tensor& ids, const EarlierIds& earlier) {
+    if (earlier.rows.empty()) return;
+    check(earlier.ids && earlier.rows.size() == earlier.from.size(), "forward: earlier ids without their step");
+    const Tensor from = to_device(earlier.ids->on_device(), device);
+    const int64_t T = ids.size(0), P = from.numel();
+    std::vector<int32_t> index(static_cast<size_t>(T));
+    std::iota(index.begin(), index.end(), 0);
+    for (size_t i = 0; i < earlier.rows.size(); ++i) {
+      check(earlier.rows[i] >= 0 && earlier.rows[i] < T && earlier.from[i] >= 0 && earlier.from[i] < P,
+            "forward: row ", earlier.rows[i], " cannot take earlier id ", earlier.from[i], " (", T, " rows, ", P,
+            " earlier ids)");
+      index[static_cast<size_t>(earlier.rows[i])] = static_cast<int32_t>(T) + earlier.from[i];
+    }
+    const Tensor source = tfm::empty({T + P, 1}, DType::int32, device);
+    copy(source.narrow(0, T), ids);
+    copy(source.narrow(T, P), from);
+    const Tensor rows = tfm::empty({T}, DType::int32, device);
+    copy_from_host(rows, index.data());
+    Tensor out = ids.reshape({T, 1});
+    ops::gather_rows(source, rows, out);
   }
 
   // Makes the device rope table cover `positions` (growing it to a power of two past the largest).
@@ -451,17 +479,29 @@ Tensor CausalLM::forward(const ForwardBatch& batch, KVCache& cache, SavedActivat
   return out;
 }
 
+StepIds::StepIds(Tensor ids)
+    : device_(std::move(ids)),
+      host_(Tensor::cpu(device_.shape(), DType::int32)),
+      copy_(copy_to_host_queued(device_, host_.raw())) {}
+StepIds::StepIds(StepIds&&) noexcept = default;
+StepIds& StepIds::operator=(StepIds&&) noexcept = default;
+StepIds::~StepIds() = default;
+
+std::vector<int64_t> StepIds::read() {
+  copy_->wait();
+  return std::vector<int64_t>(host_.data<int32_t>(), host_.data<int32_t>() + host_.numel());
+}
+
 namespace {
 
 // One id per row of `logits`, chosen by `choose(logits, ids)` on the logits' device when `runs_there`, else on
 // a host copy: only the ids come back.
 template <typename Choose>
-std::vector<int64_t> choose_ids(Tensor logits, bool runs_there, Choose choose) {
+StepIds choose_ids(Tensor logits, bool runs_there, Choose choose) {
   if (!runs_there) logits = to_device(logits, Device{});
   Tensor ids = tfm::empty({logits.size(0)}, DType::int32, logits.device());
   choose(logits, ids);
-  const Tensor host = to_device(ids, Device{});
-  return std::vector<int64_t>(host.data<int32_t>(), host.data<int32_t>() + host.numel());
+  return StepIds(std::move(ids));
 }
 
 int32_t float_bits(float v) {
@@ -470,13 +510,14 @@ int32_t float_bits(float v) {
 
 }  // namespace
 
-std::vector<int64_t> CausalLM::greedy(const ForwardBatch& batch, KVCache& cache) {
-  const Tensor logits = impl_->step(batch, cache, nullptr);
+StepIds CausalLM::queue_greedy(const ForwardBatch& batch, KVCache& cache, const EarlierIds& earlier) {
+  const Tensor logits = impl_->step(batch, cache, nullptr, earlier);
   return choose_ids(logits, ops::argmax_rows_runs_on(logits.device().type, logits.dtype()),
                     [](const Tensor& x, Tensor& ids) { ops::argmax_rows(x, ids); });
 }
 
-std::vector<int64_t> CausalLM::sample(const ForwardBatch& batch, KVCache& cache, const std::vector<RowSampling>& rows) {
+StepIds CausalLM::queue_sample(const ForwardBatch& batch, KVCache& cache, const std::vector<RowSampling>& rows,
+                               const EarlierIds& earlier) {
   check(rows.size() == batch.logits_rows.size(), "sample: ", rows.size(), " rows of settings for ",
         batch.logits_rows.size(), " rows of logits");
   // Settings, then penalties, in one int32 buffer: one upload.
@@ -504,7 +545,7 @@ std::vector<int64_t> CausalLM::sample(const ForwardBatch& batch, KVCache& cache,
   const auto N = static_cast<int64_t>(penalties.size() / 2);
   packed.insert(packed.end(), penalties.begin(), penalties.end());
 
-  const Tensor logits = impl_->step(batch, cache, nullptr);
+  const Tensor logits = impl_->step(batch, cache, nullptr, earlier);
   const bool runs_there = ops::sample_rows_runs_on(logits.device().type, logits.dtype());
   const Tensor inputs = tfm::empty({static_cast<int64_t>(packed.size())}, DType::int32,
                                    runs_there ? logits.device() : Device{});

@@ -19,6 +19,7 @@ namespace tfm {
 class SavedActivations;
 class Gradients;
 class Linear;
+class PendingCopy;
 
 // A tensor of the model's weights as its layers hold it, with the checkpoint tensors it stacks: a fused
 // projection holds the rows of several (q_proj, k_proj and v_proj), one of its own otherwise.
@@ -79,6 +80,34 @@ struct RowSampling {
   std::vector<std::pair<int32_t, float>> penalized;
 };
 
+// The ids a step chose (CausalLM::queue_greedy, queue_sample), on the device and on their way to the host: the
+// next step can be queued behind this one and take its input ids from them (EarlierIds) before they are read.
+class StepIds {
+ public:
+  // Queues the copy of `ids` (int32 (R), on any device) to the host.
+  explicit StepIds(Tensor ids);
+  StepIds(StepIds&&) noexcept;
+  StepIds& operator=(StepIds&&) noexcept;
+  ~StepIds();
+
+  // One id per row of the step's batch.logits_rows; waits for the step.
+  std::vector<int64_t> read();
+  const Tensor& on_device() const { return device_; }
+
+ private:
+  Tensor device_;
+  Tensor host_;
+  std::unique_ptr<PendingCopy> copy_;  // into host_: destroyed (waited for) first
+};
+
+// Rows of a step whose token an earlier step chose and nobody has read yet: row rows[i] of the batch takes id
+// from[i] of `ids` on the device, in order after the earlier step (its token_ids entry is any id in the
+// vocabulary). A negative id (the earlier row's logits were not finite) leaves the row's embedding unwritten.
+struct EarlierIds {
+  const StepIds* ids = nullptr;
+  std::vector<int32_t> rows, from;
+};
+
 class CausalLM {
  public:
   // `dir` is a model folder as the Hub ships it.
@@ -104,12 +133,21 @@ class CausalLM {
   // Runs one step and returns the greedy choice (the first largest logit, as torch.argmax) of each row of
   // batch.logits_rows, chosen on the device where it has the kernel, so that only the ids come back; -1 for a
   // row whose logits hold a NaN or an infinity.
-  std::vector<int64_t> greedy(const ForwardBatch& batch, KVCache& cache);
+  std::vector<int64_t> greedy(const ForwardBatch& batch, KVCache& cache) { return queue_greedy(batch, cache).read(); }
 
   // Runs one step and returns each row's token chosen as `rows` (one per row of batch.logits_rows) say, on the
   // device where it has the kernel, so that only the ids come back; -1 for a row with no distribution to draw
   // from (a NaN or +inf, or every value -inf, after the penalties and temperature).
-  std::vector<int64_t> sample(const ForwardBatch& batch, KVCache& cache, const std::vector<RowSampling>& rows);
+  std::vector<int64_t> sample(const ForwardBatch& batch, KVCache& cache, const std::vector<RowSampling>& rows) {
+    return queue_sample(batch, cache, rows).read();
+  }
+
+  // greedy() and sample() without waiting for the device: the step is queued and its ids read later, so that
+  // the host can prepare and queue the next step meanwhile (asynchronous batching), whose rows may take their
+  // ids from this one's (`earlier`).
+  StepIds queue_greedy(const ForwardBatch& batch, KVCache& cache, const EarlierIds& earlier = {});
+  StepIds queue_sample(const ForwardBatch& batch, KVCache& cache, const std::vector<RowSampling>& rows,
+                       const EarlierIds& earlier = {});
 
   // Decode steps (one new token per sequence) run as device graphs where the device has them (cuda): each
   // batch size, rounded up to a power of two, is captured once per KV cache and replayed, so the host issues

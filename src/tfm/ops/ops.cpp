@@ -223,6 +223,13 @@ void concat_columns(std::span<const Tensor* const> ins, Tensor& out) {
 }
 
 void gather_rows(const Tensor& x, const Tensor& rows, Tensor& out) {
+  if (x.dtype() == DType::int32 && out.dtype() == DType::int32) {
+    // Every device's gather moves bits without reading them: int32 rows travel as float32 words.
+    const auto words = [](const Tensor& t) { return Tensor(t.storage(), t.shape(), DType::float32, t.offset()); };
+    Tensor out_words = words(out);
+    gather_rows(words(x), rows, out_words);
+    return;
+  }
   const op::GatherRows a{x, rows, out};
   const DType d = compute_dtype(a);
   expect(x, d, a.name, "x");

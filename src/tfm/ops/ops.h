@@ -29,7 +29,7 @@ void add_(Tensor& x, const Tensor& y);
 void cast(const Tensor& x, Tensor& out);
 void split_columns(const Tensor& x, std::span<Tensor* const> outs);
 void concat_columns(std::span<const Tensor* const> ins, Tensor& out);
-void gather_rows(const Tensor& x, const Tensor& rows, Tensor& out);
+void gather_rows(const Tensor& x, const Tensor& rows, Tensor& out);  // of a float dtype, or int32
 void add_scaled_columns_(Tensor& out, int64_t out_column, const Tensor& x, int64_t x_column, int64_t width,
                          float scale);
 void argmax_rows(const Tensor& x, Tensor& ids);

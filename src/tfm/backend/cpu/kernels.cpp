@@ -16,12 +16,13 @@ namespace tfm::cpu {
 namespace {
 
 // Copies of whole rows do not look at the values: they move elements of T's size, whatever the dtype.
-// out[i] = x[rows[i]] for rows of `width` elements.
+// out[i] = x[rows[i]] for rows of `width` elements; a negative row is skipped (op_set.h).
 template <typename T>
 void gather(const T* x, const int32_t* rows, int64_t count, int64_t width, T* out) {
   parallel_for(count, {.enabled = count * width > 65536}, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i)
-      std::memcpy(out + i * width, x + int64_t{rows[i]} * width, width * sizeof(T));
+    for (int64_t i = begin; i < end; ++i) {
+      if (rows[i] >= 0) std::memcpy(out + i * width, x + int64_t{rows[i]} * width, width * sizeof(T));
+    }
   });
 }
 

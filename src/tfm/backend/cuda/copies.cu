@@ -17,7 +17,7 @@ __global__ void copy_rows_kernel(RowCopies copies, int64_t rows) {
   const int64_t words = c.row_bytes / static_cast<int64_t>(sizeof(Word));
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const int64_t from = c.src_rows ? c.src_rows[r] : r, to = c.dst_rows ? c.dst_rows[r] : r;
-    if (to < 0) continue;  // a padding row's slot
+    if (from < 0 || to < 0) continue;  // a padding row's slot, or a row op_set.h skips
     const Word* src = reinterpret_cast<const Word*>(static_cast<const char*>(c.src) + from * c.src_pitch);
     Word* dst = reinterpret_cast<Word*>(static_cast<char*>(c.dst) + to * c.dst_pitch);
     for (int64_t i = threadIdx.x; i < words; i += blockDim.x) dst[i] = src[i];

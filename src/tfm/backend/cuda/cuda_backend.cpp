@@ -3,10 +3,12 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <map>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "tfm/backend/block_cache.h"
 #include "tfm/backend/cuda/cuda_backend.h"
@@ -26,6 +28,84 @@ constexpr size_t kStagedCopyFrom = size_t{1} << 20;
 // one step not overlapped, stays short, and a piece still takes the link ~150 us, against ~10 us to issue and
 // wait.
 constexpr size_t kStagingBytes = size_t{8} << 20;
+
+// Pinned host memory for copies to the host that return before the device has run them (a copy into pageable
+// memory waits for the device first), kept for reuse: a step's ids need one buffer of a few KB per step.
+class PinnedBuffers {
+ public:
+  struct Buffer {
+    void* data = nullptr;
+    size_t bytes = 0;
+  };
+  Buffer take(size_t bytes) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      const auto fits = std::find_if(free_.begin(), free_.end(), [&](const Buffer& b) { return b.bytes >= bytes; });
+      if (fits != free_.end()) {
+        const Buffer b = *fits;
+        free_.erase(fits);
+        return b;
+      }
+    }
+    Buffer b{nullptr, std::max<size_t>(std::bit_ceil(bytes), 4096)};
+    check_cuda(cudaHostAlloc(&b.data, b.bytes, cudaHostAllocPortable), "cudaHostAlloc");
+    return b;
+  }
+  void give_back(Buffer b) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    free_.push_back(b);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<Buffer> free_;
+};
+
+// A device-to-host copy into a pinned buffer, an event behind it; waiting copies the bytes on to their
+// destination.
+class CudaPendingCopy final : public PendingCopy {
+ public:
+  CudaPendingCopy(PinnedBuffers& buffers, int index, void* dst, const void* src, size_t bytes)
+      : buffers_(buffers), index_(index), dst_(dst), bytes_(bytes) {
+    check_cuda(cudaEventCreateWithFlags(&done_, cudaEventDisableTiming), "cudaEventCreate");
+    try {
+      buffer_ = buffers_.take(bytes);
+      const cudaStream_t s = cuda::stream(index);
+      check_cuda(cudaMemcpyAsync(buffer_.data, src, bytes, cudaMemcpyDeviceToHost, s),
+                 "cudaMemcpyAsync device to host");
+      check_cuda(cudaEventRecord(done_, s), "cudaEventRecord");
+    } catch (...) {
+      cudaStreamSynchronize(cuda::stream(index));  // a copy queued before the failure writes the buffer
+      release();
+      throw;
+    }
+  }
+  ~CudaPendingCopy() override {
+    if (!waited_) cudaEventSynchronize(done_);
+    release();
+  }
+  void wait() override {
+    if (waited_) return;
+    use_device(index_);
+    check_cuda(cudaEventSynchronize(done_), "cudaEventSynchronize after a device-to-host copy");
+    std::memcpy(dst_, buffer_.data, bytes_);
+    waited_ = true;
+  }
+
+ private:
+  void release() {
+    if (buffer_.data) buffers_.give_back(buffer_);
+    cudaEventDestroy(done_);
+  }
+
+  PinnedBuffers& buffers_;
+  int index_;
+  void* dst_;
+  size_t bytes_;
+  PinnedBuffers::Buffer buffer_;
+  cudaEvent_t done_ = nullptr;
+  bool waited_ = false;
+};
 
 class CudaBackend final : public Backend {
  public:
@@ -88,6 +168,10 @@ class CudaBackend final : public Backend {
     const cudaStream_t s = cuda::stream(index);
     check_cuda(cudaMemcpyAsync(dst, address(src), bytes, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync device to host");
     check_cuda(cudaStreamSynchronize(s), "cudaStreamSynchronize after a device-to-host copy");
+  }
+  std::unique_ptr<PendingCopy> copy_to_host_queued(int index, void* dst, DeviceSpan src, size_t bytes) override {
+    use_device(index);
+    return std::make_unique<CudaPendingCopy>(pinned_, index, dst, address(src), bytes);
   }
   void copy_on_device(int index, DeviceSpan dst, DeviceSpan src, size_t bytes) override {
     use_device(index);
@@ -196,6 +280,7 @@ class CudaBackend final : public Backend {
 
   std::mutex staging_mutex_;
   void* staging_[2] = {};
+  PinnedBuffers pinned_;
   std::map<int, cudaStream_t> copy_streams_;  // per device
   std::map<int, cudaEvent_t> compute_done_;   // per device: where its stream's work had got to
 };

@@ -294,6 +294,46 @@ void XpuBackend::copy_to_host(int index, void* dst, DeviceSpan src, size_t bytes
            "clEnqueueReadBuffer", d.where);
 }
 
+namespace {
+
+// A non-blocking read and the event of its completion.
+class XpuPendingCopy final : public PendingCopy {
+ public:
+  XpuPendingCopy(cl_event done, std::string where) : done_(done), where_(std::move(where)) {}
+  ~XpuPendingCopy() override {
+    if (!done_) return;
+    clWaitForEvents(1, &done_);
+    clReleaseEvent(done_);
+  }
+  void wait() override {
+    if (!done_) return;
+    const cl_int status = clWaitForEvents(1, &done_);
+    clReleaseEvent(done_);
+    done_ = nullptr;
+    cl_check(status, "clWaitForEvents", where_);
+  }
+
+ private:
+  cl_event done_;
+  std::string where_;
+};
+
+}  // namespace
+
+std::unique_ptr<PendingCopy> XpuBackend::copy_to_host_queued(int index, void* dst, DeviceSpan src, size_t bytes) {
+  const XpuDevice& d = device(index);
+  refuse_while_recording(d, "a copy to the host");
+  if (bytes == 0) return Backend::copy_to_host_queued(index, dst, src, bytes);
+  cl_event done = nullptr;
+  cl_check(clEnqueueReadBuffer(d.queue.get(), as_buffer(src.base), CL_FALSE, src.offset, bytes, dst, 0, nullptr,
+                               &done),
+           "clEnqueueReadBuffer", d.where);
+  auto copy = std::make_unique<XpuPendingCopy>(done, d.where);
+  // The device starts on what is queued while the host goes on (a queue may hold commands until flushed).
+  cl_check(clFlush(d.queue.get()), "clFlush", d.where);
+  return copy;
+}
+
 void XpuBackend::copy_on_device(int index, DeviceSpan dst, DeviceSpan src, size_t bytes) {
   if (bytes == 0) return;
   XpuDevice& d = device(index);

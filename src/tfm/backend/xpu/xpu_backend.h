@@ -52,6 +52,7 @@ class XpuBackend final : public Backend {
   void deallocate(int index, void* p) override;
   void copy_from_host(int index, DeviceSpan dst, const void* src, size_t bytes) override;
   void copy_to_host(int index, void* dst, DeviceSpan src, size_t bytes) override;
+  std::unique_ptr<PendingCopy> copy_to_host_queued(int index, void* dst, DeviceSpan src, size_t bytes) override;
   void copy_on_device(int index, DeviceSpan dst, DeviceSpan src, size_t bytes) override;
   void fill_zero(int index, DeviceSpan dst, size_t bytes) override;
   void synchronize(int index) override;

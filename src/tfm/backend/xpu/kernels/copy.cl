@@ -3,12 +3,14 @@
 // option WORD: uint or ushort), so bfloat16 and float16 share one program. Two-dimensional kernels run over
 // (column, row).
 
-// out[i, :] = x[rows[i], :]; also the embedding lookup (x the table, rows the token ids).
+// out[i, :] = x[rows[i], :], skipping negative rows; also the embedding lookup (x the table, rows the token
+// ids).
 __kernel void gather_rows(__global const WORD* x, long x_off, __global const int* rows, long rows_off,
                           __global WORD* out, long out_off, int width, int count) {
   const int c = get_global_id(0), i = get_global_id(1);
   if (c >= width || i >= count) return;
   const long row = rows[rows_off + i];
+  if (row < 0) return;
   out[out_off + (long)i * width + c] = x[x_off + row * width + c];
 }
 
