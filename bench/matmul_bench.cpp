@@ -5,34 +5,17 @@
 //   matmul_bench [DEVICE] [DTYPE] [REPEAT] [M K N]...   defaults: cuda:0 bfloat16 20, the Qwen3-0.6B shape's
 //                                                       training matmuls at 8,192 tokens
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <initializer_list>
 #include <string>
 #include <vector>
 
+#include "device_timing.h"
 #include "tfm/backend/backend.h"
 #include "tfm/core/error.h"
 #include "tfm/ops/ops.h"
 
-namespace {
-
-template <typename Run>
-double median_seconds(tfm::Device device, int repeat, Run&& run) {
-  run();
-  tfm::find_backend(device.type)->synchronize(device.index_or_zero());
-  std::vector<double> times;
-  for (int i = 0; i < repeat; ++i) {
-    const auto start = std::chrono::steady_clock::now();
-    run();
-    tfm::find_backend(device.type)->synchronize(device.index_or_zero());
-    times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-  }
-  std::nth_element(times.begin(), times.begin() + repeat / 2, times.end());
-  return times[static_cast<size_t>(repeat / 2)];
-}
-
-}  // namespace
+using tfm::bench::median_seconds;
 
 int main(int argc, char** argv) try {
   const tfm::Device device = tfm::resolve_device(argc > 1 ? argv[1] : "cuda:0");

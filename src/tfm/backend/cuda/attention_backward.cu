@@ -171,6 +171,22 @@ __device__ void write_rows(Accumulator (&acc)[D / 16], float* staging, int warp_
 }
 #endif
 
+// Copies rows first .. first + count - 1 (count of them at most kTileRows; the rest of a tile is zeros) of one
+// head of two tensors laid out (rows, heads, D) into two tiles, and waits for them; tile_b may be null.
+template <typename T, int D>
+__device__ void load_rows(T* tile_a, const T* a, T* tile_b, const T* b, int64_t first, int64_t count, int64_t heads,
+                          int64_t head, const T* (&sources)[2][kTileRows]) {
+  for (int c = threadIdx.x; c < kTileRows; c += blockDim.x) {
+    const int64_t at = ((first + c) * heads + head) * D;
+    sources[0][c] = c < count ? a + at : nullptr;
+    sources[1][c] = c < count ? b + at : nullptr;
+  }
+  __syncthreads();
+  start_tile_load<T, D>(tile_a, BackwardLayout<T, D>::kLd, kTileRows, sources[0]);
+  if (tile_b) start_tile_load<T, D>(tile_b, BackwardLayout<T, D>::kLd, kTileRows, sources[1]);
+  finish_tile_loads();
+}
+
 // One block per (64 query rows of a sequence, head): the rows' log-sum-exp in a first pass over the key tiles,
 // then dq = sum over keys of ds k with ds = p (dout . v - delta) scale in a second.
 template <typename T, int D>
@@ -193,15 +209,7 @@ __global__ void __launch_bounds__(kTileWarps * 32)
   const int64_t h = blockIdx.y, kv_head = h / (a.heads / a.kv_heads), start = a.query_start[s];
   const int64_t i0 = tile * kTileRows;  // of the sequence
   const int rows = static_cast<int>(min(static_cast<int64_t>(kTileRows), a.query_start[s + 1] - start - i0));
-  for (int r = threadIdx.x; r < kTileRows; r += blockDim.x) {
-    const int64_t at = ((start + i0 + r) * a.heads + h) * D;
-    sources[0][r] = r < rows ? q + at : nullptr;
-    sources[1][r] = r < rows ? dout + at : nullptr;
-  }
-  __syncthreads();
-  start_tile_load<T, D>(q_tile, L::kLd, kTileRows, sources[0]);
-  start_tile_load<T, D>(g_tile, L::kLd, kTileRows, sources[1]);
-  finish_tile_loads();
+  load_rows<T, D>(q_tile, q, g_tile, dout, start + i0, rows, a.heads, h, sources);
 
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp, warp_row = warp * 16;
   for (int r = warp; r < kTileRows; r += kTileWarps) {
@@ -215,15 +223,8 @@ __global__ void __launch_bounds__(kTileWarps * 32)
   }
   const int64_t first = a.window > 0 ? max(int64_t{0}, i0 - a.window + 1) : 0, last = i0 + rows - 1;
   auto load_keys = [&](bool with_values, int64_t j0) {
-    for (int c = threadIdx.x; c < kTileRows; c += blockDim.x) {
-      const int64_t at = ((start + j0 + c) * a.kv_heads + kv_head) * D;
-      sources[0][c] = j0 + c <= last ? k + at : nullptr;
-      sources[1][c] = j0 + c <= last ? v + at : nullptr;
-    }
-    __syncthreads();
-    start_tile_load<T, D>(k_tile, L::kLd, kTileRows, sources[0]);
-    if (with_values) start_tile_load<T, D>(v_tile, L::kLd, kTileRows, sources[1]);
-    finish_tile_loads();
+    load_rows<T, D>(k_tile, k, with_values ? v_tile : nullptr, v, start + j0, last - j0 + 1, a.kv_heads, kv_head,
+                    sources);
   };
   // This lane's elements lie in two of the warp's rows (fragment_row of even and odd pairs); the four lanes
   // that share them keep the same running maximum and sum.
@@ -331,15 +332,7 @@ __global__ void __launch_bounds__(kTileWarps * 32)
   const int64_t kv_head = blockIdx.y, group = a.heads / a.kv_heads, start = a.query_start[s];
   const int64_t length = a.query_start[s + 1] - start, j0 = tile * kTileRows;
   const int keys = static_cast<int>(min(static_cast<int64_t>(kTileRows), length - j0));
-  for (int c = threadIdx.x; c < kTileRows; c += blockDim.x) {
-    const int64_t at = ((start + j0 + c) * a.kv_heads + kv_head) * D;
-    sources[0][c] = c < keys ? k + at : nullptr;
-    sources[1][c] = c < keys ? v + at : nullptr;
-  }
-  __syncthreads();
-  start_tile_load<T, D>(k_tile, L::kLd, kTileRows, sources[0]);
-  start_tile_load<T, D>(v_tile, L::kLd, kTileRows, sources[1]);
-  finish_tile_loads();
+  load_rows<T, D>(k_tile, k, v_tile, v, start + j0, keys, a.kv_heads, kv_head, sources);
 
   const int warp = threadIdx.x / kWarp, warp_row = warp * 16;
   const int64_t last = a.window > 0 ? min(length - 1, j0 + keys - 1 + a.window - 1) : length - 1;
@@ -354,15 +347,10 @@ __global__ void __launch_bounds__(kTileWarps * 32)
       for (int c = threadIdx.x; c < kTileRows; c += blockDim.x) {
         const bool in = i0 + c <= last;
         const int64_t row = (start + i0 + c) * a.heads + h;
-        sources[0][c] = in ? q + row * D : nullptr;
-        sources[1][c] = in ? dout + row * D : nullptr;
         row_lse[c] = in ? lse[row] : 0.f;
         row_delta[c] = in ? delta[row] : 0.f;
       }
-      __syncthreads();
-      start_tile_load<T, D>(q_tile, L::kLd, kTileRows, sources[0]);
-      start_tile_load<T, D>(g_tile, L::kLd, kTileRows, sources[1]);
-      finish_tile_loads();
+      load_rows<T, D>(q_tile, q, g_tile, dout, start + i0, last - i0 + 1, a.heads, h, sources);
       if (warp_row < keys) {
         // 16 query rows at a time, transposed (a row a key), so that two accumulators' worth of scores are live
         // beside dk's and dv's.
