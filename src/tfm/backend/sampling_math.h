@@ -32,14 +32,41 @@ inline uint64_t sampling_key(uint64_t seed, uint64_t stream, uint64_t step) {
   return splitmix64(splitmix64(splitmix64(seed) ^ stream) ^ step);
 }
 
+// Element i's 24 random bits under `key`, as an exact float in [0, 2^24).
+TFM_HOST_DEVICE inline float random_bits24(uint64_t key, int64_t i) {
+  return static_cast<float>(splitmix64(key ^ static_cast<uint64_t>(i)) >> 40);
+}
+
+// op::Dropout's uniform of element i in [0, 1), under key = splitmix64(the op's seed).
+TFM_HOST_DEVICE inline float dropout_uniform(uint64_t key, int64_t i) {
+  return random_bits24(key, i) * 0x1p-24f;
+}
+
 // Token i's score in the race that draws a step's token: its processed logit plus a Gumbel variable,
 // y - log(-log(u)) with u = token i's uniform under `key` in (0, 1) (24 random bits, centred in their interval
 // so that neither 0 nor 1 comes out). The largest score wins: the argmax of logits plus independent Gumbel noise
 // is distributed as their softmax, so a draw is a reduction over the row, the same on any device, with no
 // cumulative sum whose rounding depends on the order of the additions.
 TFM_HOST_DEVICE inline float race_score(float y, uint64_t key, int64_t i) {
-  const float u = (static_cast<float>(splitmix64(key ^ static_cast<uint64_t>(i)) >> 40) + 0.5f) * 0x1p-24f;
+  const float u = (random_bits24(key, i) + 0.5f) * 0x1p-24f;
   return y - logf(-logf(u));
+}
+
+// The host's draw over a row of n processed logits (the Sampler's, and the cpu kernel's): the token with the
+// largest race_score among those kept(i) says are candidates, the first on ties; -1 when none is.
+template <typename Kept>
+int64_t race_winner(const float* y, int64_t n, uint64_t key, Kept kept) {
+  int64_t best = -1;
+  float best_score = -INFINITY;
+  for (int64_t i = 0; i < n; ++i) {
+    if (!kept(i)) continue;
+    const float score = race_score(y[i], key, i);
+    if (best < 0 || score > best_score) {
+      best = i;
+      best_score = score;
+    }
+  }
+  return best;
 }
 
 // A probability weight exp(y - max) in [0, 1] as a 2^-40 fixed-point integer: top-p sums these, and integer

@@ -31,18 +31,8 @@ int64_t Sampler::sample(std::span<const float> scores) {
     any = any || s != -INFINITY;
   }
   check(any, "probability tensor contains either `inf`, `nan` or element < 0 (every token is -inf)");
-  const uint64_t key = next_key();
-  size_t best = 0;
-  float best_score = -INFINITY;
-  for (size_t i = 0; i < scores.size(); ++i) {
-    if (scores[i] == -INFINITY) continue;
-    const float score = race_score(scores[i], key, static_cast<int64_t>(i));
-    if (best_score == -INFINITY || score > best_score) {
-      best = i;
-      best_score = score;
-    }
-  }
-  return static_cast<int64_t>(best);
+  return race_winner(scores.data(), static_cast<int64_t>(scores.size()), next_key(),
+                     [&](int64_t i) { return scores[static_cast<size_t>(i)] != -INFINITY; });
 }
 
 }  // namespace tfm

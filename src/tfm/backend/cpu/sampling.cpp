@@ -101,17 +101,8 @@ int32_t sample_row(std::vector<float>& x, const SampleSettings& s, const op::Sam
     for (size_t i = 0; i < y.size(); ++i) kept[i] = kept[i] && std::exp(y[i] - max) >= s.min_p;
   }
   const uint64_t key = uint64_t{s.key_high} << 32 | s.key_low;
-  int32_t best = -1;
-  float best_score = kNegInf;
-  for (size_t i = 0; i < y.size(); ++i) {
-    if (!kept[i]) continue;
-    const float score = race_score(y[i], key, static_cast<int64_t>(i));
-    if (best < 0 || score > best_score) {
-      best = static_cast<int32_t>(i);
-      best_score = score;
-    }
-  }
-  return best;
+  return static_cast<int32_t>(
+      race_winner(y.data(), V, key, [&](int64_t i) { return kept[static_cast<size_t>(i)]; }));
 }
 
 template <typename T>

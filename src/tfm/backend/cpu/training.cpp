@@ -269,8 +269,7 @@ void dropout(const op::Dropout& a) {
   T* out = a.out.data<T>();
   parallel_for(n, {.enabled = n > 65536}, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
-      const float u = static_cast<float>(splitmix64(key ^ static_cast<uint64_t>(i)) >> 40) * 0x1p-24f;
-      out[i] = u >= a.p ? from_float<T>(to_float(x[i]) * keep_scale) : from_float<T>(0.f);
+      out[i] = dropout_uniform(key, i) >= a.p ? from_float<T>(to_float(x[i]) * keep_scale) : from_float<T>(0.f);
     }
   });
 }

@@ -250,8 +250,7 @@ __global__ void dropout_kernel(const T* x, float p, uint64_t seed, int64_t n, T*
   const float keep_scale = 1.f / (1.f - p);
   const uint64_t key = splitmix64(seed);
   for (int64_t i = first_index(); i < n; i += grid_stride()) {
-    const float u = static_cast<float>(splitmix64(key ^ static_cast<uint64_t>(i)) >> 40) * 0x1p-24f;
-    out[i] = u >= p ? from_float<T>(to_float(x[i]) * keep_scale) : from_float<T>(0.f);
+    out[i] = dropout_uniform(key, i) >= p ? from_float<T>(to_float(x[i]) * keep_scale) : from_float<T>(0.f);
   }
 }
 
