@@ -17,8 +17,8 @@
 
 namespace tfm {
 
-// splitmix64's output function: a bijection of 64-bit words in which every input bit reaches every output bit,
-// so that splitmix64(key ^ i) over i is a random stream addressed by position, with no state to carry.
+// splitmix64's output function: a bijection of 64-bit words in which every input bit reaches every output
+// bit, so that splitmix64(key ^ i) over i is a random stream addressed by position, with no state to carry.
 TFM_HOST_DEVICE inline uint64_t splitmix64(uint64_t z) {
   z += 0x9E3779B97F4A7C15ull;
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
@@ -43,10 +43,10 @@ TFM_HOST_DEVICE inline float dropout_uniform(uint64_t key, int64_t i) {
 }
 
 // Token i's score in the race that draws a step's token: its processed logit plus a Gumbel variable,
-// y - log(-log(u)) with u = token i's uniform under `key` in (0, 1) (24 random bits, centred in their interval
-// so that neither 0 nor 1 comes out). The largest score wins: the argmax of logits plus independent Gumbel noise
-// is distributed as their softmax, so a draw is a reduction over the row, the same on any device, with no
-// cumulative sum whose rounding depends on the order of the additions.
+// y - log(-log(u)) with u = token i's uniform under `key` in (0, 1) (24 random bits, centred in their
+// interval so that neither 0 nor 1 comes out). The largest score wins: the argmax of logits plus independent
+// Gumbel noise is distributed as their softmax, so a draw is a reduction over the row, the same on any
+// device, with no cumulative sum whose rounding depends on the order of the additions.
 TFM_HOST_DEVICE inline float race_score(float y, uint64_t key, int64_t i) {
   const float u = (random_bits24(key, i) + 0.5f) * 0x1p-24f;
   return y - logf(-logf(u));
@@ -99,15 +99,16 @@ TFM_HOST_DEVICE inline float from_order_key(uint32_t key) {
 
 // One row's settings for op::SampleRows, as kSampleSettingsWords int32 words (floats as their bits).
 struct SampleSettings {
-  float temperature;         // <= 0: greedy
-  int32_t top_k;             // <= 0: no top-k
-  float top_p;               // >= 1: no top-p
-  float min_p;               // <= 0: no min-p
-  float repetition_penalty;  // 1: none
+  float temperature;                       // <= 0: greedy
+  int32_t top_k;                           // <= 0: no top-k
+  float top_p;                             // >= 1: no top-p
+  float min_p;                             // <= 0: no min-p
+  float repetition_penalty;                // 1: none
   uint32_t key_low, key_high;              // the step's sampling_key
   int32_t penalties_begin, penalties_end;  // the row's entries of op::SampleRows' penalties
 };
 constexpr int kSampleSettingsWords = 9;
-static_assert(sizeof(SampleSettings) == kSampleSettingsWords * sizeof(int32_t), "SampleSettings is int32 words");
+static_assert(sizeof(SampleSettings) == kSampleSettingsWords * sizeof(int32_t),
+              "SampleSettings is int32 words");
 
 }  // namespace tfm

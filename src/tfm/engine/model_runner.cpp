@@ -4,8 +4,8 @@
 #include <cmath>
 #include <iterator>
 #include <numeric>
-#include <utility>
 #include <string_view>
+#include <utility>
 
 #include "tfm/core/error.h"
 
@@ -17,8 +17,9 @@ namespace {
 // left out), or nothing: log probabilities need the whole row on the host.
 std::optional<RowSampling> device_sampling(const GenerationConfig& c, const LogitsProcessorList& processors,
                                            const SamplingOptions& o) {
-  static constexpr std::string_view kOnDevice[] = {"RepetitionPenaltyLogitsProcessor", "TemperatureLogitsWarper",
-                                                   "TopKLogitsWarper", "TopPLogitsWarper", "MinPLogitsWarper"};
+  static constexpr std::string_view kOnDevice[] = {"RepetitionPenaltyLogitsProcessor",
+                                                   "TemperatureLogitsWarper", "TopKLogitsWarper",
+                                                   "TopPLogitsWarper", "MinPLogitsWarper"};
   if (o.top_logprobs >= 0) return std::nullopt;
   for (size_t i = 0; i < processors.size(); ++i) {
     if (std::find(std::begin(kOnDevice), std::end(kOnDevice), processors[i].name()) == std::end(kOnDevice))
@@ -53,9 +54,9 @@ RowSampling ModelRunner::State::device_settings() {
   if (sampler) r.key = sampler->next_key();
   for (const auto& [token, generated] : penalized) {
     // As choose() subtracts them on the host: summed in double, rounded once.
-    const double amount = generated > 0 ? options.presence_penalty +
-                                              options.frequency_penalty * static_cast<double>(generated)
-                                        : 0.0;
+    const double amount =
+        generated > 0 ? options.presence_penalty + options.frequency_penalty * static_cast<double>(generated)
+                      : 0.0;
     r.penalized.emplace_back(token, static_cast<float>(amount));
   }
   return r;
@@ -94,11 +95,11 @@ bool ModelRunner::can_run_ahead() const {
 
 int32_t ModelRunner::row_in_last_step(RequestId id) const {
   check(!queued_.empty(), "model runner: request ", id, " waits for a token no queued step chooses");
-  const std::vector<RequestId>& ids = queued_.back().ids;
-  const auto it = std::find(ids.begin(), ids.end(), id);
-  check(it != ids.end() && queued_.back().chosen, "model runner: request ", id,
+  const QueuedStep& last = queued_.back();
+  const auto it = last.row_of.find(id);
+  check(it != last.row_of.end() && last.chosen, "model runner: request ", id,
         " waits for a token the step queued last does not choose on the device");
-  return static_cast<int32_t>(it - ids.begin());
+  return it->second;
 }
 
 void ModelRunner::queue(const SchedulerOutput& plan) {
@@ -125,7 +126,8 @@ void ModelRunner::queue(const SchedulerOutput& plan) {
     batch.query_start.push_back(static_cast<int32_t>(batch.token_ids.size()));
     batch.context_lens.push_back(static_cast<int32_t>(c.start + static_cast<int64_t>(c.tokens.size())));
     batch.block_tables.insert(batch.block_tables.end(), c.blocks.begin(), c.blocks.end());
-    batch.block_tables.insert(batch.block_tables.end(), static_cast<size_t>(batch.max_blocks) - c.blocks.size(), -1);
+    batch.block_tables.insert(batch.block_tables.end(),
+                              static_cast<size_t>(batch.max_blocks) - c.blocks.size(), -1);
   }
   if (!earlier.rows.empty()) earlier.ids = &*queued_.back().chosen;
   QueuedStep step;
@@ -135,13 +137,15 @@ void ModelRunner::queue(const SchedulerOutput& plan) {
     const auto it = states_.find(c.id);
     check(it != states_.end(), "model runner: request ", c.id, " was never added");
     sampled.push_back(&it->second);
+    step.row_of.emplace(c.id, static_cast<int32_t>(step.ids.size()));
     step.ids.push_back(c.id);
     step.positions.push_back(c.start + static_cast<int64_t>(c.tokens.size()));
   }
   if (std::all_of(sampled.begin(), sampled.end(), [](const State* s) { return s->plain_greedy(); })) {
     // Greedy requests that need nothing of the logits but their argmax have it picked on the device.
     step.chosen = model_.queue_greedy(batch, cache_, earlier);
-  } else if (std::all_of(sampled.begin(), sampled.end(), [](const State* s) { return s->on_device.has_value(); })) {
+  } else if (std::all_of(sampled.begin(), sampled.end(),
+                         [](const State* s) { return s->on_device.has_value(); })) {
     // Requests whose processors the device runs have their tokens chosen there.
     std::vector<RowSampling> rows;
     for (State* s : sampled) rows.push_back(s->device_settings());
@@ -153,8 +157,8 @@ void ModelRunner::queue(const SchedulerOutput& plan) {
     for (size_t row = 0; row < sampled.size(); ++row) {
       std::span<float> scores(logits.data<float>() + static_cast<int64_t>(row) * V, static_cast<size_t>(V));
       State& s = *sampled[row];
-      check_finite(s, s.removes_invalid_values ||
-                          std::all_of(scores.begin(), scores.end(), [](float x) { return std::isfinite(x); }));
+      check_finite(s, s.removes_invalid_values || std::all_of(scores.begin(), scores.end(),
+                                                              [](float x) { return std::isfinite(x); }));
       step.done.push_back(choose(step.ids[row], step.positions[row], s, scores));
     }
   }
@@ -209,9 +213,11 @@ SampledToken ModelRunner::choose(RequestId id, int64_t position, State& s, std::
     std::vector<int64_t> order(scores.size());
     std::iota(order.begin(), order.end(), 0);
     const auto n = std::min<size_t>(static_cast<size_t>(o.top_logprobs), order.size());
-    std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(n), order.end(),
-                      [&](int64_t a, int64_t b) { return scores[a] > scores[b] || (scores[a] == scores[b] && a < b); });
-    for (size_t i = 0; i < n; ++i) lp.top.emplace_back(order[i], static_cast<double>(scores[order[i]]) - log_sum);
+    std::partial_sort(
+        order.begin(), order.begin() + static_cast<std::ptrdiff_t>(n), order.end(),
+        [&](int64_t a, int64_t b) { return scores[a] > scores[b] || (scores[a] == scores[b] && a < b); });
+    for (size_t i = 0; i < n; ++i)
+      lp.top.emplace_back(order[i], static_cast<double>(scores[order[i]]) - log_sum);
     out.logprobs = std::move(lp);
   }
   s.append(out.token);

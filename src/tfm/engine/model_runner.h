@@ -2,8 +2,8 @@
 // chooses the next token of every request whose chunk samples, with that request's own logits processors and
 // random generator. It keeps per request what choosing needs: the request's tokens (penalties look at them),
 // its processors and its sampler. When the device can run every sampling request's processors (penalties,
-// temperature, top-k, top-p, min-p: op::SampleRows) the step's tokens are chosen there and only ids come back;
-// otherwise the logits come to the host.
+// temperature, top-k, top-p, min-p: op::SampleRows) the step's tokens are chosen there and only ids come
+// back; otherwise the logits come to the host.
 //
 // A step is queued, then collected: when tokens are chosen on the device, the next step can be queued before
 // this one's are read (asynchronous batching), its rows for them taking them from the device.
@@ -15,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -34,7 +35,7 @@ struct SamplingOptions {
 };
 
 struct TokenLogprobs {
-  double logprob = 0;                              // of the chosen token
+  double logprob = 0;                           // of the chosen token
   std::vector<std::pair<int64_t, double>> top;  // the most likely tokens, most likely first
 };
 
@@ -90,16 +91,17 @@ class ModelRunner {
     RowSampling device_settings();  // takes the sampler's next key
     // Greedy with nothing that reads or changes the logits first: the argmax is all it needs.
     bool plain_greedy() const {
-      return !sampler && processors.empty() && options.presence_penalty == 0 && options.frequency_penalty == 0 &&
-             options.top_logprobs < 0;
+      return !sampler && processors.empty() && options.presence_penalty == 0 &&
+             options.frequency_penalty == 0 && options.top_logprobs < 0;
     }
   };
   // A step on its way: whose tokens it chooses and where they go.
   struct QueuedStep {
-    std::vector<RequestId> ids;      // of its sampling chunks, in logits-row order
-    std::vector<int64_t> positions;  // of each one's token among its request's tokens
-    std::optional<StepIds> chosen;   // chosen on the device
-    std::vector<SampledToken> done;  // chosen on the host (and appended) already
+    std::vector<RequestId> ids;                     // of its sampling chunks, in logits-row order
+    std::unordered_map<RequestId, int32_t> row_of;  // the inverse of `ids`: the next step looks rows up by it
+    std::vector<int64_t> positions;                 // of each one's token among its request's tokens
+    std::optional<StepIds> chosen;                  // chosen on the device
+    std::vector<SampledToken> done;                 // chosen on the host (and appended) already
   };
 
   SampledToken choose(RequestId id, int64_t position, State& state, std::span<float> scores);

@@ -1,6 +1,6 @@
-// op::SampleRows on the CPU: each rule of op_set.h applied to a float32 copy of the row, in its order, as plainly
-// as it reads; the reference the devices' kernels are tested against, and what the host runs for a device
-// without them.
+// op::SampleRows on the CPU: each rule of op_set.h applied to a float32 copy of the row, in its order, as
+// plainly as it reads; the reference the devices' kernels are tested against, and what the host runs for a
+// device without them.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
