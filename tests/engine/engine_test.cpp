@@ -146,6 +146,75 @@ TEST(Engine, SeededSamplingDrawsTheSameTokensOnTheDeviceAndTheHostAndOnEveryDevi
   }
 }
 
+// A request with log probabilities needs its logits on the host; the greedy and sampled requests sharing its
+// steps are still chosen on the device (CausalLM::split_step), each getting what it gets alone.
+TEST(Engine, ARequestThatNeedsItsLogitsOnTheHostLeavesTheOthersTheirTokens) {
+  RequestOptions sampled;
+  sampled.generation = {{"max_new_tokens", 12}, {"do_sample", true}, {"temperature", 0.8}, {"top_k", 20},
+                        {"repetition_penalty", 1.2}, {"seed", 3}};
+  sampled.sampling.presence_penalty = 0.3;
+  RequestOptions with_logprobs = greedy(9);
+  with_logprobs.sampling.top_logprobs = 2;
+  const std::vector<std::pair<std::vector<int64_t>, RequestOptions>> requests = {
+      {{1, 5, 9}, greedy(10)}, {{1, 17, 42, 8}, with_logprobs}, {{1, 5, 9, 14, 5}, sampled}, {{2, 3}, greedy(7)}};
+  std::vector<std::string> devices = {"cpu"};
+  if (xpu::seam_test_device()) devices.push_back("xpu:0");
+  for (const std::string& device : devices) {
+    CausalLM model =
+        CausalLM::from_pretrained(kFixtures + "qwen3_head_dim_sliding", {.device = device, .progress = false});
+    const GenerationConfig gc = generation_config(model, "qwen3_head_dim_sliding");
+    std::vector<std::vector<int64_t>> alone;
+    for (const auto& [prompt, options] : requests) {
+      Engine single(model, gc, {.num_blocks = 32});
+      const RequestId id = single.add_request(prompt, options);
+      alone.push_back(run(single).at(id));
+    }
+    Engine shared(model, gc, {.num_blocks = 64});
+    std::vector<RequestId> ids;
+    for (const auto& [prompt, options] : requests) ids.push_back(shared.add_request(prompt, options));
+    const auto out = run(shared);
+    for (size_t i = 0; i < requests.size(); ++i) EXPECT_EQ(out.at(ids[i]), alone[i]) << device << " request " << i;
+  }
+}
+
+// CausalLM::split_step: the rows left to the host come back as forward() returns them, and only those; the
+// others get the tokens queue_sample() chooses for them.
+TEST(Engine, ASplitStepBringsBackOnlyTheLogitsOfTheRowsLeftToTheHost) {
+  std::vector<std::string> devices = {"cpu"};
+  if (xpu::seam_test_device()) devices.push_back("xpu:0");
+  for (const std::string& device : devices) {
+    CausalLM model = CausalLM::from_pretrained(kFixtures + "llama_gqa", {.device = device, .progress = false});
+    auto batch_in = [](KVCache& cache) {  // four rows of logits: three of one sequence, the last of another
+      BatchBuilder builder(cache);
+      SequenceCache a, b;
+      builder.add(a, {1, 5, 9}, Logits::all);
+      builder.add(b, {2, 3, 4, 5}, Logits::last);
+      return builder.finish();
+    };
+    KVCache cache = model.make_cache(8);
+    const Tensor logits = model.forward(batch_in(cache), cache);
+    const int64_t V = logits.size(1);
+    RowSampling drawn;
+    drawn.temperature = 0.7f;
+    drawn.top_k = 30;
+    drawn.key = 12345;
+    KVCache sampled_cache = model.make_cache(8);
+    const std::vector<int64_t> sampled =
+        model.sample(batch_in(sampled_cache), sampled_cache, {RowSampling{}, drawn, drawn, RowSampling{}});
+
+    KVCache split_cache = model.make_cache(8);
+    CausalLM::SplitStep split =
+        model.split_step(batch_in(split_cache), split_cache, {RowSampling{}, std::nullopt, drawn, std::nullopt});
+    ASSERT_EQ(split.host_logits.shape(), (std::vector<int64_t>{2, V})) << device;
+    for (int64_t i = 0; i < V; ++i) {
+      ASSERT_EQ(split.host_logits.data<float>()[i], logits.data<float>()[V + i]) << device << " column " << i;
+      ASSERT_EQ(split.host_logits.data<float>()[V + i], logits.data<float>()[3 * V + i]) << device << " column " << i;
+    }
+    ASSERT_TRUE(split.chosen.has_value());
+    EXPECT_EQ(split.chosen->read(), (std::vector<int64_t>{sampled[0], sampled[2]})) << device;
+  }
+}
+
 TEST(Engine, CancellingFreesBlocksAtOnce) {
   CausalLM model = load("llama_gqa");
   Engine engine(model, generation_config(model, "llama_gqa"), {.block_size = 4, .num_blocks = 16});

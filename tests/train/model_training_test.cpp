@@ -10,8 +10,10 @@
 #include <filesystem>
 
 #include "../model/parity_fixtures.h"
+#include "../xpu/test_platform.h"
 #include "support/scratch_dir.h"
 #include "tfm/backend/backend.h"
+#include "tfm/core/error.h"
 #include "tfm/io/json.h"
 #include "tfm/io/safetensors.h"
 #include "tfm/model/layers.h"
@@ -107,6 +109,31 @@ TEST(Training, RecomputedLayersGiveTheSameGradients) {
   EXPECT_EQ(a.loss_sum, b.loss_sum);
   for (size_t i = 0; i < kept.all().size(); ++i)
     expect_close(recomputed.all()[i].second, kept.all()[i].second, 1e-6, kept.all()[i].first);
+}
+
+// A label outside the vocabulary is an error naming it, on every device, before any kernel reads its logit.
+TEST(Training, ALabelOutsideTheVocabularyIsAnError) {
+  std::vector<std::string> devices = {"cpu"};
+  if (xpu::seam_test_device()) devices.push_back("xpu:0");
+  if (Backend* cuda = find_backend(DeviceType::cuda); cuda && cuda->device_count() > 0) devices.push_back("cuda:0");
+  for (const std::string& device : devices) {
+    LoadOptions options;
+    options.device = device;
+    options.progress = false;
+    CausalLM model = CausalLM::from_pretrained(parity::kFixtures + "llama_gqa", options);
+    Gradients grads = gradients_for(model);
+    const int32_t vocab = static_cast<int32_t>(model.config().vocab_size);
+    for (const int32_t bad : {vocab, -1, -99}) {
+      const TrainingExample example{{1, 2, 3, 4}, {1, 2, bad, 4}};
+      try {
+        model.forward_backward({&example}, 1.f, grads);
+        ADD_FAILURE() << device << ": label " << bad << " was accepted";
+      } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("a training label is " + std::to_string(bad)), std::string::npos)
+            << e.what();
+      }
+    }
+  }
 }
 
 // The arguments of the reference run, with logs of every step and the output folder given.

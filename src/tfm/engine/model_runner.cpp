@@ -151,12 +151,23 @@ void ModelRunner::queue(const SchedulerOutput& plan) {
     for (State* s : sampled) rows.push_back(s->device_settings());
     step.chosen = model_.queue_sample(batch, cache_, rows, earlier);
   } else {
+    // Some request needs its logits on the host: those rows come back, the others are still chosen on the
+    // device, and the step runs at once.
     check(queued_.empty(), "model runner: a step whose tokens the host chooses was queued behind another");
-    const Tensor logits = model_.forward(batch, cache_);
-    const int64_t V = logits.size(1);
+    std::vector<std::optional<RowSampling>> rows;
+    for (State* s : sampled) rows.push_back(s->on_device ? std::optional(s->device_settings()) : std::nullopt);
+    CausalLM::SplitStep split = model_.split_step(batch, cache_, rows);
+    const std::vector<int64_t> chosen = split.chosen ? split.chosen->read() : std::vector<int64_t>{};
+    const int64_t V = split.host_logits.defined() ? split.host_logits.size(1) : 0;
+    size_t on_device = 0, on_host = 0;
     for (size_t row = 0; row < sampled.size(); ++row) {
-      std::span<float> scores(logits.data<float>() + static_cast<int64_t>(row) * V, static_cast<size_t>(V));
       State& s = *sampled[row];
+      if (s.on_device) {
+        step.done.push_back(accept(step.ids[row], step.positions[row], s, chosen[on_device++]));
+        continue;
+      }
+      std::span<float> scores(split.host_logits.data<float>() + static_cast<int64_t>(on_host++) * V,
+                              static_cast<size_t>(V));
       check_finite(s, s.removes_invalid_values || std::all_of(scores.begin(), scores.end(),
                                                               [](float x) { return std::isfinite(x); }));
       step.done.push_back(choose(step.ids[row], step.positions[row], s, scores));
@@ -175,11 +186,15 @@ std::vector<SampledToken> ModelRunner::collect() {
   for (size_t row = 0; row < step.ids.size(); ++row) {
     const auto it = states_.find(step.ids[row]);
     if (it == states_.end()) continue;  // finished or cancelled while the step ran
-    check_finite(it->second, tokens[row] >= 0);
-    it->second.append(tokens[row]);
-    out.push_back({step.ids[row], tokens[row], step.positions[row], std::nullopt});
+    out.push_back(accept(step.ids[row], step.positions[row], it->second, tokens[row]));
   }
   return out;
+}
+
+SampledToken ModelRunner::accept(RequestId id, int64_t position, State& s, int64_t token) {
+  check_finite(s, token >= 0);
+  s.append(token);
+  return {id, token, position, std::nullopt};
 }
 
 void ModelRunner::check_finite(const State& s, bool finite) const {

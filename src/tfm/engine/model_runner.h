@@ -2,8 +2,8 @@
 // chooses the next token of every request whose chunk samples, with that request's own logits processors and
 // random generator. It keeps per request what choosing needs: the request's tokens (penalties look at them),
 // its processors and its sampler. When the device can run every sampling request's processors (penalties,
-// temperature, top-k, top-p, min-p: op::SampleRows) the step's tokens are chosen there and only ids come
-// back; otherwise the logits come to the host.
+// temperature, top-k, top-p, min-p: op::SampleRows) its tokens are chosen there and only ids come back; the
+// logits of a request that needs them on the host (log probabilities, other processors) come back alone.
 //
 // A step is queued, then collected: when tokens are chosen on the device, the next step can be queued before
 // this one's are read (asynchronous batching), its rows for them taking them from the device.
@@ -105,6 +105,8 @@ class ModelRunner {
   };
 
   SampledToken choose(RequestId id, int64_t position, State& state, std::span<float> scores);
+  // A token the device chose (-1: the row's logits were not finite), appended to the request's tokens.
+  SampledToken accept(RequestId id, int64_t position, State& state, int64_t token);
   // Transformers would choose a token from NaN scores all the same; an error says why the text is nonsense.
   void check_finite(const State& state, bool finite) const;
   // The logits row of `id` in the step queued last, whose chosen token `id` waits for.

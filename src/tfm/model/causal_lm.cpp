@@ -279,8 +279,13 @@ struct CausalLM::Impl {
       SequenceCache seq;
       builder.add(seq, std::vector<int64_t>(s->input_ids.begin(), s->input_ids.end()), Logits::all);
       for (size_t i = 0; i < s->labels.size(); ++i) {
-        shifted.push_back(i + 1 < s->labels.size() ? s->labels[i + 1] : kIgnoreIndex);
-        result.items += shifted.back() != kIgnoreIndex;
+        const int32_t label = i + 1 < s->labels.size() ? s->labels[i + 1] : kIgnoreIndex;
+        // Checked here, on the host: a device kernel would read the logit of any label it is given.
+        check(label == kIgnoreIndex || (label >= 0 && label < config.vocab_size), "a training label is ", label,
+              ": labels are token ids below the vocabulary size ", config.vocab_size, ", or ", kIgnoreIndex,
+              " for a position without a loss");
+        shifted.push_back(label);
+        result.items += label != kIgnoreIndex;
       }
     }
     const ForwardBatch fb = builder.finish();
@@ -472,11 +477,20 @@ KVCache CausalLM::make_cache(int64_t num_blocks, int64_t block_size) const {
   return KVCache::create(impl_->config, num_blocks, block_size, impl_->dtype, impl_->device);
 }
 
-Tensor CausalLM::forward(const ForwardBatch& batch, KVCache& cache, SavedActivations* saved) {
-  const Tensor logits = to_device(impl_->step(batch, cache, saved), Device{});
-  Tensor out = Tensor::cpu(logits.shape(), DType::float32);  // as generate() reads them: .float()
+namespace {
+
+// A step's logits on the host in float32, as generate() reads them: .float()
+Tensor host_float32(const Tensor& device_logits) {
+  const Tensor logits = to_device(device_logits, Device{});
+  Tensor out = Tensor::cpu(logits.shape(), DType::float32);
   ops::cast(logits, out);
   return out;
+}
+
+}  // namespace
+
+Tensor CausalLM::forward(const ForwardBatch& batch, KVCache& cache, SavedActivations* saved) {
+  return host_float32(impl_->step(batch, cache, saved));
 }
 
 StepIds::StepIds(Tensor ids)
@@ -508,18 +522,9 @@ int32_t float_bits(float v) {
   return std::bit_cast<int32_t>(v);
 }
 
-}  // namespace
-
-StepIds CausalLM::queue_greedy(const ForwardBatch& batch, KVCache& cache, const EarlierIds& earlier) {
-  const Tensor logits = impl_->step(batch, cache, nullptr, earlier);
-  return choose_ids(logits, ops::argmax_rows_runs_on(logits.device().type, logits.dtype()),
-                    [](const Tensor& x, Tensor& ids) { ops::argmax_rows(x, ids); });
-}
-
-StepIds CausalLM::queue_sample(const ForwardBatch& batch, KVCache& cache, const std::vector<RowSampling>& rows,
-                               const EarlierIds& earlier) {
-  check(rows.size() == batch.logits_rows.size(), "sample: ", rows.size(), " rows of settings for ",
-        batch.logits_rows.size(), " rows of logits");
+// The token of each row of `logits` chosen on their device as `rows` say (op::SampleRows), or on a host copy
+// where the device has no such kernel.
+StepIds sample_ids(const Tensor& logits, const std::vector<RowSampling>& rows) {
   // Settings, then penalties, in one int32 buffer: one upload.
   const auto R = static_cast<int64_t>(rows.size());
   std::vector<int32_t> packed(static_cast<size_t>(R * kSampleSettingsWords));
@@ -545,7 +550,6 @@ StepIds CausalLM::queue_sample(const ForwardBatch& batch, KVCache& cache, const 
   const auto N = static_cast<int64_t>(penalties.size() / 2);
   packed.insert(packed.end(), penalties.begin(), penalties.end());
 
-  const Tensor logits = impl_->step(batch, cache, nullptr, earlier);
   const bool runs_there = ops::sample_rows_runs_on(logits.device().type, logits.dtype());
   const Tensor inputs = tfm::empty({static_cast<int64_t>(packed.size())}, DType::int32,
                                    runs_there ? logits.device() : Device{});
@@ -554,6 +558,54 @@ StepIds CausalLM::queue_sample(const ForwardBatch& batch, KVCache& cache, const 
   const Tensor penalty_view = inputs.narrow(R * kSampleSettingsWords, 2 * N).reshape({N, 2});
   return choose_ids(logits, runs_there,
                     [&](const Tensor& x, Tensor& ids) { ops::sample_rows(x, settings, penalty_view, ids); });
+}
+
+// Checked before a step changes the cache: one row of sampling settings a row of logits.
+void check_settings_rows(size_t settings, const ForwardBatch& batch) {
+  check(settings == batch.logits_rows.size(), "sample: ", settings, " rows of settings for ",
+        batch.logits_rows.size(), " rows of logits");
+}
+
+// Rows `rows` of `x` (R, C), on x's device.
+Tensor pick_rows(const Tensor& x, const std::vector<int32_t>& rows) {
+  const auto n = static_cast<int64_t>(rows.size());
+  const Tensor index = tfm::empty({n}, DType::int32, x.device());
+  copy_from_host(index, rows.data());
+  Tensor out = tfm::empty({n, x.size(1)}, x.dtype(), x.device());
+  ops::gather_rows(x, index, out);
+  return out;
+}
+
+}  // namespace
+
+StepIds CausalLM::queue_greedy(const ForwardBatch& batch, KVCache& cache, const EarlierIds& earlier) {
+  const Tensor logits = impl_->step(batch, cache, nullptr, earlier);
+  return choose_ids(logits, ops::argmax_rows_runs_on(logits.device().type, logits.dtype()),
+                    [](const Tensor& x, Tensor& ids) { ops::argmax_rows(x, ids); });
+}
+
+StepIds CausalLM::queue_sample(const ForwardBatch& batch, KVCache& cache, const std::vector<RowSampling>& rows,
+                               const EarlierIds& earlier) {
+  check_settings_rows(rows.size(), batch);
+  return sample_ids(impl_->step(batch, cache, nullptr, earlier), rows);
+}
+
+CausalLM::SplitStep CausalLM::split_step(const ForwardBatch& batch, KVCache& cache,
+                                         const std::vector<std::optional<RowSampling>>& rows) {
+  check_settings_rows(rows.size(), batch);
+  std::vector<int32_t> device_rows, host_rows;
+  std::vector<RowSampling> settings;
+  for (size_t r = 0; r < rows.size(); ++r) {
+    (rows[r] ? device_rows : host_rows).push_back(static_cast<int32_t>(r));
+    if (rows[r]) settings.push_back(*rows[r]);
+  }
+  const Tensor logits = impl_->step(batch, cache, nullptr);
+  SplitStep out;
+  if (!device_rows.empty()) {
+    out.chosen = sample_ids(host_rows.empty() ? logits : pick_rows(logits, device_rows), settings);
+  }
+  if (!host_rows.empty()) out.host_logits = host_float32(device_rows.empty() ? logits : pick_rows(logits, host_rows));
+  return out;
 }
 
 StepLoss CausalLM::forward_backward(const std::vector<const TrainingExample*>& batch, float grad_scale,

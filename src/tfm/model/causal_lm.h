@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -141,6 +142,15 @@ class CausalLM {
   std::vector<int64_t> sample(const ForwardBatch& batch, KVCache& cache, const std::vector<RowSampling>& rows) {
     return queue_sample(batch, cache, rows).read();
   }
+
+  // A step whose rows are chosen in two places: each row of batch.logits_rows with settings in `rows` has its
+  // token chosen on the device as sample() chooses it, and only the others' float32 logits come to the host,
+  // as forward() returns them (a few requests that need their logits do not bring every row's back).
+  struct SplitStep {
+    std::optional<StepIds> chosen;  // one id per row with settings, in row order
+    Tensor host_logits;             // (rows without settings, vocab), float32 on the host; empty when none
+  };
+  SplitStep split_step(const ForwardBatch& batch, KVCache& cache, const std::vector<std::optional<RowSampling>>& rows);
 
   // greedy() and sample() without waiting for the device: the step is queued and its ids read later, so that
   // the host can prepare and queue the next step meanwhile (asynchronous batching), whose rows may take their
