@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # A GPU-machine session: the device tests and the benchmarks that need that machine, by section, in one call:
 #   bash bench/gpu_session.sh [tests] [latency] [peers] [engine] [dtypes] [load] [tokenizer] [xpu] [train]
-#     [trainspeed] [trainpeers]
+#     [trainspeed] [trainpeers] [kernels] [engineprofile] [serve]
 # (no section: all). Expects .carry/bundle.tar.xz (bench/device_bundle.sh); the Qwen3 tokenizer and the Brown
 # corpus come from the repository (tests/assets, models/demo/scripts). cuBLASLt comes from the machine's CUDA
 # Python packages, through LD_LIBRARY_PATH: tfm opens it on the first matmul. Writes $OUT/session.log.
 set -uo pipefail
 log=${OUT:-/tmp}/session.log
 exec > >(tee "$log") 2>&1
-sections=${*:-tests latency peers engine dtypes load tokenizer xpu train trainspeed trainpeers}
+sections=${*:-tests latency peers engine dtypes load tokenizer xpu train trainspeed trainpeers kernels engineprofile serve}
 b=/tmp/bundle
 mkdir -p $b && tar xJf .carry/bundle.tar.xz -C $b
 cublas=$(python3 -c "import nvidia.cublas, os; print(os.path.dirname(nvidia.cublas.__file__) + '/lib')" 2>/dev/null)
@@ -200,5 +200,43 @@ if want trainpeers; then
   timeout 300 python3 bench/train_peer.py /tmp/qwen3-0.6b /tmp/brown_jsonl/train.jsonl 1024 12 8 2>&1 | tail -1
   timeout 300 python3 bench/train_peer.py /tmp/qwen3-0.6b /tmp/brown_jsonl/train.jsonl 1024 12 8 --lora 16 2>&1 | tail -1
   timeout 400 python3 bench/train_peer.py /tmp/qwen3-0.6b /tmp/brown_jsonl/train.jsonl 1024 12 8 --compile 2>&1 | tail -1
+fi
+if want kernels; then
+  gpu_model qwen3-0.6b
+  step "each kernel of batch-1 decode steps, 0.6B shape, bf16: ncu's device time per kernel, graphs node by node"
+  timeout 300 ncu --clock-control none --graph-profiling node --metrics gpu__time_duration.sum --csv \
+    --launch-skip 2000 --launch-count 600 $b/bin/tfm bench latency --model /tmp/qwen3-0.6b --device cuda \
+    --dtype bfloat16 --use-kernels --batch-size 1 --input-len 128 --output-len 64 >/tmp/ncu_decode.csv 2>/tmp/ncu.err ||
+    tail -3 /tmp/ncu.err
+  python3 bench/ncu_summary.py /tmp/ncu_decode.csv
+fi
+
+if want engineprofile; then
+  gpu_model qwen3-0.6b
+  gpu_model qwen3-8b
+  # Device time per op (steps run without graphs while ops are profiled)
+  profile() { TFM_PROFILE_OPS=1 timeout 200 $b/bin/tfm bench throughput --device cuda --dtype bfloat16 --use-kernels \
+    --json "$@" 2>&1 | grep -A30 "op profile" | cut -c1-160; }
+  step "op profile of the engine's steps, 0.6B shape, 256 requests of 128 in, 256 out"
+  profile --model /tmp/qwen3-0.6b --num-prompts 256 --input-len 128 --output-len 256
+  step "op profile of the engine's steps, 8B shape, 512 requests of 128 in, 128 out"
+  profile --model /tmp/qwen3-8b --num-prompts 512 --input-len 128 --output-len 128
+fi
+
+if want serve; then
+  qwen3_to_train  # the 0.6B shape with Qwen3's tokenizer, which the server detokenizes with
+  step "tfm bench serve against tfm serve, 0.6B shape, bf16: 256 requests of 128 in, 256 out, all at once"
+  $b/bin/tfm serve --model /tmp/qwen3-0.6b --device cuda --dtype bfloat16 --use-kernels --port 8123 --quiet &
+  server=$!
+  python3 -c "
+import time, urllib.request
+for _ in range(120):
+    try:
+        urllib.request.urlopen('http://127.0.0.1:8123/health'); break
+    except OSError:
+        time.sleep(1)"
+  timeout 200 $b/bin/tfm bench serve --url http://127.0.0.1:8123 --num-prompts 256 --input-len 128 --output-len 256 2>&1 |
+    tail -20
+  kill $server; wait $server
 fi
 echo; echo "=== done"

@@ -18,6 +18,7 @@
 #include "tfm/model/rope.h"
 #include "tfm/model/step_inputs.h"
 #include "tfm/model/weights.h"
+#include "tfm/ops/op_profile.h"
 
 namespace tfm {
 namespace {
@@ -120,7 +121,7 @@ struct CausalLM::Impl {
     check(static_cast<int64_t>(cache.layers.size()) == config.num_hidden_layers &&
               cache.layers[0].key.dtype() == dtype && cache.layers[0].key.device() == device,
           "forward: the KV cache was not made by this model (make_cache)");
-    if (device_graphs && !saved && !rope.dynamic() && is_decode_batch(batch) &&
+    if (device_graphs && !ops::op_profile_enabled() && !saved && !rope.dynamic() && is_decode_batch(batch) &&
         static_cast<int64_t>(batch.token_ids.size()) <= kMaxGraphRows) {
       if (Tensor logits = replay_decode(batch, cache, earlier); logits.defined()) return logits;
     }

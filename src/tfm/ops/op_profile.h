@@ -1,8 +1,9 @@
 // Where a step's device time goes, op by op: with TFM_PROFILE_OPS=1 (or ON, YES, TRUE) in the environment every op waits for its
 // device before and after it runs, and the time of each (op, variant, tensors) is summed and printed to stderr
 // when the program exits, largest first. Waiting serialises the device, so the totals are each op's own time;
-// work outside ops (copies, zeroing) shows as the gap between their sum and the wall time. Off, it costs a
-// branch an op.
+// work outside ops (copies, zeroing) shows as the gap between their sum and the wall time. Device graphs are
+// off while it is on: a replay runs a step's kernels where no op can time them, and a capture cannot hold the
+// waits. Off, it costs a branch an op.
 #pragma once
 
 #include <functional>
