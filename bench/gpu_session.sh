@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # A GPU-machine session: the device tests and the benchmarks that need that machine, by section, in one call:
 #   bash bench/gpu_session.sh [tests] [latency] [peers] [engine] [dtypes] [load] [tokenizer] [xpu] [train]
-#     [trainspeed] [trainpeers] [kernels] [engineprofile] [serve]
+#     [trainspeed] [trainpeers] [kernels] [attention] [engineprofile] [serve]
 # (no section: all). Expects .carry/bundle.tar.xz (bench/device_bundle.sh); the Qwen3 tokenizer and the Brown
 # corpus come from the repository (tests/assets, models/demo/scripts). cuBLASLt comes from the machine's CUDA
 # Python packages, through LD_LIBRARY_PATH: tfm opens it on the first matmul. Writes $OUT/session.log.
 set -uo pipefail
 log=${OUT:-/tmp}/session.log
 exec > >(tee "$log") 2>&1
-sections=${*:-tests latency peers engine dtypes load tokenizer xpu train trainspeed trainpeers kernels engineprofile serve}
+sections=${*:-tests latency peers engine dtypes load tokenizer xpu train trainspeed trainpeers kernels attention engineprofile serve}
 b=/tmp/bundle
 mkdir -p $b && tar xJf .carry/bundle.tar.xz -C $b
 cublas=$(python3 -c "import nvidia.cublas, os; print(os.path.dirname(nvidia.cublas.__file__) + '/lib')" 2>/dev/null)
@@ -209,6 +209,24 @@ if want kernels; then
     --dtype bfloat16 --use-kernels --batch-size 1 --input-len 128 --output-len 64 >/tmp/ncu_decode.csv 2>/tmp/ncu.err ||
     tail -3 /tmp/ncu.err
   python3 bench/ncu_summary.py /tmp/ncu_decode.csv
+fi
+
+if want attention; then
+  brown_jsonl
+  qwen3_to_train
+  # Why the tensor-core attention kernels run far below the tensor cores' rate: ncu's throughput, occupancy,
+  # warp stall and shared-memory sections for one launch each of the forward tile kernel and the backward's dq
+  # and dk/dv kernels, in a training step of the Qwen3-0.6B shape (8 x 1,024 tokens, bf16).
+  step "ncu: the attention kernels of a training step, 0.6B shape, 8 x 1024 tokens, bf16"
+  for kernel in tiles_kernel dq_tiles_kernel dkdv_tiles_kernel; do
+    step "ncu: $kernel (the third launch)"
+    timeout 200 ncu --clock-control none -k "$kernel" --launch-skip 2 --launch-count 1 \
+      --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
+      --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis_Tables \
+      $b/bin/tfm train --model /tmp/qwen3-0.6b --data /tmp/brown_jsonl/train.jsonl --max-seq-length 1024 \
+      --output-dir /tmp/q_out --bf16 --per_device_train_batch_size 8 --max_steps 1 --save_strategy no --quiet \
+      2>&1 | grep -vE '^ *(-+|=+)? *$' | cut -c1-150 | head -120
+  done
 fi
 
 if want engineprofile; then
