@@ -523,12 +523,16 @@ int32_t float_bits(float v) {
   return std::bit_cast<int32_t>(v);
 }
 
-// The token of each row of `logits` chosen on their device as `rows` say (op::SampleRows), or on a host copy
-// where the device has no such kernel.
-StepIds sample_ids(const Tensor& logits, const std::vector<RowSampling>& rows) {
-  // Settings, then penalties, in one int32 buffer: one upload.
-  const auto R = static_cast<int64_t>(rows.size());
-  std::vector<int32_t> packed(static_cast<size_t>(R * kSampleSettingsWords));
+// op::SampleRows' inputs in one int32 buffer (one upload): each row's settings, then the penalties' entries.
+// Packed, and so checked, before the step changes the cache.
+struct PackedSampling {
+  std::vector<int32_t> words;
+  int64_t rows = 0, penalties = 0;
+};
+PackedSampling pack_sampling(const std::vector<RowSampling>& rows) {
+  PackedSampling out;
+  out.rows = static_cast<int64_t>(rows.size());
+  out.words.resize(static_cast<size_t>(out.rows * kSampleSettingsWords));
   std::vector<int32_t> penalties;
   for (size_t r = 0; r < rows.size(); ++r) {
     const RowSampling& row = rows[r];
@@ -545,16 +549,22 @@ StepIds sample_ids(const Tensor& logits, const std::vector<RowSampling>& rows) {
                            static_cast<uint32_t>(row.key >> 32),
                            begin,
                            static_cast<int32_t>(penalties.size() / 2)};
-    std::memcpy(packed.data() + r * kSampleSettingsWords, &s, sizeof s);
+    std::memcpy(out.words.data() + r * kSampleSettingsWords, &s, sizeof s);
   }
   if (penalties.empty()) penalties = {-1, 0};  // no entry any row reads; the tensor needs an element
-  const auto N = static_cast<int64_t>(penalties.size() / 2);
-  packed.insert(packed.end(), penalties.begin(), penalties.end());
+  out.penalties = static_cast<int64_t>(penalties.size() / 2);
+  out.words.insert(out.words.end(), penalties.begin(), penalties.end());
+  return out;
+}
 
+// The token of each row of `logits` chosen on their device as `packed` says (op::SampleRows), or on a host copy
+// where the device has no such kernel.
+StepIds sample_ids(const Tensor& logits, const PackedSampling& packed) {
   const bool runs_there = ops::sample_rows_runs_on(logits.device().type, logits.dtype());
-  const Tensor inputs = tfm::empty({static_cast<int64_t>(packed.size())}, DType::int32,
+  const Tensor inputs = tfm::empty({static_cast<int64_t>(packed.words.size())}, DType::int32,
                                    runs_there ? logits.device() : Device{});
-  copy_from_host(inputs, packed.data());
+  copy_from_host(inputs, packed.words.data());
+  const int64_t R = packed.rows, N = packed.penalties;
   const Tensor settings = inputs.narrow(0, R * kSampleSettingsWords).reshape({R, kSampleSettingsWords});
   const Tensor penalty_view = inputs.narrow(R * kSampleSettingsWords, 2 * N).reshape({N, 2});
   return choose_ids(logits, runs_there,
@@ -588,7 +598,8 @@ StepIds CausalLM::queue_greedy(const ForwardBatch& batch, KVCache& cache, const 
 StepIds CausalLM::queue_sample(const ForwardBatch& batch, KVCache& cache, const std::vector<RowSampling>& rows,
                                const EarlierIds& earlier) {
   check_settings_rows(rows.size(), batch);
-  return sample_ids(impl_->step(batch, cache, nullptr, earlier), rows);
+  const PackedSampling packed = pack_sampling(rows);
+  return sample_ids(impl_->step(batch, cache, nullptr, earlier), packed);
 }
 
 CausalLM::SplitStep CausalLM::split_step(const ForwardBatch& batch, KVCache& cache,
@@ -600,11 +611,10 @@ CausalLM::SplitStep CausalLM::split_step(const ForwardBatch& batch, KVCache& cac
     (rows[r] ? device_rows : host_rows).push_back(static_cast<int32_t>(r));
     if (rows[r]) settings.push_back(*rows[r]);
   }
+  const PackedSampling packed = pack_sampling(settings);
   const Tensor logits = impl_->step(batch, cache, nullptr);
   SplitStep out;
-  if (!device_rows.empty()) {
-    out.chosen = sample_ids(host_rows.empty() ? logits : pick_rows(logits, device_rows), settings);
-  }
+  if (!device_rows.empty()) out.chosen = sample_ids(host_rows.empty() ? logits : pick_rows(logits, device_rows), packed);
   if (!host_rows.empty()) out.host_logits = host_float32(device_rows.empty() ? logits : pick_rows(logits, host_rows));
   return out;
 }
