@@ -1,5 +1,6 @@
 #include "tfm/server/openai_request.h"
 
+#include <cmath>
 #include <utility>
 
 #include "tfm/core/error.h"
@@ -19,9 +20,10 @@ namespace {
   throw ApiError(400, "Invalid '" + param + "': " + why, "invalid_request_error", param, "invalid_value");
 }
 
+// A whole number as an integer ("2", not "2.0"), as far as int64_t holds it: a client may send any double.
 std::string number_text(double x) {
-  return x == static_cast<double>(static_cast<int64_t>(x)) ? std::to_string(static_cast<int64_t>(x))
-                                                           : json::python_float_repr(x);
+  return std::fabs(x) < 0x1p63 && x == std::trunc(x) ? std::to_string(static_cast<int64_t>(x))
+                                                     : json::python_float_repr(x);
 }
 
 // The members of one JSON object, read by name. Every member a request may have is asked for; whatever is
