@@ -104,11 +104,26 @@ TEST(LoraConfig, FieldsTfmDoesNotImplementAreErrorsNamingThem) {
   EXPECT_NE(error_of([] { config_of(R"({"fan_in_fan_out": true})"); }).find("fan_in_fan_out"),
             std::string::npos);
   EXPECT_NE(error_of([] { config_of(R"({"bias": "all"})"); }).find("bias \"all\""), std::string::npos);
-  EXPECT_NE(error_of([] { config_of(R"({"peft_type": "IA3"})"); }).find("peft_type IA3"), std::string::npos);
+  EXPECT_NE(error_of([] { config_of(R"({"peft_type": "IA3"})"); }).find("peft_type \"IA3\""), std::string::npos);
+  EXPECT_NE(error_of([] { config_of(R"({"peft_type": 3})"); }).find("peft_type 3 is not LORA"), std::string::npos);
+  EXPECT_NE(error_of([] { config_of(R"({"bias": false})"); }).find("bias false is not supported"),
+            std::string::npos);
   EXPECT_NE(error_of([] { config_of(R"({"r": 0})"); }).find("r = 0"), std::string::npos);
   EXPECT_EQ(
       error_of([] { config_of(R"({"use_dora": false, "modules_to_save": null, "loftq_config": {}})"); }),
       "(no error)");
+}
+
+// Module patterns come from downloaded adapters: one that backtracks without bound gives up with an error
+// naming the field (PCRE2's match limit) instead of running for hours, and one that does not compile names it.
+TEST(LoraConfig, AHostileModulePatternIsAnErrorNotAHang) {
+  const std::string module = "model.layers.0.self_attn.q_proj.model.layers.0.self_attn";
+  const LoraConfig exponential = config_of(R"({"target_modules": "(([a-z_.0-9]|[a-z_.0-9])*)*[0-9]{3}"})");
+  const std::string hostile = error_of([&] { exponential.targets(module); });
+  EXPECT_NE(hostile.find("LoRA target_modules"), std::string::npos) << hostile;
+  EXPECT_NE(hostile.find("limit"), std::string::npos) << hostile;
+  const std::string broken = error_of([] { config_of(R"({"rank_pattern": {"(q": 4}})").rank_of("x.q_proj"); });
+  EXPECT_NE(broken.find("LoRA rank_pattern: invalid regex"), std::string::npos) << broken;
 }
 
 TEST(LoraConfig, WritesPeftsFieldsAndReadsThemBack) {

@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <regex>
 
 #include "tfm/core/error.h"
+#include "tfm/io/regex.h"
 
 namespace tfm {
 namespace {
@@ -15,12 +15,12 @@ using ModuleSpec = std::variant<std::monostate, std::vector<std::string>, std::s
 // The PEFT release whose adapter_config.json fields to_json writes.
 constexpr const char* kPeftVersion = "0.21.2";
 
+// PEFT's re.fullmatch, by PCRE2: a pattern from a downloaded adapter that backtracks without bound is an error.
 bool full_match(const std::string& pattern, const std::string& text, const char* field) {
   try {
-    return std::regex_match(text, std::regex(pattern));
-  } catch (const std::regex_error& e) {
-    throw_error("LoRA ", field, ": \"", pattern, "\" is not a regular expression tfm can read (", e.what(),
-                ")");
+    return Regex(pattern).full_match(text);
+  } catch (const Error& e) {
+    throw_error("LoRA ", field, ": ", e.what());
   }
 }
 
@@ -77,7 +77,7 @@ LoraConfig LoraConfig::from_json(const json::Value& j, const std::string& source
   check(j.is_object(), source, ": not a JSON object");
   LoraConfig c;
   if (const json::Value* t = j.find("peft_type"); t && !t->is_null())
-    check(t->as_string() == "LORA", source, ": peft_type ", t->as_string(),
+    check(t->is_string() && t->as_string() == "LORA", source, ": peft_type ", json::dump_compact(*t),
           " is not LORA (tfm runs LoRA adapters)");
   // Fields that would change what the adapters compute, which tfm does not implement.
   for (const char* field : {"use_dora", "fan_in_fan_out", "modules_to_save", "layers_to_transform",
@@ -89,8 +89,8 @@ LoraConfig LoraConfig::from_json(const json::Value& j, const std::string& source
           " is not supported by tfm");
   }
   if (const json::Value* v = j.find("bias"); v && !v->is_null())
-    check(v->as_string() == "none", source, ": bias \"", v->as_string(),
-          "\" is not supported (only \"none\")");
+    check(v->is_string() && v->as_string() == "none", source, ": bias ", json::dump_compact(*v),
+          " is not supported (only \"none\")");
   try {
     if (const json::Value* v = j.find("r")) c.r = v->as_int();
     if (const json::Value* v = j.find("lora_alpha")) c.lora_alpha = v->as_double();

@@ -1,9 +1,8 @@
-// A compiled PCRE2 pattern (UTF and Unicode properties on, JIT when available) for the Split pre-tokenizer
-// and the Replace normalizer/decoder. The patterns in tokenizer.json are written for Oniguruma; the ones in
-// use (\p{L}, lookahead, (?i:...)) mean the same in PCRE2.
+// The regular expressions of tokenizer.json (the Split pre-tokenizer, the Replace normalizer and decoder), written
+// for Oniguruma, which the Rust library uses: run by PCRE2 (io/regex.h), in which the ones in use (\p{L},
+// lookahead, (?i:...)) mean the same once \w is spelt out as Oniguruma reads it.
 #pragma once
 
-#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -11,18 +10,13 @@
 #include <vector>
 
 #include "tfm/io/json.h"
+#include "tfm/io/regex.h"
 
 namespace tfm::tokenizer {
 
-class Regex {
+class Regex : public tfm::Regex {
  public:
-  explicit Regex(const std::string& pattern);  // throws naming the pattern and the PCRE2 error
-  // The [start, end) byte ranges of all non-overlapping matches, left to right (empty matches skipped).
-  std::vector<std::pair<size_t, size_t>> find_all(std::string_view text) const;
-
- private:
-  struct Impl;
-  std::shared_ptr<const Impl> impl_;
+  explicit Regex(const std::string& source);  // throws naming the pattern and the PCRE2 error
 };
 
 // The "pattern" field of Split, Replace: {"String": "..."} (a literal) or {"Regex": "..."}.
