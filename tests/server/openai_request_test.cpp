@@ -33,5 +33,15 @@ TEST(OpenAIRequest, QuotesANumberOutOfRangeWhateverItsSize) {
             "Invalid 'presence_penalty': expected a value >= -2, but got -1e+19 instead.");
 }
 
+// A member given twice counts once, with its last value, as Python's json.loads reads the body.
+TEST(OpenAIRequest, AMemberGivenTwiceTakesItsLastValue) {
+  const CompletionRequest r = parse_completion_request(
+      Endpoint::completions, R"({"prompt": "x", "max_tokens": 3, "stream": true, "max_tokens": 5, "stream": false})");
+  EXPECT_EQ(r.max_tokens, 5);
+  EXPECT_FALSE(r.stream);
+  EXPECT_EQ(rejection(R"({"prompt": "x", "n": 2, "n": 0})", "n"),
+            "Invalid 'n': expected a value >= 1, but got 0 instead.");
+}
+
 }  // namespace
 }  // namespace tfm::server

@@ -35,14 +35,16 @@ class Fields {
 
   std::string param(std::string_view name) const { return prefix_ + std::string(name); }
 
-  // The member, or nullptr when it is absent or null.
+  // The member, or nullptr when it is absent or null; of a name given more than once, the last, as Python's
+  // json module (and so OpenAI's and vLLM's servers) reads it.
   const json::Value* find(std::string_view name) {
+    const json::Value* found = nullptr;
     for (size_t i = 0; i < object_.size(); ++i) {
       if (object_[i].first != name) continue;
       used_[i] = true;
-      return object_[i].second.is_null() ? nullptr : &object_[i].second;
+      found = &object_[i].second;
     }
-    return nullptr;
+    return found && !found->is_null() ? found : nullptr;
   }
 
   const json::Value& required(std::string_view name) {
