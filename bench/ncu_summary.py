@@ -14,11 +14,12 @@ SCALE_TO_US = {"nsecond": 1e-3, "usecond": 1.0, "msecond": 1e3, "second": 1e6}
 
 def main():
     path, top = sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 25
-    with open(path, newline="") as f:
+    with open(path, newline="") as f:  # the program's own output and ncu's ==PROF== lines come first
         rows = [r for r in csv.reader(f) if len(r) > 5]
-    if not rows or "Kernel Name" not in rows[0]:
+    first = next((i for i, r in enumerate(rows) if "Kernel Name" in r), None)
+    if first is None:
         sys.exit(f"{path}: no ncu CSV rows (is it ncu --csv output?)")
-    header, rows = rows[0], rows[1:]
+    header, rows = rows[first], rows[first + 1:]
     name, unit, value = (header.index(k) for k in ("Kernel Name", "Metric Unit", "Metric Value"))
     totals = collections.defaultdict(lambda: [0, 0.0])
     for r in rows:
