@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # A GPU-machine session: the device tests and the benchmarks that need that machine, by section, in one call:
 #   bash bench/gpu_session.sh [tests] [latency] [peers] [engine] [dtypes] [load] [tokenizer] [xpu] [train]
-#     [trainspeed] [trainpeers] [kernels] [attention] [engineprofile] [serve]
+#     [trainspeed] [trainpeers] [kernels] [attention] [engineprofile] [serve] [ab]
 # (no section: all). Expects .carry/bundle.tar.xz (bench/device_bundle.sh); the Qwen3 tokenizer and the Brown
 # corpus come from the repository (tests/assets, models/demo/scripts). cuBLASLt comes from the machine's CUDA
-# Python packages, through LD_LIBRARY_PATH: tfm opens it on the first matmul. Writes $OUT/session.log.
+# Python packages, through LD_LIBRARY_PATH: tfm opens it on the first matmul. Writes $OUT/session.log. Section ab
+# (not in the default set) compares the bundle with .carry/bundle_next.tar.xz, a branch's build.
 set -uo pipefail
 log=${OUT:-/tmp}/session.log
 exec > >(tee "$log") 2>&1
@@ -259,5 +260,26 @@ for _ in range(120):
   timeout 200 $b/bin/tfm bench serve --url http://127.0.0.1:8123 --num-prompts 256 --input-len 128 --output-len 256 2>&1 |
     tail -20
   kill $server; wait $server
+fi
+if want ab; then
+  # A branch's build (.carry/bundle_next.tar.xz, the same programs) against this bundle's, in one call: its
+  # cuda kernel and whole-model tests, then batch-1 decode and prefill of both, one after the other.
+  gpu_model qwen3-0.6b
+  gpu_model qwen3-8b
+  n=/tmp/bundle_next
+  mkdir -p $n && tar xJf .carry/bundle_next.tar.xz -C $n
+  step "branch build: cuda kernel conformance and whole models"
+  LD_LIBRARY_PATH=$n/lib:$cublas timeout 300 $n/bin/test_kernels --gtest_filter='*cuda*' 2>&1 |
+    grep -E "^\[  (PASSED|FAILED|SKIPPED) |FAILED|Failure|error" | head -20
+  LD_LIBRARY_PATH=$n/lib:$cublas timeout 300 $n/bin/test_device_ops --gtest_filter='*cuda*' 2>&1 |
+    grep -E "^\[  (PASSED|FAILED|SKIPPED) |FAILED|Failure|error" | head -20
+  for args in "--model /tmp/qwen3-0.6b --input-len 128 --output-len 256" "--model /tmp/qwen3-8b --input-len 128 --output-len 128" \
+              "--model /tmp/qwen3-8b --input-len 2048 --output-len 1"; do
+    for build in $b $n; do
+      step "$build: tfm bench latency $args (bf16, batch 1, --use-kernels)"
+      LD_LIBRARY_PATH=$build/lib:$cublas timeout 200 $build/bin/tfm bench latency --device cuda --dtype bfloat16 \
+        --batch-size 1 --use-kernels $args 2>&1 | tail -3
+    done
+  done
 fi
 echo; echo "=== done"
