@@ -373,8 +373,7 @@ __global__ void __launch_bounds__(kTileWarps * 32) tiles_kernel(PagedAttentionAr
         }
       }
       for (int half = 0; half < 2; ++half) {
-        new_max[half] = fmaxf(new_max[half], __shfl_xor_sync(0xffffffffu, new_max[half], 1));
-        new_max[half] = fmaxf(new_max[half], __shfl_xor_sync(0xffffffffu, new_max[half], 2));
+        new_max[half] = across_row_lanes<Max>(new_max[half]);
         rescale[half] = new_max[half] == -INFINITY ? 1.f : expf(row_max[half] - new_max[half]);
       }
       Weights<T> weights[kTileKeys / 16];
@@ -389,8 +388,7 @@ __global__ void __launch_bounds__(kTileWarps * 32) tiles_kernel(PagedAttentionAr
         }
       }
       for (int half = 0; half < 2; ++half) {
-        tile_sum[half] += __shfl_xor_sync(0xffffffffu, tile_sum[half], 1);
-        tile_sum[half] += __shfl_xor_sync(0xffffffffu, tile_sum[half], 2);
+        tile_sum[half] = across_row_lanes<Sum>(tile_sum[half]);
         row_sum[half] = row_sum[half] * rescale[half] + tile_sum[half];
         row_max[half] = new_max[half];
       }

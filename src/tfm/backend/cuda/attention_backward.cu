@@ -247,8 +247,7 @@ __global__ void __launch_bounds__(kTileWarps * 32)
         }
       }
       for (int half = 0; half < 2; ++half) {
-        tile_max[half] = fmaxf(tile_max[half], __shfl_xor_sync(0xffffffffu, tile_max[half], 1));
-        tile_max[half] = fmaxf(tile_max[half], __shfl_xor_sync(0xffffffffu, tile_max[half], 2));
+        tile_max[half] = across_row_lanes<Max>(tile_max[half]);
         tile_max[half] = fmaxf(running_max[half], tile_max[half]);  // the new maximum
       }
 #pragma unroll
@@ -259,8 +258,7 @@ __global__ void __launch_bounds__(kTileWarps * 32)
         }
       }
       for (int half = 0; half < 2; ++half) {
-        tile_sum[half] += __shfl_xor_sync(0xffffffffu, tile_sum[half], 1);
-        tile_sum[half] += __shfl_xor_sync(0xffffffffu, tile_sum[half], 2);
+        tile_sum[half] = across_row_lanes<Sum>(tile_sum[half]);
         running_sum[half] = (tile_max[half] == -INFINITY ? 0.f : running_sum[half] * expf(running_max[half] - tile_max[half])) +
                             tile_sum[half];
         running_max[half] = tile_max[half];

@@ -94,6 +94,14 @@ __device__ inline int fragment_column(int e) {
   return 2 * static_cast<int>(threadIdx.x % 4) + e % 2 + 8 * (e / 4);
 }
 
+// v combined over the four lanes that hold the same fragment rows (fragment_row alike), every one of them
+// getting the result: a row's maximum or sum over a tile, from each lane's part of it.
+template <typename Combine>
+__device__ inline float across_row_lanes(float v) {
+  v = Combine()(v, __shfl_xor_sync(0xffffffffu, v, 1));
+  return Combine()(v, __shfl_xor_sync(0xffffffffu, v, 2));
+}
+
 // 16 rows of `a` (head vectors, D wide, rows ld apart) times the first 16 * Tiles rows of `b` transposed.
 template <typename T, int D, int Tiles = kTileRows / 16>
 __device__ void products(Accumulator (&acc)[Tiles], const T* a, const T* b, int ld) {
