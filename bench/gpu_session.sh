@@ -46,13 +46,15 @@ if want latency; then
   gpu_model qwen3-0.6b
   gpu_model qwen3-8b
   latency() { timeout 200 $b/bin/tfm bench latency --device cuda --dtype bfloat16 --json "$@" 2>&1 | tail -3; }
-  step "tfm bench latency, bf16, --use-kernels: batch-1 decode (graphs on and off, GEMV and cuBLASLt, without"
-  step "use_kernels), prefill of 2048, batch 16 and 64"
+  step "tfm bench latency, bf16, --use-kernels: batch-1 decode (graphs on and off, kernels chained or not, GEMV"
+  step "and cuBLASLt, without use_kernels), prefill of 2048, batch 16 and 64"
   latency --model /tmp/qwen3-0.6b --batch-size 1 --input-len 128 --output-len 256 --use-kernels
+  TFM_CUDA_PDL=0 latency --model /tmp/qwen3-0.6b --batch-size 1 --input-len 128 --output-len 256 --use-kernels
   latency --model /tmp/qwen3-0.6b --batch-size 1 --input-len 128 --output-len 256 --use-kernels --no-device-graphs
   latency --model /tmp/qwen3-0.6b --batch-size 1 --input-len 128 --output-len 256
   latency --model /tmp/qwen3-0.6b --batch-size 1 --input-len 128 --output-len 256 --kernels '{"Linear": "cublaslt"}'
   latency --model /tmp/qwen3-8b --batch-size 1 --input-len 128 --output-len 128 --use-kernels
+  TFM_CUDA_PDL=0 latency --model /tmp/qwen3-8b --batch-size 1 --input-len 128 --output-len 128 --use-kernels
   latency --model /tmp/qwen3-8b --batch-size 1 --input-len 128 --output-len 128 --kernels '{"Linear": "cublaslt"}'
   latency --model /tmp/qwen3-0.6b --batch-size 1 --input-len 2048 --output-len 1 --use-kernels
   latency --model /tmp/qwen3-8b --batch-size 1 --input-len 2048 --output-len 1 --use-kernels

@@ -13,6 +13,8 @@ constexpr int kThreads = 1024;
 template <typename T>
 __global__ void argmax_rows_kernel(const T* x, int64_t V, int32_t* ids) {
   __shared__ Candidate warps[32];
+  await_previous_kernel();
+  release_next_kernel();
   const T* row = x + blockIdx.x * V;
   Candidate best = no_candidate();
   bool finite = true;
@@ -31,7 +33,7 @@ __global__ void argmax_rows_kernel(const T* x, int64_t V, int32_t* ids) {
 template <typename T>
 void argmax_rows(const T* x, int64_t rows, int64_t V, int32_t* ids) {
   if (rows == 0) return;
-  argmax_rows_kernel<<<static_cast<unsigned>(rows), kThreads, 0, current_stream()>>>(on_device(x), V, ids);
+  launch_chained(argmax_rows_kernel<device_t<T>>, static_cast<unsigned>(rows), kThreads, 0, on_device(x), V, ids);
   check_launch("argmax_rows");
 }
 

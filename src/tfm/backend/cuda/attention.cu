@@ -193,6 +193,8 @@ __global__ void __launch_bounds__(kSplitWarps * 32)
   constexpr int kGroups = kSplitWarps * 32 / kLanes;
   __shared__ float group_max[kGroups], group_sum[kGroups];
   __shared__ float group_acc[kGroups][D];
+  await_previous_kernel();
+  release_next_kernel();
 
   const int64_t row = blockIdx.x / a.heads, h = blockIdx.x % a.heads;
   const int split = blockIdx.y, splits = gridDim.y;
@@ -474,7 +476,7 @@ template <typename T, int D>
 void launch_split_rows(const PagedAttentionArgs& a, int64_t splits, float* partial) {
   const dim3 grid(static_cast<unsigned>(a.num_rows * a.heads), static_cast<unsigned>(splits));
   unsigned* arrivals = splits > 1 ? arrival_counters(a.num_rows * a.heads) : nullptr;
-  split_rows_kernel<T, D><<<grid, kSplitWarps * 32, 0, current_stream()>>>(a, partial, arrivals);
+  launch_chained(split_rows_kernel<T, D>, grid, kSplitWarps * 32, 0, a, partial, arrivals);
   check_launch("paged_attention (split rows)");
 }
 

@@ -12,6 +12,8 @@ template <typename T>
 __global__ void qkv_rope_cache_kernel(QkvRopeCacheArgs a) {
   extern __shared__ float values[];  // head_dim
   __shared__ float shared[32];
+  await_previous_kernel();
+  release_next_kernel();
   const int64_t t = blockIdx.x, j = blockIdx.y, D = a.head_dim, kv = a.kv_heads;
   const int64_t slot = a.slots[t];
   const int64_t d = threadIdx.x;
@@ -53,7 +55,7 @@ void qkv_rope_cache(const QkvRopeCacheArgs& a) {
   if (a.head_dim > 1024) throw_error("CUDA kernel qkv_rope_cache: head_dim ", a.head_dim, " is over 1024");
   const dim3 grid(static_cast<unsigned>(a.rows), static_cast<unsigned>(a.heads + 2 * a.kv_heads));
   const size_t shared = static_cast<size_t>(a.head_dim) * sizeof(float);
-  qkv_rope_cache_kernel<device_t<T>><<<grid, threads_for_row(a.head_dim), shared, current_stream()>>>(a);
+  launch_chained(qkv_rope_cache_kernel<device_t<T>>, grid, threads_for_row(a.head_dim), shared, a);
   check_launch("qkv_rope_cache");
 }
 

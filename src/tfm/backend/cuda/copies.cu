@@ -14,6 +14,8 @@ struct RowCopies {
 template <typename Word>
 __global__ void copy_rows_kernel(RowCopies copies, int64_t rows) {
   const RowCopy& c = copies.copy[blockIdx.y];
+  await_previous_kernel();
+  release_next_kernel();
   const int64_t words = c.row_bytes / static_cast<int64_t>(sizeof(Word));
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const int64_t from = c.src_rows ? c.src_rows[r] : r, to = c.dst_rows ? c.dst_rows[r] : r;
@@ -29,7 +31,7 @@ void launch(const RowCopies& copies, int count, int64_t rows, int64_t longest_ro
   const int threads = std::min(threads_for_row(longest_row / static_cast<int64_t>(sizeof(Word))), 256);
   const dim3 grid(static_cast<unsigned>(std::min<int64_t>(rows, int64_t{1} << 16)),
                   static_cast<unsigned>(count));
-  copy_rows_kernel<Word><<<grid, threads, 0, current_stream()>>>(copies, rows);
+  launch_chained(copy_rows_kernel<Word>, grid, threads, 0, copies, rows);
 }
 
 }  // namespace

@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tfm/backend/block_cache.h"
@@ -353,6 +355,18 @@ cudaStream_t current_stream() {
   int index = 0;
   check_cuda(cudaGetDevice(&index), "cudaGetDevice");
   return stream(index);
+}
+
+bool chaining_supported() {
+  static const bool allowed = [] {
+    const char* value = std::getenv("TFM_CUDA_PDL");
+    return !(value && std::string_view(value) == "0");
+  }();
+  if (!allowed) return false;
+  int index = 0, major = 0;
+  check_cuda(cudaGetDevice(&index), "cudaGetDevice");
+  check_cuda(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, index), "cudaDeviceGetAttribute");
+  return major >= 9;
 }
 
 }  // namespace cuda

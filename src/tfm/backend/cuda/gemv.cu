@@ -12,6 +12,23 @@ namespace tfm::cuda::launch {
 namespace {
 
 constexpr int kWarpsPerBlock = 8;
+// 16-byte pieces of its weight row each lane loads before the kernel before it has finished (device_common.cuh's
+// chaining): a whole row of a 1024-wide layer in bf16, so that the smallest GEMVs stream their weights while the
+// kernel that makes their input runs.
+constexpr int kEarlyPieces = 4;
+
+template <typename T, int M>
+__device__ inline void accumulate(const uint4& w_piece, const T* x, int64_t K, int64_t p, float (&acc)[M]) {
+  constexpr int kPerPiece = 16 / sizeof(T);
+  const T* w_values = reinterpret_cast<const T*>(&w_piece);
+#pragma unroll
+  for (int m = 0; m < M; ++m) {
+    const uint4 x_piece = __ldg(reinterpret_cast<const uint4*>(x + m * K) + p);
+    const T* x_values = reinterpret_cast<const T*>(&x_piece);
+#pragma unroll
+    for (int e = 0; e < kPerPiece; ++e) acc[m] += to_float(w_values[e]) * to_float(x_values[e]);
+  }
+}
 
 template <typename T, int M>
 __global__ void gemv_kernel(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,
@@ -19,22 +36,21 @@ __global__ void gemv_kernel(const T* __restrict__ x, const T* __restrict__ w, co
   constexpr int kPerPiece = 16 / sizeof(T);
   const int64_t n = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
-  if (n >= N) return;
+  const int64_t pieces = n < N ? K / kPerPiece : 0;
   const uint4* w_row = reinterpret_cast<const uint4*>(w + n * K);
-  const int64_t pieces = K / kPerPiece;
+  uint4 early[kEarlyPieces];
+#pragma unroll
+  for (int i = 0; i < kEarlyPieces; ++i)
+    if (lane + 32 * i < pieces) early[i] = __ldcs(w_row + lane + 32 * i);  // streamed: read once per step
+  await_previous_kernel();
+  release_next_kernel();
+  if (n >= N) return;
   float acc[M] = {};
+#pragma unroll
+  for (int i = 0; i < kEarlyPieces; ++i)
+    if (lane + 32 * i < pieces) accumulate<T, M>(early[i], x, K, lane + 32 * i, acc);
 #pragma unroll 4
-  for (int64_t p = lane; p < pieces; p += 32) {
-    const uint4 w_piece = __ldcs(w_row + p);  // streamed: each weight is read once per step
-    const T* w_values = reinterpret_cast<const T*>(&w_piece);
-#pragma unroll
-    for (int m = 0; m < M; ++m) {
-      const uint4 x_piece = __ldg(reinterpret_cast<const uint4*>(x + m * K) + p);
-      const T* x_values = reinterpret_cast<const T*>(&x_piece);
-#pragma unroll
-      for (int e = 0; e < kPerPiece; ++e) acc[m] += to_float(w_values[e]) * to_float(x_values[e]);
-    }
-  }
+  for (int64_t p = lane + 32 * kEarlyPieces; p < pieces; p += 32) accumulate<T, M>(__ldcs(w_row + p), x, K, p, acc);
 #pragma unroll
   for (int m = 0; m < M; ++m) {
     const float sum = warp_reduce<Sum>(acc[m]);
@@ -45,7 +61,7 @@ __global__ void gemv_kernel(const T* __restrict__ x, const T* __restrict__ w, co
 template <typename T, int M>
 void launch_rows(const T* x, const T* w, const T* bias, T* y, int64_t K, int64_t N) {
   const unsigned blocks = static_cast<unsigned>((N + kWarpsPerBlock - 1) / kWarpsPerBlock);
-  gemv_kernel<T, M><<<blocks, kWarpsPerBlock * 32, 0, current_stream()>>>(x, w, bias, y, K, N);
+  launch_chained(gemv_kernel<T, M>, blocks, kWarpsPerBlock * 32, 0, x, w, bias, y, K, N);
 }
 
 template <typename T, int... Ms>

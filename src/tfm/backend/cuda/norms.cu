@@ -16,6 +16,8 @@ __global__ void __launch_bounds__(row_block_limit(kVecs))
   __shared__ float shared[32];
   constexpr int E = Vec<T>::kSize;
   const RowGroup g(lanes);
+  await_previous_kernel();
+  release_next_kernel();
   for (int64_t first = g.first_row(); first < rows; first += g.row_stride()) {
     const int64_t row = first + g.group, offset = row * dim, n = row < rows ? dim : 0;
     Vec<T> held[kVecs > 0 ? kVecs : 1];
@@ -63,8 +65,7 @@ void launch_rms_norm(device_t<T>* residual, const device_t<T>* x, const device_t
     const int64_t groups = layout.threads / layout.lanes;
     const auto blocks = static_cast<unsigned>(std::min<int64_t>((rows + groups - 1) / groups,
                                                                 4 * resident_blocks(kernel, layout.threads, 0)));
-    kernel<<<blocks, layout.threads, 0, current_stream()>>>(residual, x, weight, rows, dim, eps, layout.lanes, wide,
-                                                           out);
+    launch_chained(kernel, blocks, layout.threads, 0, residual, x, weight, rows, dim, eps, layout.lanes, wide, out);
   });
   check_launch(op);
 }

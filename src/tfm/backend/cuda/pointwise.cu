@@ -30,6 +30,8 @@ __global__ void cast_kernel(const In* x, Out* out, int64_t n) {
 template <typename T>
 __global__ void silu_mul_kernel(const T* gate_up, int64_t inter, int64_t pieces, int64_t n, bool wide, T* out) {
   constexpr int E = Vec<T>::kSize;
+  await_previous_kernel();
+  release_next_kernel();
   for (int64_t i = first_index(); i < n; i += grid_stride()) {
     const int64_t row = i / pieces, c = i % pieces * E;
     const T* gate = gate_up + row * 2 * inter;
@@ -91,8 +93,8 @@ template <typename T>
 void silu_mul(const T* gate_up, int64_t rows, int64_t inter, T* out) {
   const int64_t pieces = (inter + Vec<device_t<T>>::kSize - 1) / Vec<device_t<T>>::kSize, n = rows * pieces;
   if (n == 0) return;
-  silu_mul_kernel<<<grid_for(n, kThreads), kThreads, 0, current_stream()>>>(
-      on_device(gate_up), inter, pieces, n, wide_access<T>(inter, gate_up, out), on_device(out));
+  launch_chained(silu_mul_kernel<device_t<T>>, grid_for(n, kThreads), kThreads, 0, on_device(gate_up), inter, pieces, n,
+                 wide_access<T>(inter, gate_up, out), on_device(out));
   check_launch("silu_mul");
 }
 

@@ -25,4 +25,8 @@ cudaStream_t stream(int index);
 // The stream of the current device.
 cudaStream_t current_stream();
 
+// Whether kernels on the current device may be chained by programmatic dependent launch (device_common.cuh's
+// launch_chained): compute capability 9.0 or later, unless TFM_CUDA_PDL=0 (for measuring what chaining gains).
+bool chaining_supported();
+
 }  // namespace tfm::cuda

@@ -140,6 +140,8 @@ __global__ void __launch_bounds__(kThreads)
   __shared__ uint32_t counts[kBins], chosen_prefix;
   __shared__ unsigned long long masses[kBins];
   __shared__ Candidate warps[32];
+  await_previous_kernel();
+  release_next_kernel();
   const SampleSettings s = settings[blockIdx.x];
   Row<T> r;
   r.x = logits + blockIdx.x * V;
@@ -212,8 +214,8 @@ void sample_rows(const T* logits, int64_t rows, int64_t V, const SampleSettings*
     check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(mark_bytes)),
                "cudaFuncSetAttribute(sample_rows)");
   }
-  kernel<<<static_cast<unsigned>(rows), kThreads, mark_bytes, current_stream()>>>(
-      on_device(logits), V, settings, entries, static_cast<int>(num_entries), ids);
+  launch_chained(kernel, static_cast<unsigned>(rows), kThreads, mark_bytes, on_device(logits), V, settings, entries,
+                 static_cast<int>(num_entries), ids);
   check_launch("sample_rows");
 }
 
