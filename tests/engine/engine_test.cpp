@@ -146,6 +146,48 @@ TEST(Engine, SeededSamplingDrawsTheSameTokensOnTheDeviceAndTheHostAndOnEveryDevi
   }
 }
 
+// min_new_tokens and min_length keep EOS away on the device (a penalty of +inf in op::SampleRows) as their
+// processors do on the host: EOS is the token greedy search picks second, so suppressing it changes the text.
+TEST(Engine, MinimumLengthsSuppressEOSOnTheDeviceAsOnTheHost) {
+  const std::vector<int64_t> prompt = {1, 5, 9, 14, 5};
+  std::vector<std::string> devices = {"cpu"};
+  if (xpu::seam_test_device()) devices.push_back("xpu:0");
+  if (Backend* cuda = find_backend(DeviceType::cuda); cuda && cuda->device_count() > 0) devices.push_back("cuda:0");
+  for (const std::string& device : devices) {
+    CausalLM model =
+        CausalLM::from_pretrained(kFixtures + "qwen3_head_dim_sliding", {.device = device, .progress = false});
+    const GenerationConfig gc = generation_config(model, "qwen3_head_dim_sliding");
+    auto generate = [&](const RequestOptions& options) {
+      Engine engine(model, gc, {.num_blocks = 32});
+      const RequestId id = engine.add_request(prompt, options);
+      return run(engine).at(id);
+    };
+    const std::vector<int64_t> free = generate(greedy(8));
+    ASSERT_EQ(free.size(), 8u) << device;
+    const int64_t eos = free[1];
+    for (const auto& [name, value] : {std::pair{"min_new_tokens", int64_t{5}}, {"min_length", int64_t{10}}}) {
+      for (const bool sample : {false, true}) {
+        RequestOptions on_device;
+        on_device.generation = {{"max_new_tokens", 8}, {"eos_token_id", eos}, {name, value}, {"do_sample", sample}};
+        if (sample) on_device.generation.insert(on_device.generation.end(), {{"temperature", 0.7}, {"seed", 11}});
+        RequestOptions on_host = on_device;
+        on_host.sampling.top_logprobs = 0;
+        // Chosen on the device, the request lets the engine queue a step ahead: the first step returns nothing.
+        Engine ahead(model, gc, {.num_blocks = 32, .async_batching = true});
+        ahead.add_request(prompt, on_device);
+        EXPECT_TRUE(ahead.step().empty()) << device << " " << name;
+        const std::vector<int64_t> tokens = generate(on_device);
+        EXPECT_EQ(tokens, generate(on_host)) << device << " " << name << (sample ? " sampled" : " greedy");
+        ASSERT_GE(tokens.size(), 5u) << device << " " << name;
+        EXPECT_EQ(std::count(tokens.begin(), tokens.begin() + 5, eos), 0) << device << " " << name;
+        if (!sample) {
+          EXPECT_NE(tokens[1], free[1]) << device << " " << name;
+        }
+      }
+    }
+  }
+}
+
 // A request with log probabilities needs its logits on the host; the greedy and sampled requests sharing its
 // steps are still chosen on the device (CausalLM::split_step), each getting what it gets alone.
 TEST(Engine, ARequestThatNeedsItsLogitsOnTheHostLeavesTheOthersTheirTokens) {

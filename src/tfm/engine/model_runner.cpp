@@ -13,13 +13,15 @@ namespace tfm {
 
 namespace {
 
-// The settings of a request whose processors op::SampleRows runs, all of them (each step's key and penalties
-// left out), or nothing: log probabilities need the whole row on the host.
+// The settings of a request whose processors op::SampleRows runs, all of them (each step's key, penalties and
+// suppressed EOS ids left out), or nothing: log probabilities need the whole row on the host. The minimum
+// lengths' -inf for EOS ids is a penalty of +inf (State::device_settings).
 std::optional<RowSampling> device_sampling(const GenerationConfig& c, const LogitsProcessorList& processors,
                                            const SamplingOptions& o) {
-  static constexpr std::string_view kOnDevice[] = {"RepetitionPenaltyLogitsProcessor",
-                                                   "TemperatureLogitsWarper", "TopKLogitsWarper",
-                                                   "TopPLogitsWarper", "MinPLogitsWarper"};
+  static constexpr std::string_view kOnDevice[] = {
+      "RepetitionPenaltyLogitsProcessor", "MinLengthLogitsProcessor", "MinNewTokensLengthLogitsProcessor",
+      "TemperatureLogitsWarper",          "TopKLogitsWarper",         "TopPLogitsWarper",
+      "MinPLogitsWarper"};
   if (o.top_logprobs >= 0) return std::nullopt;
   for (size_t i = 0; i < processors.size(); ++i) {
     if (std::find(std::begin(kOnDevice), std::end(kOnDevice), processors[i].name()) == std::end(kOnDevice))
@@ -49,10 +51,17 @@ void ModelRunner::State::append(int64_t token) {
   if (on_device && has_penalties(*on_device, options)) ++penalized[static_cast<int32_t>(token)];
 }
 
-RowSampling ModelRunner::State::device_settings() {
+RowSampling ModelRunner::State::device_settings(int64_t position) {
   RowSampling r = *on_device;
   if (sampler) r.key = sampler->next_key();
+  // A logit minus +inf is -inf, as the minimum lengths' processors set it (whatever the other penalties), and
+  // stays -inf through the repetition penalty and the temperature.
+  const bool eos_suppressed = position < eos_allowed_from;
+  if (eos_suppressed) {
+    for (int64_t eos : eos_ids) r.penalized.emplace_back(static_cast<int32_t>(eos), INFINITY);
+  }
   for (const auto& [token, generated] : penalized) {
+    if (eos_suppressed && std::find(eos_ids.begin(), eos_ids.end(), token) != eos_ids.end()) continue;
     // As choose() subtracts them on the host: summed in double, rounded once.
     const double amount =
         generated > 0 ? options.presence_penalty + options.frequency_penalty * static_cast<double>(generated)
@@ -76,6 +85,11 @@ void ModelRunner::add_request(RequestId id, std::string name, const std::vector<
   if (config.do_sample.value_or(false)) s.sampler = std::make_unique<Sampler>(seed, stream);
   s.options = options;
   s.on_device = device_sampling(config, s.processors, options);
+  if (config.eos_token_id) {
+    // Where MinLengthLogitsProcessor and MinNewTokensLengthLogitsProcessor stop suppressing EOS.
+    s.eos_ids = *config.eos_token_id;
+    s.eos_allowed_from = std::max(limits.min_length, s.prompt_length + config.min_new_tokens.value_or(0));
+  }
   if (s.on_device && s.on_device->repetition_penalty != 1.f) {
     for (int64_t token : prompt) s.penalized.emplace(static_cast<int32_t>(token), 0);
   }
@@ -148,14 +162,17 @@ void ModelRunner::queue(const SchedulerOutput& plan) {
                          [](const State* s) { return s->on_device.has_value(); })) {
     // Requests whose processors the device runs have their tokens chosen there.
     std::vector<RowSampling> rows;
-    for (State* s : sampled) rows.push_back(s->device_settings());
+    for (size_t row = 0; row < sampled.size(); ++row) rows.push_back(sampled[row]->device_settings(step.positions[row]));
     step.chosen = model_.queue_sample(batch, cache_, rows, earlier);
   } else {
     // Some request needs its logits on the host: those rows come back, the others are still chosen on the
     // device, and the step runs at once.
     check(queued_.empty(), "model runner: a step whose tokens the host chooses was queued behind another");
     std::vector<std::optional<RowSampling>> rows;
-    for (State* s : sampled) rows.push_back(s->on_device ? std::optional(s->device_settings()) : std::nullopt);
+    for (size_t row = 0; row < sampled.size(); ++row) {
+      State& s = *sampled[row];
+      rows.push_back(s.on_device ? std::optional(s.device_settings(step.positions[row])) : std::nullopt);
+    }
     CausalLM::SplitStep split = model_.split_step(batch, cache_, rows);
     const std::vector<int64_t> chosen = split.chosen ? split.chosen->read() : std::vector<int64_t>{};
     const int64_t V = split.host_logits.defined() ? split.host_logits.size(1) : 0;

@@ -86,9 +86,14 @@ class ModelRunner {
     // The tokens the penalties touch (prompt tokens with the repetition penalty), with how often each was
     // generated; kept only for a request chosen on the device with penalties.
     std::map<int32_t, int64_t> penalized;
+    // The EOS ids, suppressed while the token chosen is at a position before eos_allowed_from (min_length,
+    // min_new_tokens).
+    std::vector<int64_t> eos_ids;
+    int64_t eos_allowed_from = 0;
 
     void append(int64_t token);
-    RowSampling device_settings();  // takes the sampler's next key
+    // For the token at `position` among the request's tokens; takes the sampler's next key.
+    RowSampling device_settings(int64_t position);
     // Greedy with nothing that reads or changes the logits first: the argmax is all it needs.
     bool plain_greedy() const {
       return !sampler && processors.empty() && options.presence_penalty == 0 &&
