@@ -176,6 +176,7 @@ __device__ void combine_splits(const PagedAttentionArgs& a, int64_t out_index, i
 constexpr int kSplitWarps = 4;
 constexpr int kMaxSplits = 32;
 constexpr int64_t kMinSplitKeys = 64;
+constexpr int kRoundsInFlight = 4;
 
 // One block per (row, head) and split blockIdx.y of the row's keys. A group of kLanes lanes takes one key at a
 // time: each lane holds kDims of the query's dimensions, the group sums the dot product by shuffles, and each
@@ -216,33 +217,42 @@ __global__ void __launch_bounds__(kSplitWarps * 32)
     for (int e = 0; e < kPiece; ++e) q[p * kPiece + e] = to_float(values[e]);
   }
   float running_max = -INFINITY, sum = 0.f, acc[kDims] = {};
-  // Every lane runs every round (the shuffles need the whole warp); a group past the split's end idles.
-  for (int64_t round = begin; round < end; round += kGroups) {
-    const int64_t j = round + group;
-    const bool active = j < end;
-    uint4 v_pieces[kPiecesPerLane];
-    float dot = 0.f;
-    if (active) {
+  // Every lane runs every round (the shuffles need the whole warp); a group past the split's end idles. The keys
+  // and values of kRoundsInFlight rounds are loaded before the first is used: a round alone would wait out a
+  // whole memory latency for one key per group.
+  for (int64_t first = begin; first < end; first += kGroups * kRoundsInFlight) {
+    uint4 k_pieces[kRoundsInFlight][kPiecesPerLane], v_pieces[kRoundsInFlight][kPiecesPerLane];
+#pragma unroll
+    for (int r = 0; r < kRoundsInFlight; ++r) {
+      const int64_t j = first + r * kGroups + group;
+      if (j >= end) continue;
       const T* key = cache_entry<T>(a, a.cache_k, blocks, j, kv_head) + sub * kDims;
       const T* value = cache_entry<T>(a, a.cache_v, blocks, j, kv_head) + sub * kDims;
-      uint4 k_pieces[kPiecesPerLane];
+#pragma unroll
       for (int p = 0; p < kPiecesPerLane; ++p) {
-        k_pieces[p] = *reinterpret_cast<const uint4*>(key + p * kPiece);
-        v_pieces[p] = *reinterpret_cast<const uint4*>(value + p * kPiece);
+        k_pieces[r][p] = *reinterpret_cast<const uint4*>(key + p * kPiece);
+        v_pieces[r][p] = *reinterpret_cast<const uint4*>(value + p * kPiece);
       }
-      const T* k_values = reinterpret_cast<const T*>(k_pieces);
-      for (int i = 0; i < kDims; ++i) dot += q[i] * to_float(k_values[i]);
     }
-    for (int offset = kLanes / 2; offset > 0; offset >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, offset);
-    if (!active) continue;
-    const float score = dot * a.scale;
-    const float new_max = fmaxf(running_max, score);
-    const float rescale = expf(running_max - new_max), p = expf(score - new_max);
-    sum = sum * rescale + p;
-    const float weight = round_to<T>(p);
-    const T* v_values = reinterpret_cast<const T*>(v_pieces);
-    for (int i = 0; i < kDims; ++i) acc[i] = acc[i] * rescale + weight * to_float(v_values[i]);
-    running_max = new_max;
+#pragma unroll
+    for (int r = 0; r < kRoundsInFlight; ++r) {
+      const bool active = first + r * kGroups + group < end;
+      float dot = 0.f;
+      if (active) {
+        const T* k_values = reinterpret_cast<const T*>(k_pieces[r]);
+        for (int i = 0; i < kDims; ++i) dot += q[i] * to_float(k_values[i]);
+      }
+      for (int offset = kLanes / 2; offset > 0; offset >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, offset);
+      if (!active) continue;
+      const float score = dot * a.scale;
+      const float new_max = fmaxf(running_max, score);
+      const float rescale = expf(running_max - new_max), p = expf(score - new_max);
+      sum = sum * rescale + p;
+      const float weight = round_to<T>(p);
+      const T* v_values = reinterpret_cast<const T*>(v_pieces[r]);
+      for (int i = 0; i < kDims; ++i) acc[i] = acc[i] * rescale + weight * to_float(v_values[i]);
+      running_max = new_max;
+    }
   }
   if (sub == 0) {
     group_max[group] = running_max;

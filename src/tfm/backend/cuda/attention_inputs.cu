@@ -24,21 +24,24 @@ __global__ void qkv_rope_cache_kernel(QkvRopeCacheArgs a) {
   }
   const bool is_q = j < a.heads;
   const T* norm = static_cast<const T*>(is_q ? a.q_norm : a.k_norm);
-  float v = d < D ? to_float(x[d]) : 0.f;
+  // Every load is issued before the first barrier, so that the block waits out one memory latency, not three.
+  const bool rotated = d < a.rot;
+  const float v_in = d < D ? to_float(x[d]) : 0.f, weight = norm && d < D ? to_float(norm[d]) : 0.f;
+  const float cos_d = rotated ? to_float(static_cast<const T*>(a.cos)[t * a.rot + d]) : 0.f;
+  const float sin_d = rotated ? to_float(static_cast<const T*>(a.sin)[t * a.rot + d]) : 0.f;
+  float v = v_in;
   if (norm) {
     const float inv = 1.f / sqrtf(block_sum(v * v, shared) / static_cast<float>(D) + a.eps);
-    if (d < D) v = round_to<T>(to_float(norm[d]) * round_to<T>(v * inv));
+    if (d < D) v = round_to<T>(weight * round_to<T>(v * inv));
   }
   if (d < D) values[d] = v;
   __syncthreads();
   if (d >= D) return;
   const int64_t half = a.rot / 2;
-  const T* c = static_cast<const T*>(a.cos) + t * a.rot;
-  const T* s = static_cast<const T*>(a.sin) + t * a.rot;
   if (d < half) {
-    v = round_to<T>(to_float(c[d]) * v) + round_to<T>(-values[d + half] * to_float(s[d]));
-  } else if (d < a.rot) {
-    v = round_to<T>(v * to_float(c[d])) + round_to<T>(values[d - half] * to_float(s[d]));
+    v = round_to<T>(cos_d * v) + round_to<T>(-values[d + half] * sin_d);
+  } else if (rotated) {
+    v = round_to<T>(v * cos_d) + round_to<T>(values[d - half] * sin_d);
   }
   if (is_q) {
     static_cast<T*>(a.q)[(t * a.heads + j) * D + d] = from_float<T>(v);
