@@ -97,7 +97,8 @@ Measured run_request(const Settings& s, const json::Value& prompt) {
                                      {"stream_options", json::Object{{"include_usage", true}}}});
   req.set_header("Content-Type", "application/json");
   server::EventStreamReader reader;
-  std::string body;  // kept for an error's message
+  std::string body;  // the start of an error response, for its message
+  constexpr size_t kErrorBodyBytes = 4096;
   int status = 0;
   bool done = false;
   const auto start = Clock::now();
@@ -107,7 +108,7 @@ Measured run_request(const Settings& s, const json::Value& prompt) {
     return true;
   };
   req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
-    if (status != 200) body.append(data, n);
+    if (status != 200) body.append(data, std::min(n, kErrorBodyBytes - std::min(body.size(), kErrorBodyBytes)));
     for (const std::string& event : reader.add({data, n})) {
       if (event == "[DONE]") {
         done = true;
