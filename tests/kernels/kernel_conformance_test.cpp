@@ -446,6 +446,11 @@ std::vector<Case> paged_attention_cases(std::mt19937& rng) {
       {4, 1, 128, 16, 0, {{60, 70}, {0, 64}}},
       {2, 2, 256, 16, 40, {{0, 70}}},
       {2, 1, 128, 4, 0, {{0, 1}, {0, 130}, {17, 3}}},
+      // Decode blocks that serve every query head of a kv head: groups of 8 and 4, and 3 (one head a block).
+      {8, 1, 128, 16, 0, {{300, 1}, {5, 1}}},
+      {16, 2, 64, 16, 30, {{150, 1}, {0, 1}}},
+      {8, 2, 256, 16, 0, {{90, 1}, {0, 1}}},
+      {6, 2, 128, 16, 0, {{100, 1}}},
   };
   std::vector<Case> cases;
   for (const AttentionCase& c : shapes) {
