@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <iterator>
+#include <limits>
 #include <numeric>
 #include <string_view>
 #include <utility>
@@ -58,7 +59,11 @@ RowSampling ModelRunner::State::device_settings(int64_t position) {
   // stays -inf through the repetition penalty and the temperature.
   const bool eos_suppressed = position < eos_allowed_from;
   if (eos_suppressed) {
-    for (int64_t eos : eos_ids) r.penalized.emplace_back(static_cast<int32_t>(eos), INFINITY);
+    for (int64_t eos : eos_ids) {
+      // An id past int32 matches no row, as on the host, where an id outside the row matches nothing.
+      if (eos >= 0 && eos <= std::numeric_limits<int32_t>::max())
+        r.penalized.emplace_back(static_cast<int32_t>(eos), INFINITY);
+    }
   }
   for (const auto& [token, generated] : penalized) {
     if (eos_suppressed && std::find(eos_ids.begin(), eos_ids.end(), token) != eos_ids.end()) continue;
@@ -162,7 +167,8 @@ void ModelRunner::queue(const SchedulerOutput& plan) {
                          [](const State* s) { return s->on_device.has_value(); })) {
     // Requests whose processors the device runs have their tokens chosen there.
     std::vector<RowSampling> rows;
-    for (size_t row = 0; row < sampled.size(); ++row) rows.push_back(sampled[row]->device_settings(step.positions[row]));
+    for (size_t row = 0; row < sampled.size(); ++row)
+      rows.push_back(sampled[row]->device_settings(step.positions[row]));
     step.chosen = model_.queue_sample(batch, cache_, rows, earlier);
   } else {
     // Some request needs its logits on the host: those rows come back, the others are still chosen on the
