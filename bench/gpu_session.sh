@@ -35,11 +35,22 @@ step "tfm --help: peak memory before any work"
 python3 -c "import resource, subprocess, sys; subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL); print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, 'KB')" $b/bin/tfm --help
 
 if want tests; then
+  # Each binary under a timeout that leaves the call time for the rest; on a timeout, the case it stopped in.
+  gtest() {
+    local limit=$1
+    shift
+    timeout "$limit" "$@" >/tmp/gtest.log 2>&1
+    local rc=$?
+    grep -E "^\[  (PASSED|FAILED|SKIPPED) |FAILED|Failure|Which|error" /tmp/gtest.log | head -60
+    ((rc == 124)) && echo "timed out after $limit s in: $(grep '^\[ RUN' /tmp/gtest.log | tail -1)"
+  }
   step "kernel conformance: every cuda kernel, and the xpu kernels on NVIDIA's OpenCL"
-  timeout 300 $b/bin/test_kernels --gtest_filter='*cuda*' 2>&1 | grep -E "^\[  (PASSED|FAILED|SKIPPED) |FAILED|Failure|error" | head -40
-  TFM_XPU_PLATFORM="NVIDIA CUDA" timeout 300 $b/bin/test_kernels --gtest_filter='*xpu*' 2>&1 | grep -E "^\[  (PASSED|FAILED|SKIPPED) |FAILED|Failure|error" | head -40
+  gtest 120 $b/bin/test_kernels --gtest_filter='*cuda*'
+  TFM_XPU_PLATFORM="NVIDIA CUDA" gtest 120 $b/bin/test_kernels --gtest_filter='*xpu*'
   step "whole models on cuda and on xpu (NVIDIA OpenCL) against Transformers, float32, bfloat16, float16"
-  TFM_XPU_PLATFORM="NVIDIA CUDA" timeout 300 $b/bin/test_device_ops 2>&1 | grep -E "^\[  (PASSED|FAILED|SKIPPED) |FAILED|Failure|Which|error" | head -60
+  TFM_XPU_PLATFORM="NVIDIA CUDA" gtest 240 $b/bin/test_device_ops
+  step "the engine on every device"
+  TFM_XPU_PLATFORM="NVIDIA CUDA" gtest 120 $b/bin/test_engine
 fi
 
 if want latency; then
