@@ -13,8 +13,7 @@ constexpr int kThreads = 1024;
 template <typename T>
 __global__ void argmax_rows_kernel(const T* x, int64_t V, int32_t* ids) {
   __shared__ Candidate warps[32];
-  await_previous_kernel();
-  release_next_kernel();
+  wait_for_previous_kernel();
   const T* row = x + blockIdx.x * V;
   Candidate best = no_candidate();
   bool finite = true;

@@ -197,8 +197,7 @@ __global__ void __launch_bounds__(kSplitWarps * 32)
   constexpr int kGroups = kSplitWarps * 32 / kLanes;
   __shared__ float group_max[kGroups][G], group_sum[kGroups][G];
   __shared__ float group_acc[kGroups][G][D];
-  await_previous_kernel();
-  release_next_kernel();
+  wait_for_previous_kernel();
 
   const int64_t head_groups = a.heads / G;
   const int64_t row = blockIdx.x / head_groups, h0 = blockIdx.x % head_groups * G;

@@ -12,8 +12,7 @@ template <typename T>
 __global__ void qkv_rope_cache_kernel(QkvRopeCacheArgs a) {
   extern __shared__ float values[];  // head_dim
   __shared__ float shared[32];
-  await_previous_kernel();
-  release_next_kernel();
+  wait_for_previous_kernel();
   const int64_t t = blockIdx.x, j = blockIdx.y, D = a.head_dim, kv = a.kv_heads;
   const int64_t slot = a.slots[t];
   const int64_t d = threadIdx.x;

@@ -14,8 +14,7 @@ struct RowCopies {
 template <typename Word>
 __global__ void copy_rows_kernel(RowCopies copies, int64_t rows) {
   const RowCopy& c = copies.copy[blockIdx.y];
-  await_previous_kernel();
-  release_next_kernel();
+  wait_for_previous_kernel();
   const int64_t words = c.row_bytes / static_cast<int64_t>(sizeof(Word));
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const int64_t from = c.src_rows ? c.src_rows[r] : r, to = c.dst_rows ? c.dst_rows[r] : r;

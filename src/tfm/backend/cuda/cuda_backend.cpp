@@ -357,16 +357,21 @@ cudaStream_t current_stream() {
   return stream(index);
 }
 
-bool chaining_supported() {
-  static const bool allowed = [] {
+bool chaining_supported(int index) {
+  static const std::vector<bool> supported = [] {
+    std::vector<bool> by_device;
     const char* value = std::getenv("TFM_CUDA_PDL");
-    return !(value && std::string_view(value) == "0");
+    if (value && std::string_view(value) == "0") return by_device;
+    int count = 0;
+    check_cuda(cudaGetDeviceCount(&count), "cudaGetDeviceCount");
+    for (int i = 0; i < count; ++i) {
+      int major = 0;
+      check_cuda(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, i), "cudaDeviceGetAttribute");
+      by_device.push_back(major >= 9);
+    }
+    return by_device;
   }();
-  if (!allowed) return false;
-  int index = 0, major = 0;
-  check_cuda(cudaGetDevice(&index), "cudaGetDevice");
-  check_cuda(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, index), "cudaDeviceGetAttribute");
-  return major >= 9;
+  return index >= 0 && static_cast<size_t>(index) < supported.size() && supported[static_cast<size_t>(index)];
 }
 
 }  // namespace cuda

@@ -213,26 +213,24 @@ inline int threads_for_row(int64_t n) {
 // Programmatic dependent launch (compute capability 9.0 and later): a kernel launched by launch_chained may
 // start while the kernel before it on the stream is still running, so that its launch and prologue hide behind
 // that kernel's tail, the ~260 small kernels of a decode step having little else to hide them. Until it calls
-// await_previous_kernel() it may only read memory that no kernel of the step writes (weights); that call returns
-// once the kernel before it has finished and its writes are visible, and since that kernel made the same call,
-// everything queued before it has finished too. release_next_kernel() lets the next chained kernel start; each
-// chained kernel calls it after its own await, so at most two of them hold the device at once.
-__device__ inline void await_previous_kernel() {
+// wait_for_previous_kernel() it may only read memory that no kernel of the step writes (weights). That call
+// returns once the kernel before it has finished and its writes are visible (and since that kernel made the same
+// call, everything queued before it has finished too), then lets the next chained kernel start: at most two of
+// them hold the device at once.
+__device__ inline void wait_for_previous_kernel() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
-}
-__device__ inline void release_next_kernel() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
 }
 
-// Launches `kernel` on the current stream, chained to the kernel before it where chaining_supported() (on other
-// devices the two calls above compile to nothing and the launch is an ordinary one). Its status is the runtime's
-// last error, which check_launch reads.
+// Launches `kernel` on the current device's stream, chained to the kernel before it where the device supports
+// it (chaining_supported; elsewhere wait_for_previous_kernel compiles to nothing and the launch is an ordinary
+// one). Its status is the runtime's last error, which check_launch reads.
 template <typename... Params, typename... Args>
 void launch_chained(void (*kernel)(Params...), dim3 grid, dim3 block, size_t shared_bytes, Args&&... args) {
+  int device = 0;
+  check_cuda(cudaGetDevice(&device), "cudaGetDevice");
   cudaLaunchAttribute chained{};
   chained.id = cudaLaunchAttributeProgrammaticStreamSerialization;
   chained.val.programmaticStreamSerializationAllowed = 1;
@@ -240,9 +238,9 @@ void launch_chained(void (*kernel)(Params...), dim3 grid, dim3 block, size_t sha
   config.gridDim = grid;
   config.blockDim = block;
   config.dynamicSmemBytes = shared_bytes;
-  config.stream = current_stream();
+  config.stream = stream(device);
   config.attrs = &chained;
-  config.numAttrs = chaining_supported() ? 1 : 0;
+  config.numAttrs = chaining_supported(device) ? 1 : 0;
   cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
 }
 

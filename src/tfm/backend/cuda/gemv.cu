@@ -42,8 +42,7 @@ __global__ void gemv_kernel(const T* __restrict__ x, const T* __restrict__ w, co
 #pragma unroll
   for (int i = 0; i < kEarlyPieces; ++i)
     if (lane + 32 * i < pieces) early[i] = __ldcs(w_row + lane + 32 * i);  // streamed: read once per step
-  await_previous_kernel();
-  release_next_kernel();
+  wait_for_previous_kernel();
   if (n >= N) return;
   float acc[M] = {};
 #pragma unroll

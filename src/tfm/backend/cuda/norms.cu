@@ -16,8 +16,7 @@ __global__ void __launch_bounds__(row_block_limit(kVecs))
   __shared__ float shared[32];
   constexpr int E = Vec<T>::kSize;
   const RowGroup g(lanes);
-  await_previous_kernel();
-  release_next_kernel();
+  wait_for_previous_kernel();
   for (int64_t first = g.first_row(); first < rows; first += g.row_stride()) {
     const int64_t row = first + g.group, offset = row * dim, n = row < rows ? dim : 0;
     Vec<T> held[kVecs > 0 ? kVecs : 1];

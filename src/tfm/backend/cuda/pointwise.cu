@@ -30,8 +30,7 @@ __global__ void cast_kernel(const In* x, Out* out, int64_t n) {
 template <typename T>
 __global__ void silu_mul_kernel(const T* gate_up, int64_t inter, int64_t pieces, int64_t n, bool wide, T* out) {
   constexpr int E = Vec<T>::kSize;
-  await_previous_kernel();
-  release_next_kernel();
+  wait_for_previous_kernel();
   for (int64_t i = first_index(); i < n; i += grid_stride()) {
     const int64_t row = i / pieces, c = i % pieces * E;
     const T* gate = gate_up + row * 2 * inter;

@@ -25,8 +25,9 @@ cudaStream_t stream(int index);
 // The stream of the current device.
 cudaStream_t current_stream();
 
-// Whether kernels on the current device may be chained by programmatic dependent launch (device_common.cuh's
+// Whether kernels on device `index` may be chained by programmatic dependent launch (device_common.cuh's
 // launch_chained): compute capability 9.0 or later, unless TFM_CUDA_PDL=0 (for measuring what chaining gains).
-bool chaining_supported();
+// Decided for every device on the first call, not on each launch.
+bool chaining_supported(int index);
 
 }  // namespace tfm::cuda

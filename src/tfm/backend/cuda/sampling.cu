@@ -140,8 +140,7 @@ __global__ void __launch_bounds__(kThreads)
   __shared__ uint32_t counts[kBins], chosen_prefix;
   __shared__ unsigned long long masses[kBins];
   __shared__ Candidate warps[32];
-  await_previous_kernel();
-  release_next_kernel();
+  wait_for_previous_kernel();
   const SampleSettings s = settings[blockIdx.x];
   Row<T> r;
   r.x = logits + blockIdx.x * V;
