@@ -494,24 +494,6 @@ int heads_per_block(const PagedAttentionArgs& a) {
   return fills && (group == 2 || group == 4 || group == 8) ? static_cast<int>(group) : 1;
 }
 
-// Calls `launch` with heads_per_block(a) as a compile-time constant.
-template <typename Launch>
-void with_heads_per_block(const PagedAttentionArgs& a, Launch&& launch) {
-  switch (heads_per_block(a)) {
-    case 2:
-      launch(std::integral_constant<int, 2>());
-      break;
-    case 4:
-      launch(std::integral_constant<int, 4>());
-      break;
-    case 8:
-      launch(std::integral_constant<int, 8>());
-      break;
-    default:
-      launch(std::integral_constant<int, 1>());
-  }
-}
-
 // Splits of each row's keys: enough blocks for two per multiprocessor, none shorter than kMinSplitKeys of the
 // longest context the block tables hold. Depends only on the shapes, so a captured graph keeps it valid.
 int64_t split_count(const PagedAttentionArgs& a) {
@@ -522,8 +504,9 @@ int64_t split_count(const PagedAttentionArgs& a) {
   return std::clamp<int64_t>(std::min(by_length, by_device), 1, kMaxSplits);
 }
 
-// Zeroed counters, one per split block of a split (a row and its group of heads), that the split kernels leave zeroed: kept per device and grown (never
-// while a graph is captured: the ordinary run before a capture has the same shape).
+// Zeroed counters, one per split block of a split (a row and its group of heads), that the split kernels leave
+// zeroed: kept per device and grown (never while a graph is captured: the ordinary run before a capture has the
+// same shape).
 unsigned* arrival_counters(int64_t count) {
   static std::mutex mutex;
   static std::map<int, std::pair<unsigned*, int64_t>> buffers;
@@ -547,7 +530,7 @@ unsigned* arrival_counters(int64_t count) {
 
 template <typename T, int D>
 void launch_split_rows(const PagedAttentionArgs& a, int64_t splits, float* partial) {
-  with_heads_per_block(a, [&](auto heads) {
+  with_constant<1, 2, 4, 8>(heads_per_block(a), [&](auto heads) {
     const int64_t blocks = a.num_rows * a.heads / heads();
     const dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(splits));
     unsigned* arrivals = splits > 1 ? arrival_counters(blocks) : nullptr;
@@ -574,9 +557,7 @@ void launch_tiles(const PagedAttentionArgs& a) {
 // Calls `launch` with the head size of the one-pass kernels (one_pass_dim) as a compile-time constant.
 template <typename Launch>
 void with_head_dim(int64_t head_dim, Launch&& launch) {
-  if (head_dim == 64) launch(std::integral_constant<int, 64>());
-  if (head_dim == 128) launch(std::integral_constant<int, 128>());
-  if (head_dim == 256) launch(std::integral_constant<int, 256>());
+  with_constant<64, 128, 256>(head_dim, launch);
 }
 
 }  // namespace

@@ -421,8 +421,7 @@ void attention_backward(const AttentionBackwardArgs& a, const T* q, const T* k, 
         launch_tiles<device_t<T>, d()>(a, on_device(q), on_device(k), on_device(v), on_device(out), on_device(dout),
                                        lse, delta, on_device(dq), on_device(dk), on_device(dv));
       };
-      if (a.head_dim == 64) launch(std::integral_constant<int, 64>());
-      if (a.head_dim == 128) launch(std::integral_constant<int, 128>());
+      with_constant<64, 128>(a.head_dim, launch);
       return;
     }
   }

@@ -25,10 +25,10 @@ __global__ void qkv_rope_cache_kernel(QkvRopeCacheArgs a) {
   const T* norm = static_cast<const T*>(is_q ? a.q_norm : a.k_norm);
   // Every load is issued before the first barrier, so that the block waits out one memory latency, not three.
   const bool rotated = d < a.rot;
-  const float v_in = d < D ? to_float(x[d]) : 0.f, weight = norm && d < D ? to_float(norm[d]) : 0.f;
+  float v = d < D ? to_float(x[d]) : 0.f;
+  const float weight = norm && d < D ? to_float(norm[d]) : 0.f;
   const float cos_d = rotated ? to_float(static_cast<const T*>(a.cos)[t * a.rot + d]) : 0.f;
   const float sin_d = rotated ? to_float(static_cast<const T*>(a.sin)[t * a.rot + d]) : 0.f;
-  float v = v_in;
   if (norm) {
     const float inv = 1.f / sqrtf(block_sum(v * v, shared) / static_cast<float>(D) + a.eps);
     if (d < D) v = round_to<T>(weight * round_to<T>(v * inv));

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 #include <utility>
 
 #include "tfm/core/error.h"
@@ -242,6 +243,13 @@ void launch_chained(void (*kernel)(Params...), dim3 grid, dim3 block, size_t sha
   config.attrs = &chained;
   config.numAttrs = chaining_supported(device) ? 1 : 0;
   cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
+}
+
+// Calls `launch` with `value` as a std::integral_constant when it is one of Values, and does nothing otherwise:
+// a kernel template's parameter chosen at run time.
+template <int... Values, typename Launch>
+void with_constant(int64_t value, Launch&& launch) {
+  ((value == Values ? launch(std::integral_constant<int, Values>()) : void()), ...);
 }
 
 // Throws when the launch just made failed.
