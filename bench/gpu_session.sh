@@ -34,16 +34,18 @@ step tfm devices; $b/bin/tfm devices; TFM_XPU_PLATFORM="NVIDIA CUDA" $b/bin/tfm 
 step "tfm --help: peak memory before any work"
 python3 -c "import resource, subprocess, sys; subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL); print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, 'KB')" $b/bin/tfm --help
 
+# A test binary under a timeout that leaves the call time for the rest: its summary and failures, or on a
+# timeout the case it stopped in.
+gtest() {
+  local limit=$1
+  shift
+  timeout "$limit" "$@" >/tmp/gtest.log 2>&1
+  local rc=$?
+  grep -E "^\[  (PASSED|FAILED|SKIPPED) |FAILED|Failure|Which|error" /tmp/gtest.log | head -60
+  ((rc == 124)) && echo "timed out after $limit s in: $(grep '^\[ RUN' /tmp/gtest.log | tail -1)"
+}
+
 if want tests; then
-  # Each binary under a timeout that leaves the call time for the rest; on a timeout, the case it stopped in.
-  gtest() {
-    local limit=$1
-    shift
-    timeout "$limit" "$@" >/tmp/gtest.log 2>&1
-    local rc=$?
-    grep -E "^\[  (PASSED|FAILED|SKIPPED) |FAILED|Failure|Which|error" /tmp/gtest.log | head -60
-    ((rc == 124)) && echo "timed out after $limit s in: $(grep '^\[ RUN' /tmp/gtest.log | tail -1)"
-  }
   step "kernel conformance: every cuda kernel, and the xpu kernels on NVIDIA's OpenCL"
   gtest 120 $b/bin/test_kernels --gtest_filter='*cuda*'
   TFM_XPU_PLATFORM="NVIDIA CUDA" gtest 120 $b/bin/test_kernels --gtest_filter='*xpu*'
@@ -282,10 +284,8 @@ if want ab; then
   n=/tmp/bundle_next
   mkdir -p $n && tar xJf .carry/bundle_next.tar.xz -C $n
   step "branch build: cuda kernel conformance and whole models"
-  LD_LIBRARY_PATH=$n/lib:$cublas timeout 300 $n/bin/test_kernels --gtest_filter='*cuda*' 2>&1 |
-    grep -E "^\[  (PASSED|FAILED|SKIPPED) |FAILED|Failure|error" | head -20
-  LD_LIBRARY_PATH=$n/lib:$cublas timeout 300 $n/bin/test_device_ops --gtest_filter='*cuda*' 2>&1 |
-    grep -E "^\[  (PASSED|FAILED|SKIPPED) |FAILED|Failure|error" | head -20
+  LD_LIBRARY_PATH=$n/lib:$cublas gtest 120 $n/bin/test_kernels --gtest_filter='*cuda*'
+  LD_LIBRARY_PATH=$n/lib:$cublas gtest 120 $n/bin/test_device_ops --gtest_filter='*cuda*'
   for args in "--model /tmp/qwen3-0.6b --input-len 128 --output-len 256" "--model /tmp/qwen3-8b --input-len 128 --output-len 128" \
               "--model /tmp/qwen3-8b --input-len 2048 --output-len 1"; do
     for build in $b $n; do

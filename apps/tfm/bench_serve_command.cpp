@@ -108,7 +108,7 @@ Measured run_request(const Settings& s, const json::Value& prompt) {
     return true;
   };
   req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
-    if (status != 200) body.append(data, std::min(n, kErrorBodyBytes - std::min(body.size(), kErrorBodyBytes)));
+    if (status != 200) body.append(data, std::min(n, kErrorBodyBytes - body.size()));
     for (const std::string& event : reader.add({data, n})) {
       if (event == "[DONE]") {
         done = true;

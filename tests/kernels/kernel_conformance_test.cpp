@@ -457,7 +457,8 @@ std::vector<Case> paged_attention_cases(std::mt19937& rng) {
       {4, 1, 128, 16, 0, {{60, 70}, {0, 64}}},
       {2, 2, 256, 16, 40, {{0, 70}}},
       {2, 1, 128, 4, 0, {{0, 1}, {0, 130}, {17, 3}}},
-      // Decode blocks that serve every query head of a kv head: groups of 8 and 4, and 3 (one head a block).
+      // GQA groups of 8, 4 and 3 in decode over split contexts; steps this small keep one head a block, the
+      // batched_decode shapes above group them.
       {8, 1, 128, 16, 0, {{300, 1}, {5, 1}}},
       {16, 2, 64, 16, 30, {{150, 1}, {0, 1}}},
       {8, 2, 256, 16, 0, {{90, 1}, {0, 1}}},
