@@ -228,6 +228,39 @@ std::vector<Case> add_rms_norm_cases(std::mt19937& rng) {
   return cases;
 }
 
+// Decode's rows, layer 0's (no pending) and later layers', plain and gated, with and without a bias; cuda takes
+// rows of whole 16-byte pieces up to 47 KB of normalised rows (K 70 and the float32 rows of 5 x 4096 it refuses).
+std::vector<Case> norm_linear_cases(std::mt19937& rng) {
+  struct Geometry {
+    int64_t M, K, N;
+    bool pending, gated, bias;
+  };
+  std::vector<Case> cases;
+  for (const Geometry c : {Geometry{1, 1024, 48, true, true, false}, Geometry{1, 64, 40, false, false, true},
+                        Geometry{3, 256, 70, true, false, true}, Geometry{8, 1024, 64, true, true, true},
+                        Geometry{4, 72, 30, true, true, false}, Geometry{2, 70, 20, true, false, false},
+                        Geometry{5, 4096, 24, true, true, false}, Geometry{5, 128, 16, false, true, true}}) {
+    std::vector<Tensor> in{random_floats({c.M, c.K}, rng, 3.f), random_floats({c.K}, rng),
+                           random_floats({c.N, c.K}, rng, 0.3f), random_floats({c.M, c.K}, rng),
+                           random_floats({c.N}, rng)};
+    cases.push_back(make_case<op::NormLinear>(
+        "norm_linear " + shape_text({c.M, c.K, c.N}) + (c.pending ? " after a block" : " first") +
+            (c.gated ? " gated" : "") + (c.bias ? " with bias" : ""),
+        std::move(in), [c](std::vector<Tensor>& in, Device device, DType dtype, auto kernel, std::vector<Tensor>& out) {
+          Tensor residual_out = poisoned({c.M, c.K}, dtype, device);
+          Tensor y = poisoned({c.M, c.gated ? c.N / 2 : c.N}, dtype, device);
+          const Tensor none;
+          const Tensor& pending = c.pending ? in[3] : none;
+          const Tensor& bias = c.bias ? in[4] : none;
+          if (!kernel(op::NormLinear{in[0], pending, in[1], 1e-6f, in[2], bias, c.gated, residual_out, y}))
+            return false;
+          out = c.pending ? std::vector<Tensor>{y, residual_out} : std::vector<Tensor>{y};
+          return true;
+        }));
+  }
+  return cases;
+}
+
 std::vector<Case> rope_cases(std::mt19937& rng) {
   std::vector<Case> cases;
   const int64_t shapes[][4] = {{1, 1, 8, 8},    {5, 3, 16, 16},    {4, 2, 10, 4},   {7, 4, 64, 32},
@@ -347,6 +380,17 @@ std::vector<Case> argmax_rows_cases(std::mt19937& rng) {
   invalid.data<float>()[123] = std::numeric_limits<float>::quiet_NaN();
   invalid.data<float>()[1000 + 7] = -std::numeric_limits<float>::infinity();
   add("argmax of rows with a NaN and an infinity", invalid);
+  // Rows long enough for cuda to split them over blocks, of an odd length (no whole 16-byte pieces): ties
+  // across the splits, and a NaN and an infinity far into their rows.
+  for (int64_t R : {1, 2}) {
+    Tensor split = Tensor::cpu({R, 50003}, DType::float32);
+    for (int64_t i = 0; i < split.numel(); ++i) split.data<float>()[i] = static_cast<float>(small(rng));
+    add("argmax of " + shape_text({R, 50003}) + " with ties", split);
+  }
+  Tensor split_invalid = random_floats({2, 50003}, rng);
+  split_invalid.data<float>()[41000] = std::numeric_limits<float>::quiet_NaN();
+  split_invalid.data<float>()[50003 + 49999] = std::numeric_limits<float>::infinity();
+  add("argmax of long rows with a NaN and an infinity", split_invalid);
   return cases;
 }
 
@@ -826,6 +870,7 @@ const std::map<std::string_view, std::vector<Case>>& all_cases() {
     m[op::Linear::name] = linear_cases(rng);
     m[op::RmsNorm::name] = rms_norm_cases(rng);
     m[op::AddRmsNorm::name] = add_rms_norm_cases(rng);
+    m[op::NormLinear::name] = norm_linear_cases(rng);
     m[op::Rope::name] = rope_cases(rng);
     m[op::SiluMul::name] = silu_mul_cases(rng);
     m[op::Add::name] = add_cases(rng);

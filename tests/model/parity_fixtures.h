@@ -92,9 +92,14 @@ inline void expect_logits_and_greedy_tokens(const std::string& model_name, const
           relative_error(logits.data<float>() + static_cast<int64_t>(p.ids.size() - 1) * V, p.last_logits),
           1e-4)
           << attn;
-      CausalLM fresh = CausalLM::from_pretrained(kFixtures + model_name, {.dtype = "float32", .device = device, .attn_implementation = attn});
-      EXPECT_EQ(greedy(fresh, p.ids, p.generated.size()), p.generated)
-          << attn << " prompt of " << p.ids.size();
+      // Decode steps with use_kernels take the fused kernels (the norms folded into the matmuls after them).
+      for (bool use_kernels : {false, true}) {
+        CausalLM fresh = CausalLM::from_pretrained(
+            kFixtures + model_name,
+            {.dtype = "float32", .device = device, .attn_implementation = attn, .use_kernels = use_kernels});
+        EXPECT_EQ(greedy(fresh, p.ids, p.generated.size()), p.generated)
+            << attn << (use_kernels ? " with use_kernels" : "") << " prompt of " << p.ids.size();
+      }
     }
   }
 }

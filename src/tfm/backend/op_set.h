@@ -78,6 +78,31 @@ struct AddRmsNorm {
   auto tensors() const { return tensor_list(residual, x, weight, out); }
 };
 
+// A decoder block's entry in one pass where a kernel does it (decode's few rows): add_rms_norm folded into the
+// linear layer after it and, with `gated`, silu_mul after that. With x defined, r = residual + x rounded, written
+// to residual_out (a buffer of its own: every block of a kernel reads residual); else r = residual and
+// residual_out is not written. y = linear(rms_norm(r, norm_weight, eps), w, bias), or silu_mul of that when
+// gated (w's rows [gate | up]), rounded where those ops round.
+//                 residual, x, residual_out (M, K), norm_weight (K), w (N, K), bias (N) or undefined,
+//                 y (M, N), or (M, N / 2) when gated
+// Optional, and a kernel may refuse arguments: the layer then runs add_rms_norm, linear and silu_mul.
+struct NormLinear {
+  static constexpr std::string_view name = "norm_linear", layer = "RMSNorm";
+  static constexpr bool optional = true;
+  static constexpr int64_t kMaxRows = 8;  // ops/ refuses more (decode's rows; prefill has the matmul's rate)
+  const Tensor& residual;
+  const Tensor& x;
+  const Tensor& norm_weight;
+  float eps;
+  const Tensor& w;
+  const Tensor& bias;
+  bool gated;
+  Tensor& residual_out;
+  Tensor& y;
+  DType dtype() const { return residual.dtype(); }
+  auto tensors() const { return tensor_list(residual, x, norm_weight, w, bias, residual_out, y); }
+};
+
 // Rotary embedding in place, half-split layout: for each head of token t, x[i] and x[i + rot/2] (i < rot/2)
 // become x[i] cos - x[i + rot/2] sin and x[i + rot/2] cos + x[i] sin, each product and the sum rounded to the
 // dtype as torch computes q * cos + rotate_half(q) * sin; dimensions past rot pass through.
@@ -445,10 +470,10 @@ constexpr bool is_optional() {
 }
 
 // Every op of the set, for code that visits them all: f.template operator()<Op>() for each.
-using All = std::tuple<Embedding, Linear, RmsNorm, AddRmsNorm, Rope, SiluMul, Add, Cast, SplitColumns, GatherRows,
-                       ArgmaxRows, KvCacheWrite, QkvRopeCache, PagedAttention, LinearBackward, RmsNormBackward,
-                       SiluMulBackward, EmbeddingBackward, AttentionBackward, CrossEntropy, SumSquares, AdamW,
-                       ConcatColumns, AddScaledColumns, Dropout, SampleRows>;
+using All = std::tuple<Embedding, Linear, RmsNorm, AddRmsNorm, NormLinear, Rope, SiluMul, Add, Cast, SplitColumns,
+                       GatherRows, ArgmaxRows, KvCacheWrite, QkvRopeCache, PagedAttention, LinearBackward,
+                       RmsNormBackward, SiluMulBackward, EmbeddingBackward, AttentionBackward, CrossEntropy,
+                       SumSquares, AdamW, ConcatColumns, AddScaledColumns, Dropout, SampleRows>;
 template <typename F>
 void for_each_op(F&& f) {
   [&]<typename... Op>(std::tuple<Op...>*) { (f.template operator()<Op>(), ...); }(static_cast<All*>(nullptr));

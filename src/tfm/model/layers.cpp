@@ -62,6 +62,21 @@ void Linear::forward_into(const Tensor& x, Tensor& y, const StepContext& ctx) co
   weight_->forward(x, bias_, y, ctx.kernels.of("Linear"));
 }
 
+Tensor Linear::forward_folded(const BlockInput& in, bool gated, const StepContext& ctx) const {
+  const Tensor* w = weight_->dense();
+  const int64_t rows = in.residual.size(0);
+  if (ctx.saved || !w || rows > op::NormLinear::kMaxRows || ctx.kernels.of("RMSNorm") != "fused" ||
+      !ctx.kernels.of("Linear").empty() || (gated && !ctx.kernels.of("SiLUAndMul").empty()))
+    return {};
+  Tensor y = ctx.empty({rows, gated ? w->size(0) / 2 : w->size(0)});
+  Tensor residual = in.pending.defined() ? ctx.empty(in.residual.shape()) : in.residual;
+  if (!ops::norm_linear(in.residual, in.pending, in.norm.weight(), in.norm.eps(), *w, bias_, gated, residual, y,
+                        "fused"))
+    return {};
+  in.residual = residual;
+  return y;
+}
+
 Tensor Linear::backward(const Tensor& dy, const BackwardContext& ctx, bool need_dx) const {
   const Tensor& x = ctx.kept(name_, "input");
   Tensor dx = need_dx ? ctx.empty(x.shape()) : Tensor();
@@ -118,10 +133,15 @@ Attention::Attention(std::string name, Geometry geometry, Linear qkv_proj, Linea
       q_norm_(std::move(q_norm)),
       k_norm_(std::move(k_norm)) {}
 
-Tensor Attention::forward(const Tensor& x, LayerCache& cache, const StepContext& ctx) const {
+Tensor BlockInput::normalized(const StepContext& ctx) const {
+  return pending.defined() ? norm.forward_residual(residual, pending, ctx) : norm.forward(residual, ctx);
+}
+
+Tensor Attention::forward(const BlockInput& in, LayerCache& cache, const StepContext& ctx) const {
   const auto [heads, kv_heads, head_dim, window] = geometry_;
-  const int64_t T = x.size(0);
-  const Tensor qkv = qkv_proj_.forward(x, ctx);  // rows of [q | k | v]
+  Tensor qkv = qkv_proj_.forward_folded(in, false, ctx);  // rows of [q | k | v]
+  if (!qkv.defined()) qkv = qkv_proj_.forward(in.normalized(ctx), ctx);
+  const int64_t T = qkv.size(0);
   Tensor q = ctx.empty({T, heads, head_dim});
   const std::string_view attention = ctx.kernels.of("Attention");
   if (!ctx.saved && ops::qkv_rope_cache_runs_on(ctx.device.type, ctx.dtype)) {
@@ -168,11 +188,14 @@ Tensor Attention::backward(const Tensor& dy, const BackwardContext& ctx) const {
   return qkv_proj_.backward(dqkv, ctx);
 }
 
-Tensor MLP::forward(const Tensor& x, const StepContext& ctx) const {
-  const Tensor gate_up = gate_up_proj_.forward(x, ctx);  // rows of [gate | up]
-  ctx.keep(name_, "gate_up", gate_up);
-  Tensor act = ctx.empty({x.size(0), gate_up.size(1) / 2});
-  ops::silu_mul(gate_up, act, ctx.kernels.of("SiLUAndMul"));
+Tensor MLP::forward(const BlockInput& in, const StepContext& ctx) const {
+  Tensor act = gate_up_proj_.forward_folded(in, true, ctx);
+  if (!act.defined()) {
+    const Tensor gate_up = gate_up_proj_.forward(in.normalized(ctx), ctx);  // rows of [gate | up]
+    ctx.keep(name_, "gate_up", gate_up);
+    act = ctx.empty({gate_up.size(0), gate_up.size(1) / 2});
+    ops::silu_mul(gate_up, act, ctx.kernels.of("SiLUAndMul"));
+  }
   return down_proj_.forward(act, ctx);
 }
 
@@ -185,10 +208,8 @@ Tensor MLP::backward(const Tensor& dy, const BackwardContext& ctx) const {
 }
 
 void DecoderLayer::forward(Tensor& h, Tensor& pending, LayerCache& cache, const StepContext& ctx) const {
-  Tensor x = pending.defined() ? input_layernorm_.forward_residual(h, pending, ctx) : input_layernorm_.forward(h, ctx);
-  pending = self_attn_.forward(x, cache, ctx);
-  x = post_attention_layernorm_.forward_residual(h, pending, ctx);
-  pending = mlp_.forward(x, ctx);
+  pending = self_attn_.forward({h, pending, input_layernorm_}, cache, ctx);
+  pending = mlp_.forward({h, pending, post_attention_layernorm_}, ctx);
 }
 
 // The residual stream's gradient passes each block's norm and reaches the block's input as well as, unchanged,

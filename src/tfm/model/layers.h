@@ -90,6 +90,8 @@ class LinearWeight {
   virtual void backward(const Tensor& x, const Tensor& dy, Tensor& dx, Tensor& dbias, const Gradients& grads,
                         const std::string& name) const = 0;
   virtual size_t nbytes() const = 0;  // of device memory
+  // The weight as one (out, in) tensor, where it is one: what kernels that fold other ops into the matmul take.
+  virtual const Tensor* dense() const { return nullptr; }
   // Transformers' train() / eval() reaching the weight (a LoRA adapter's dropout runs only in training).
   virtual void train(bool /*mode*/) {}
 };
@@ -109,11 +111,14 @@ class DenseWeight final : public LinearWeight {
     ops::linear_backward(x, w_, dy, dx, dw, dbias);
   }
   size_t nbytes() const override { return w_.nbytes(); }
+  const Tensor* dense() const override { return &w_; }
   const Tensor& tensor() const { return w_; }
 
  private:
   Tensor w_;
 };
+
+struct BlockInput;
 
 class Linear {
  public:
@@ -122,6 +127,10 @@ class Linear {
   Tensor forward(const Tensor& x, const StepContext& ctx) const;
   // The same into y (T, out), allocated by the caller.
   void forward_into(const Tensor& x, Tensor& y, const StepContext& ctx) const;
+  // The norm of a block's input and this layer in one kernel, where one takes them (op::NormLinear: with
+  // use_kernels' fused RMSNorm and the default Linear, a few rows, dense weights, no training); gated, with
+  // silu_mul after it. in.residual becomes the new residual stream. Undefined, having done nothing, elsewhere.
+  Tensor forward_folded(const BlockInput& in, bool gated, const StepContext& ctx) const;
   // dy (T, out) -> dx (T, in); with need_dx false only the parameters' gradients.
   Tensor backward(const Tensor& dy, const BackwardContext& ctx, bool need_dx = true) const;
   const LinearWeight& weight() const { return *weight_; }
@@ -172,6 +181,16 @@ class RMSNorm {
   float eps_;
 };
 
+// A block's input: the residual stream, the previous block's output not yet added to it (undefined before the
+// first layer) and the norm the block applies to their sum. Each residual add happens in the norm after it.
+struct BlockInput {
+  Tensor& residual;
+  const Tensor& pending;
+  const RMSNorm& norm;
+  // residual += pending; the normalized residual
+  Tensor normalized(const StepContext& ctx) const;
+};
+
 // Grouped-query self-attention over the paged cache: q, k, v from one fused projection, Qwen3's q/k norms,
 // RoPE, the cache write, attention and the output projection.
 class Attention {
@@ -182,8 +201,8 @@ class Attention {
   };
   Attention(std::string name, Geometry geometry, Linear qkv_proj, Linear o_proj, std::optional<RMSNorm> q_norm,
             std::optional<RMSNorm> k_norm);
-  // x (T, hidden) -> (T, hidden); writes this step's keys and values into `cache`
-  Tensor forward(const Tensor& x, LayerCache& cache, const StepContext& ctx) const;
+  // (T, hidden) -> (T, hidden), its input normalized first; writes this step's keys and values into `cache`
+  Tensor forward(const BlockInput& in, LayerCache& cache, const StepContext& ctx) const;
   Tensor backward(const Tensor& dy, const BackwardContext& ctx) const;  // (T, hidden) -> (T, hidden)
   Linear& qkv_proj() { return qkv_proj_; }
   Linear& o_proj() { return o_proj_; }
@@ -204,7 +223,7 @@ class MLP {
  public:
   MLP(std::string name, Linear gate_up_proj, Linear down_proj)
       : name_(std::move(name)), gate_up_proj_(std::move(gate_up_proj)), down_proj_(std::move(down_proj)) {}
-  Tensor forward(const Tensor& x, const StepContext& ctx) const;  // (T, hidden) -> (T, hidden)
+  Tensor forward(const BlockInput& in, const StepContext& ctx) const;  // (T, hidden) -> (T, hidden)
   Tensor backward(const Tensor& dy, const BackwardContext& ctx) const;
   Linear& gate_up_proj() { return gate_up_proj_; }
   Linear& down_proj() { return down_proj_; }

@@ -147,6 +147,34 @@ void add_rms_norm(Tensor& residual, const Tensor& x, const Tensor& weight, float
   dispatch(a, variant);
 }
 
+bool norm_linear(const Tensor& residual, const Tensor& x, const Tensor& norm_weight, float eps, const Tensor& w,
+                 const Tensor& bias, bool gated, Tensor& residual_out, Tensor& y, std::string_view variant) {
+  const op::NormLinear a{residual, x, norm_weight, eps, w, bias, gated, residual_out, y};
+  const DType d = compute_dtype(a);
+  expect(residual, d, a.name, "residual");
+  expect(norm_weight, d, a.name, "norm weight");
+  expect(w, d, a.name, "w");
+  expect(y, d, a.name, "y");
+  if (x.defined()) {
+    expect(x, d, a.name, "x");
+    expect(residual_out, d, a.name, "residual_out");
+  }
+  if (bias.defined()) expect(bias, d, a.name, "bias");
+  const bool matrices = residual.dim() == 2 && norm_weight.dim() == 1 && w.dim() == 2 && y.dim() == 2;
+  const int64_t M = matrices ? residual.size(0) : 0, K = matrices ? residual.size(1) : 0;
+  const int64_t N = matrices ? w.size(0) : 0;
+  if (!(matrices && norm_weight.size(0) == K && w.size(1) == K &&
+        (!x.defined() || (x.shape() == residual.shape() && residual_out.shape() == residual.shape())) &&
+        (!bias.defined() || bias.shape() == Shape{N}) && (!gated || N % 2 == 0) && y.size(0) == M &&
+        y.size(1) == (gated ? N / 2 : N)))
+    throw_error("norm_linear: shapes ", residual.str(), " + ", x.str(), ", ", norm_weight.str(), ", ", w.str(),
+                gated ? " gated" : "", " -> ", residual_out.str(), ", ", y.str(), " do not match");
+  if (M > op::NormLinear::kMaxRows || !kernel_registry().supports(a, residual.device().type, variant))
+    return false;
+  dispatch(a, variant);
+  return true;
+}
+
 void rope_(Tensor& x, const Tensor& cos, const Tensor& sin, std::string_view variant) {
   const op::Rope a{x, cos, sin};
   const DType d = compute_dtype(a);

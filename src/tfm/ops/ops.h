@@ -23,6 +23,9 @@ void linear(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y, std
 void rms_norm(const Tensor& x, const Tensor& weight, float eps, Tensor& out, std::string_view variant = {});
 void add_rms_norm(Tensor& residual, const Tensor& x, const Tensor& weight, float eps, Tensor& out,
                   std::string_view variant = {});
+// op::NormLinear where a kernel of `variant` takes the arguments; false, having done nothing, where none does.
+bool norm_linear(const Tensor& residual, const Tensor& x, const Tensor& norm_weight, float eps, const Tensor& w,
+                 const Tensor& bias, bool gated, Tensor& residual_out, Tensor& y, std::string_view variant);
 void rope_(Tensor& x, const Tensor& cos, const Tensor& sin, std::string_view variant = {});
 void silu_mul(const Tensor& gate_up, Tensor& out, std::string_view variant = {});
 void add_(Tensor& x, const Tensor& y);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "tfm/backend/cpu/cpu_backend.h"
+#include "tfm/backend/kernel_registry.h"
 #include "tfm/backend/pointer_args.h"
 #include "tfm/core/floats.h"
 #include "tfm/core/parallel.h"
@@ -221,6 +222,23 @@ void silu_mul(const op::SiluMul& a) {
   });
 }
 
+// norm_linear as the ops it folds together: the reference of the devices' one-pass kernels, and what the cpu
+// runs where a model asks for it (no faster here, but the model takes the same path on every device).
+template <typename T>
+void norm_linear(const op::NormLinear& a) {
+  const int64_t M = a.residual.size(0), K = a.residual.size(1), N = a.w.size(0);
+  Tensor normed = empty({M, K}, a.dtype(), a.y.device());
+  if (a.x.defined()) {
+    std::memcpy(a.residual_out.raw(), a.residual.raw(), a.residual.nbytes());
+    add_rms_norm_fused<T>(op::AddRmsNorm{a.residual_out, a.x, a.norm_weight, a.eps, normed});
+  } else {
+    rms_norm<T>(op::RmsNorm{a.residual, a.norm_weight, a.eps, normed});
+  }
+  Tensor gate_up = a.gated ? empty({M, N}, a.dtype(), a.y.device()) : a.y;
+  kernel_registry().run(op::Linear{normed, a.w, a.bias, gate_up}, DeviceType::cpu);
+  if (a.gated) silu_mul<T>(op::SiluMul{gate_up, a.y});
+}
+
 // Keys per block of the flash form: torch's CPU kernel's block for contexts of 512 keys or more.
 constexpr int64_t kKeyBlock = 512;
 
@@ -325,6 +343,7 @@ void register_pointwise_kernels(KernelRegistry& r) {
       r.add<op::Cast>(cpu, d, "default", {.run = cast<T>, .is_default = true});
       r.add<op::RmsNorm>(cpu, d, "default", {.run = rms_norm<T>, .is_default = true});
       r.add<op::AddRmsNorm>(cpu, d, "fused", {.run = add_rms_norm_fused<T>});
+      r.add<op::NormLinear>(cpu, d, "fused", {.run = norm_linear<T>, .is_default = true});
       r.add<op::Rope>(cpu, d, "default", {.run = rope<T>, .is_default = true});
       r.add<op::QkvRopeCache>(cpu, d, "default", {.run = qkv_rope_cache<T>, .is_default = true});
       r.add<op::SiluMul>(cpu, d, "default", {.run = silu_mul<T>, .is_default = true});

@@ -10,14 +10,13 @@
 //   float32 with a running maximum.
 // The one-pass forms round each weight to T where it multiplies V, against the running maximum of the keys
 // visited so far, as the "flash" variant is specified; only where that maximum moves differs between them.
-#include <map>
-#include <mutex>
 #include <type_traits>
 #include <utility>
 
 #include "tfm/backend/cuda/attention_tiles.cuh"
 #include "tfm/backend/cuda/device_common.cuh"
 #include "tfm/backend/cuda/launchers.h"
+#include "tfm/backend/cuda/split_blocks.h"
 
 namespace tfm::cuda::launch {
 namespace {
@@ -466,13 +465,6 @@ __global__ void __launch_bounds__(kTileWarps * 32) tiles_kernel(PagedAttentionAr
 #endif
 }
 
-int multiprocessors() {
-  int device = 0, count = 0;
-  check_cuda(cudaGetDevice(&device), "cudaGetDevice");
-  check_cuda(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute");
-  return count;
-}
-
 bool one_pass_dim(int64_t d) {
   return d == 64 || d == 128 || d == 256;
 }
@@ -504,36 +496,12 @@ int64_t split_count(const PagedAttentionArgs& a) {
   return std::clamp<int64_t>(std::min(by_length, by_device), 1, kMaxSplits);
 }
 
-// Zeroed counters, one per split block of a split (a row and its group of heads), that the split kernels leave
-// zeroed: kept per device and grown (never while a graph is captured: the ordinary run before a capture has the
-// same shape).
-unsigned* arrival_counters(int64_t count) {
-  static std::mutex mutex;
-  static std::map<int, std::pair<unsigned*, int64_t>> buffers;
-  std::lock_guard<std::mutex> lock(mutex);
-  int device = 0;
-  check_cuda(cudaGetDevice(&device), "cudaGetDevice");
-  auto& [counters, size] = buffers[device];
-  if (size >= count) return counters;
-  cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
-  check_cuda(cudaStreamIsCapturing(current_stream(), &capturing), "cudaStreamIsCapturing");
-  if (capturing != cudaStreamCaptureStatusNone)
-    throw_error("CUDA kernel paged_attention: a graph is being captured with more rows than its warm-up had");
-  check_cuda(cudaStreamSynchronize(current_stream()), "cudaStreamSynchronize");
-  if (counters) check_cuda(cudaFree(counters), "cudaFree");
-  size = std::max<int64_t>(count, 4096);
-  check_cuda(cudaMalloc(&counters, static_cast<size_t>(size) * sizeof(unsigned)), "cudaMalloc");
-  check_cuda(cudaMemsetAsync(counters, 0, static_cast<size_t>(size) * sizeof(unsigned), current_stream()),
-             "cudaMemsetAsync");
-  return counters;
-}
-
 template <typename T, int D>
 void launch_split_rows(const PagedAttentionArgs& a, int64_t splits, float* partial) {
   with_constant<1, 2, 4, 8>(heads_per_block(a), [&](auto heads) {
     const int64_t blocks = a.num_rows * a.heads / heads();
     const dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(splits));
-    unsigned* arrivals = splits > 1 ? arrival_counters(blocks) : nullptr;
+    unsigned* arrivals = splits > 1 ? arrival_counters(blocks, "paged_attention") : nullptr;
     launch_chained(split_rows_kernel<T, D, heads()>, grid, kSplitWarps * 32, 0, a, partial, arrivals);
   });
   check_launch("paged_attention (split rows)");

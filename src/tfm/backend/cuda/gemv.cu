@@ -3,6 +3,11 @@
 // small: one warp per output column n streams w's row n in 16-byte pieces, multiplies each by the M rows of x
 // (small, served by the caches) and reduces its float32 sums across the warp; the bias is added before the
 // one rounding, as cuBLASLt's epilogue does.
+//
+// The same kernel serves norm_linear (op_set.h), which saves a decode step two kernels a layer: with a norm,
+// each block makes the M rows itself from the residual stream (residual add and RMSNorm, rounded as
+// add_rms_norm rounds) into shared memory before its products, a few KB from L2 against the kernel launch it
+// replaces; gated, a warp streams the gate's row n and the up's row n and writes silu(gate) * up.
 #include <utility>
 
 #include "tfm/backend/cuda/device_common.cuh"
@@ -12,82 +17,219 @@ namespace tfm::cuda::launch {
 namespace {
 
 constexpr int kWarpsPerBlock = 8;
-// 16-byte pieces of its weight row each lane loads before the kernel before it has finished (device_common.cuh's
+// 16-byte pieces of each weight row a lane loads before the kernel before it has finished (device_common.cuh's
 // chaining): a whole row of a 1024-wide layer in bf16, so that the smallest GEMVs stream their weights while the
 // kernel that makes their input runs.
 constexpr int kEarlyPieces = 4;
+// The normalised rows a block keeps in shared memory: within what a block gets without opting in (48 KB, of
+// which the kernel's own reductions take a little), and small enough that blocks still share a multiprocessor.
+constexpr int64_t kMaxNormedBytes = 47 << 10;
 
-template <typename T, int M>
+template <typename T>
+__device__ inline float silu_times(float gate, float up) {
+  return round_to<T>(gate / (1.f + expf(-gate))) * up;
+}
+
+// Rows of x: from global memory through the read-only cache, or from the block's shared memory.
+template <typename T, bool Shared>
+__device__ inline uint4 x_piece(const T* x, int64_t p) {
+  if constexpr (Shared) return reinterpret_cast<const uint4*>(x)[p];
+  return __ldg(reinterpret_cast<const uint4*>(x) + p);
+}
+
+template <typename T, int M, bool SharedX>
 __device__ inline void accumulate(const uint4& w_piece, const T* x, int64_t K, int64_t p, float (&acc)[M]) {
   constexpr int kPerPiece = 16 / sizeof(T);
   const T* w_values = reinterpret_cast<const T*>(&w_piece);
 #pragma unroll
   for (int m = 0; m < M; ++m) {
-    const uint4 x_piece = __ldg(reinterpret_cast<const uint4*>(x + m * K) + p);
-    const T* x_values = reinterpret_cast<const T*>(&x_piece);
+    const uint4 piece = x_piece<T, SharedX>(x + m * K, p);
+    const T* x_values = reinterpret_cast<const T*>(&piece);
 #pragma unroll
     for (int e = 0; e < kPerPiece; ++e) acc[m] += to_float(w_values[e]) * to_float(x_values[e]);
   }
 }
 
+// norm_linear's rows, into `rows` (shared, M x K): r = residual + pending rounded (block 0 writes it to
+// residual_out), or residual alone; then weight * round(r / rms(r)). Each thread normalises the pieces it
+// added, so one barrier (for the sums of squares) separates the passes.
 template <typename T, int M>
-__global__ void gemv_kernel(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,
-                            T* __restrict__ y, int64_t K, int64_t N) {
-  constexpr int kPerPiece = 16 / sizeof(T);
-  const int64_t n = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
-  const int lane = threadIdx.x % 32;
-  const int64_t pieces = n < N ? K / kPerPiece : 0;
-  const uint4* w_row = reinterpret_cast<const uint4*>(w + n * K);
-  uint4 early[kEarlyPieces];
+__device__ void normalise_rows(const Gemv<T>& a, T* rows) {
+  constexpr int E = 16 / sizeof(T);
+  __shared__ float warp_sums[kWarpsPerBlock][M];
+  const int64_t pieces = a.K / E;
+  const bool writes_residual = blockIdx.x == 0 && a.pending;
+  float sum[M] = {};
+  for (int64_t p = threadIdx.x; p < pieces; p += blockDim.x) {
 #pragma unroll
-  for (int i = 0; i < kEarlyPieces; ++i)
-    if (lane + 32 * i < pieces) early[i] = __ldcs(w_row + lane + 32 * i);  // streamed: read once per step
-  wait_for_previous_kernel();
-  if (n >= N) return;
-  float acc[M] = {};
+    for (int m = 0; m < M; ++m) {
+      Vec<T> v = load_vec(a.residual + m * a.K, p * E, a.K, true);
+      if (a.pending) {
+        const Vec<T> x = load_vec(a.pending + m * a.K, p * E, a.K, true);
 #pragma unroll
-  for (int i = 0; i < kEarlyPieces; ++i)
-    if (lane + 32 * i < pieces) accumulate<T, M>(early[i], x, K, lane + 32 * i, acc);
-#pragma unroll 4
-  for (int64_t p = lane + 32 * kEarlyPieces; p < pieces; p += 32) accumulate<T, M>(__ldcs(w_row + p), x, K, p, acc);
+        for (int e = 0; e < E; ++e) v.at[e] = from_float<T>(to_float(v.at[e]) + to_float(x.at[e]));
+        if (writes_residual) store_vec(a.residual_out + m * a.K, p * E, a.K, true, v);
+      }
+#pragma unroll
+      for (int e = 0; e < E; ++e) sum[m] += to_float(v.at[e]) * to_float(v.at[e]);
+      store_vec(rows + m * a.K, p * E, a.K, true, v);
+    }
+  }
+  const int warp = threadIdx.x / 32;
 #pragma unroll
   for (int m = 0; m < M; ++m) {
-    const float sum = warp_reduce<Sum>(acc[m]);
-    if (lane == 0) y[m * N + n] = from_float<T>(sum + (bias ? to_float(bias[n]) : 0.f));
+    sum[m] = warp_reduce<Sum>(sum[m]);
+    if (threadIdx.x % 32 == 0) warp_sums[warp][m] = sum[m];
+  }
+  __syncthreads();
+  float inv[M];
+#pragma unroll
+  for (int m = 0; m < M; ++m) {
+    float total = 0.f;
+    for (int w = 0; w < kWarpsPerBlock; ++w) total += warp_sums[w][m];
+    inv[m] = 1.f / sqrtf(total / static_cast<float>(a.K) + a.eps);
+  }
+  for (int64_t p = threadIdx.x; p < pieces; p += blockDim.x) {
+    const Vec<T> w = load_vec(a.norm_weight, p * E, a.K, true);
+#pragma unroll
+    for (int m = 0; m < M; ++m) {
+      Vec<T> v = load_vec(rows + m * a.K, p * E, a.K, true);
+#pragma unroll
+      for (int e = 0; e < E; ++e) v.at[e] = from_float<T>(to_float(w.at[e]) * round_to<T>(to_float(v.at[e]) * inv[m]));
+      store_vec(rows + m * a.K, p * E, a.K, true, v);
+    }
+  }
+  __syncthreads();
+}
+
+// A warp per output column n: it streams w's row n (gated: rows n and n + columns, the gate's and the up's).
+// With a norm the grid is one wave of blocks, each normalising the rows once and then taking every
+// grid-th column: more waves would each pay for the norm again (4 of them on an 8B layer's gate and up).
+template <typename T, int M, bool Normed, bool Gated>
+__global__ void __launch_bounds__(kWarpsPerBlock * 32) gemv_kernel(Gemv<T> a) {
+  constexpr int kPerPiece = 16 / sizeof(T);
+  constexpr int R = Gated ? 2 : 1;
+  constexpr int kEarly = kEarlyPieces / R;  // of each row: the same bytes in flight, in fewer registers
+  const int64_t columns = Gated ? a.N / 2 : a.N;
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * kWarpsPerBlock;
+  int64_t n = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  const int64_t pieces = a.K / kPerPiece;
+  auto w_row = [&](int r) { return reinterpret_cast<const uint4*>(a.w + (n + r * columns) * a.K); };
+  uint4 early[R][kEarly];
+#pragma unroll
+  for (int i = 0; i < kEarly; ++i) {
+#pragma unroll
+    for (int r = 0; r < R; ++r)  // streamed: read once a step
+      if (n < columns && lane + 32 * i < pieces) early[r][i] = __ldcs(w_row(r) + lane + 32 * i);
+  }
+  wait_for_previous_kernel();
+  extern __shared__ uint4 normed_rows[];
+  const T* x = a.x;
+  if constexpr (Normed) {
+    normalise_rows<T, M>(a, reinterpret_cast<T*>(normed_rows));
+    x = reinterpret_cast<const T*>(normed_rows);
+  }
+  for (bool first = true; n < columns; n += stride, first = false) {
+    float acc[R][M] = {};
+    int64_t p = lane;
+    if (first) {
+#pragma unroll
+      for (int i = 0; i < kEarly; ++i) {
+#pragma unroll
+        for (int r = 0; r < R; ++r)
+          if (lane + 32 * i < pieces) accumulate<T, M, Normed>(early[r][i], x, a.K, lane + 32 * i, acc[r]);
+      }
+      p += 32 * kEarly;
+    }
+#pragma unroll 4
+    for (; p < pieces; p += 32) {
+#pragma unroll
+      for (int r = 0; r < R; ++r) accumulate<T, M, Normed>(__ldcs(w_row(r) + p), x, a.K, p, acc[r]);
+    }
+#pragma unroll
+    for (int m = 0; m < M; ++m) {
+      float out[R];
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        const int64_t column = n + r * columns;
+        out[r] = warp_reduce<Sum>(acc[r][m]) + (a.bias ? to_float(a.bias[column]) : 0.f);
+      }
+      if (lane != 0) continue;
+      if constexpr (Gated) {
+        a.y[m * columns + n] = from_float<T>(silu_times<T>(round_to<T>(out[0]), round_to<T>(out[1])));
+      } else {
+        a.y[m * columns + n] = from_float<T>(out[0]);
+      }
+    }
+    if constexpr (!Normed) break;  // the grid covers every column
   }
 }
 
-template <typename T, int M>
-void launch_rows(const T* x, const T* w, const T* bias, T* y, int64_t K, int64_t N) {
-  const unsigned blocks = static_cast<unsigned>((N + kWarpsPerBlock - 1) / kWarpsPerBlock);
-  launch_chained(gemv_kernel<T, M>, blocks, kWarpsPerBlock * 32, 0, x, w, bias, y, K, N);
+template <typename T, int M, bool Normed, bool Gated>
+void launch_rows(const Gemv<T>& a) {
+  const int64_t columns = Gated ? a.N / 2 : a.N;
+  const auto kernel = gemv_kernel<T, M, Normed, Gated>;
+  const size_t shared = Normed ? static_cast<size_t>(M * a.K) * sizeof(T) : 0;
+  unsigned blocks = static_cast<unsigned>((columns + kWarpsPerBlock - 1) / kWarpsPerBlock);
+  if (Normed) blocks = std::min(blocks, resident_blocks(kernel, kWarpsPerBlock * 32, shared));
+  launch_chained(kernel, blocks, kWarpsPerBlock * 32, shared, a);
 }
 
 template <typename T, int... Ms>
-void launch_for(int64_t M, const T* x, const T* w, const T* bias, T* y, int64_t K, int64_t N,
-                std::integer_sequence<int, Ms...>) {
-  ((M == Ms + 1 ? launch_rows<T, Ms + 1>(x, w, bias, y, K, N) : void()), ...);
+void launch_for(const Gemv<T>& a, std::integer_sequence<int, Ms...>) {
+  auto launch = [&](auto m) {
+    if (!a.norm_weight) {
+      launch_rows<T, m(), false, false>(a);
+    } else if (a.gated) {
+      launch_rows<T, m(), true, true>(a);
+    } else {
+      launch_rows<T, m(), true, false>(a);
+    }
+  };
+  with_constant<(Ms + 1)...>(a.M, launch);
+}
+
+bool aligned(const void* p) {
+  return reinterpret_cast<uintptr_t>(p) % 16 == 0;
 }
 
 }  // namespace
 
 template <typename T>
-bool gemv_takes(const T* x, const T* w, int64_t M, int64_t K) {
-  const uintptr_t addresses = reinterpret_cast<uintptr_t>(x) | reinterpret_cast<uintptr_t>(w);
-  return M >= 1 && M <= kMaxGemvRows && K % (16 / static_cast<int64_t>(sizeof(T))) == 0 && addresses % 16 == 0;
+bool gemv_takes(const Gemv<T>& a) {
+  const bool normed = a.norm_weight != nullptr;
+  const bool rows_aligned = normed ? aligned(a.residual) && aligned(a.pending) && aligned(a.norm_weight) &&
+                                         aligned(a.residual_out) &&
+                                         a.M * a.K * static_cast<int64_t>(sizeof(T)) <= kMaxNormedBytes
+                                   : aligned(a.x);
+  return a.M >= 1 && a.M <= kMaxGemvRows && a.K % (16 / static_cast<int64_t>(sizeof(T))) == 0 &&
+         aligned(a.w) && rows_aligned && (!a.gated || (normed && a.N % 2 == 0));
 }
 
 template <typename T>
-void gemv(const T* x, const T* w, const T* bias, T* y, int64_t M, int64_t K, int64_t N) {
-  if (N == 0) return;
-  launch_for(M, on_device(x), on_device(w), on_device(bias), on_device(y), K, N,
-             std::make_integer_sequence<int, kMaxGemvRows>());
-  check_launch("linear (gemv)");
+void gemv(const Gemv<T>& a) {
+  if (a.N == 0) return;
+  const Gemv<device_t<T>> d{on_device(a.x),
+                            on_device(a.w),
+                            on_device(a.bias),
+                            on_device(a.y),
+                            a.M,
+                            a.K,
+                            a.N,
+                            on_device(a.residual),
+                            on_device(a.pending),
+                            on_device(a.norm_weight),
+                            a.eps,
+                            on_device(a.residual_out),
+                            a.gated};
+  launch_for(d, std::make_integer_sequence<int, kMaxGemvRows>());
+  check_launch(a.norm_weight ? "norm_linear (gemv)" : "linear (gemv)");
 }
 
-#define TFM_GEMV_LAUNCHERS(T)                                       \
-  template bool gemv_takes<T>(const T*, const T*, int64_t, int64_t); \
-  template void gemv<T>(const T*, const T*, const T*, T*, int64_t, int64_t, int64_t);
+#define TFM_GEMV_LAUNCHERS(T)                  \
+  template bool gemv_takes<T>(const Gemv<T>&); \
+  template void gemv<T>(const Gemv<T>&);
 TFM_GEMV_LAUNCHERS(float)
 TFM_GEMV_LAUNCHERS(bfloat16)
 TFM_GEMV_LAUNCHERS(float16)

@@ -76,7 +76,10 @@ void cast(const op::Cast& a) {
 template <typename T>
 void argmax_rows(const op::ArgmaxRows& a) {
   use_device_of(a.x);
-  launch::argmax_rows(a.x.data<T>(), a.x.size(0), a.x.size(1), a.ids.data<int32_t>());
+  const int64_t bytes = launch::argmax_rows_workspace_bytes(a.x.size(0), a.x.size(1));
+  const Tensor workspace = bytes ? empty({bytes}, DType::uint8, a.x.device()) : Tensor();
+  launch::argmax_rows(a.x.data<T>(), a.x.size(0), a.x.size(1), a.ids.data<int32_t>(),
+                      bytes ? workspace.raw() : nullptr);
 }
 
 template <typename T>

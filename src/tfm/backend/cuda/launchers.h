@@ -41,16 +41,34 @@ template <typename T>
 void rope(T* x, const T* cos, const T* sin, int64_t rows, int64_t heads, int64_t head_dim, int64_t rot);
 
 // y (M, N) = x (M, K) @ w (N, K)^T + bias (N, or null) for M <= kMaxGemvRows, when gemv_takes says the
-// shape and addresses suit it (16-byte pieces of every row).
+// shape and addresses suit it (16-byte pieces of every row). With norm_weight, op::NormLinear: the rows are
+// rms_norm(residual [+ pending]) (x unused; residual_out gets residual + pending when pending is given) and,
+// gated, y (M, N / 2) = silu_mul of the product.
 constexpr int kMaxGemvRows = 8;
 template <typename T>
-bool gemv_takes(const T* x, const T* w, int64_t M, int64_t K);
+struct Gemv {
+  const T* x;
+  const T* w;
+  const T* bias;
+  T* y;
+  int64_t M, K, N;
+  const T* residual = nullptr;
+  const T* pending = nullptr;
+  const T* norm_weight = nullptr;
+  float eps = 0.f;
+  T* residual_out = nullptr;
+  bool gated = false;
+};
 template <typename T>
-void gemv(const T* x, const T* w, const T* bias, T* y, int64_t M, int64_t K, int64_t N);
+bool gemv_takes(const Gemv<T>& a);
+template <typename T>
+void gemv(const Gemv<T>& a);
 
 // ids[r] = the first index of row r's largest value, -1 when the row holds a NaN or an infinity     x (rows, V)
+// `workspace`: argmax_rows_workspace_bytes of device memory (none when that is 0).
+int64_t argmax_rows_workspace_bytes(int64_t rows, int64_t V);
 template <typename T>
-void argmax_rows(const T* x, int64_t rows, int64_t V, int32_t* ids);
+void argmax_rows(const T* x, int64_t rows, int64_t V, int32_t* ids, void* workspace);
 
 // op::SampleRows over pointers: logits (rows, V), settings (rows), entries (num_entries, 2), ids (rows)
 template <typename T>

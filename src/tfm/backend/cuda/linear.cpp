@@ -174,15 +174,43 @@ void cublaslt(const op::Linear& a) {
 }
 
 template <typename T>
-bool gemv_takes(const op::Linear& a) {
-  return launch::gemv_takes(a.x.data<T>(), a.w.data<T>(), a.x.size(0), a.x.size(1));
+const T* data_or_null(const Tensor& t) {
+  return t.defined() ? t.data<T>() : nullptr;
 }
 
 template <typename T>
-void gemv(const op::Linear& a) {
+launch::Gemv<T> gemv_of(const op::Linear& a) {
+  return {a.x.data<T>(), a.w.data<T>(), data_or_null<T>(a.bias), a.y.data<T>(), a.x.size(0), a.x.size(1),
+          a.w.size(0)};
+}
+
+template <typename T>
+launch::Gemv<T> gemv_of(const op::NormLinear& a) {
+  return {.x = nullptr,
+          .w = a.w.data<T>(),
+          .bias = data_or_null<T>(a.bias),
+          .y = a.y.data<T>(),
+          .M = a.residual.size(0),
+          .K = a.residual.size(1),
+          .N = a.w.size(0),
+          .residual = a.residual.data<T>(),
+          .pending = data_or_null<T>(a.x),
+          .norm_weight = a.norm_weight.data<T>(),
+          .eps = a.eps,
+          .residual_out = a.x.defined() ? a.residual_out.data<T>() : nullptr,
+          .gated = a.gated};
+}
+
+// linear, or norm_linear (the norm and the SiLU gate folded in), through the GEMV.
+template <typename T, typename Op>
+bool gemv_takes(const Op& a) {
+  return launch::gemv_takes(gemv_of<T>(a));
+}
+
+template <typename T, typename Op>
+void gemv(const Op& a) {
   use_device(a.y.device().index_or_zero());
-  launch::gemv(a.x.data<T>(), a.w.data<T>(), a.bias.defined() ? a.bias.data<T>() : nullptr, a.y.data<T>(),
-               a.x.size(0), a.x.size(1), a.w.size(0));
+  launch::gemv(gemv_of<T>(a));
 }
 
 // A few rows (decode) through the GEMV, which reads the weights at the memory's rate where cuBLASLt's tiles
@@ -217,7 +245,10 @@ void register_linear_kernels(KernelRegistry& r) {
   for (DType d : kComputeDTypes) {
     visit_float(d, [&]<typename T>() {
       r.add<op::Linear>(DeviceType::cuda, d, "default", {.run = linear<T>, .is_default = true});
-      r.add<op::Linear>(DeviceType::cuda, d, "gemv", {.run = gemv<T>, .supports = gemv_takes<T>});
+      r.add<op::Linear>(DeviceType::cuda, d, "gemv", {.run = gemv<T, op::Linear>, .supports = gemv_takes<T, op::Linear>});
+      r.add<op::NormLinear>(DeviceType::cuda, d, "fused",
+                            {.run = gemv<T, op::NormLinear>, .supports = gemv_takes<T, op::NormLinear>,
+                             .is_default = true});
     });
     r.add<op::Linear>(DeviceType::cuda, d, "cublaslt", {.run = cublaslt});
     visit_float(d, [&]<typename T>() {
