@@ -8,6 +8,7 @@
 // each block makes the M rows itself from the residual stream (residual add and RMSNorm, rounded as
 // add_rms_norm rounds) into shared memory before its products, a few KB from L2 against the kernel launch it
 // replaces; gated, a warp streams the gate's row n and the up's row n and writes silu(gate) * up.
+#include <type_traits>
 #include <utility>
 
 #include "tfm/backend/cuda/device_common.cuh"
@@ -103,25 +104,24 @@ __device__ void normalise_rows(const Gemv<T>& a, T* rows) {
 }
 
 // A warp per output column n: it streams w's row n (gated: rows n and n + columns, the gate's and the up's).
-// With a norm the grid is one wave of blocks, each normalising the rows once and then taking every
-// grid-th column: more waves would each pay for the norm again (4 of them on an 8B layer's gate and up).
 template <typename T, int M, bool Normed, bool Gated>
 __global__ void __launch_bounds__(kWarpsPerBlock * 32) gemv_kernel(Gemv<T> a) {
   constexpr int kPerPiece = 16 / sizeof(T);
   constexpr int R = Gated ? 2 : 1;
   constexpr int kEarly = kEarlyPieces / R;  // of each row: the same bytes in flight, in fewer registers
   const int64_t columns = Gated ? a.N / 2 : a.N;
-  const int64_t stride = static_cast<int64_t>(gridDim.x) * kWarpsPerBlock;
-  int64_t n = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
+  const int64_t n = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
-  const int64_t pieces = a.K / kPerPiece;
-  auto w_row = [&](int r) { return reinterpret_cast<const uint4*>(a.w + (n + r * columns) * a.K); };
+  const int64_t pieces = n < columns ? a.K / kPerPiece : 0;
+  const uint4* w_rows[R];
+#pragma unroll
+  for (int r = 0; r < R; ++r) w_rows[r] = reinterpret_cast<const uint4*>(a.w + (n + r * columns) * a.K);
   uint4 early[R][kEarly];
 #pragma unroll
   for (int i = 0; i < kEarly; ++i) {
 #pragma unroll
-    for (int r = 0; r < R; ++r)  // streamed: read once a step
-      if (n < columns && lane + 32 * i < pieces) early[r][i] = __ldcs(w_row(r) + lane + 32 * i);
+    for (int r = 0; r < R; ++r)
+      if (lane + 32 * i < pieces) early[r][i] = __ldcs(w_rows[r] + lane + 32 * i);  // streamed: read once a step
   }
   wait_for_previous_kernel();
   extern __shared__ uint4 normed_rows[];
@@ -130,64 +130,89 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32) gemv_kernel(Gemv<T> a) {
     normalise_rows<T, M>(a, reinterpret_cast<T*>(normed_rows));
     x = reinterpret_cast<const T*>(normed_rows);
   }
-  for (bool first = true; n < columns; n += stride, first = false) {
-    float acc[R][M] = {};
-    int64_t p = lane;
-    if (first) {
+  if (n >= columns) return;
+  float acc[R][M] = {};
 #pragma unroll
-      for (int i = 0; i < kEarly; ++i) {
+  for (int i = 0; i < kEarly; ++i) {
 #pragma unroll
-        for (int r = 0; r < R; ++r)
-          if (lane + 32 * i < pieces) accumulate<T, M, Normed>(early[r][i], x, a.K, lane + 32 * i, acc[r]);
-      }
-      p += 32 * kEarly;
-    }
+    for (int r = 0; r < R; ++r)
+      if (lane + 32 * i < pieces) accumulate<T, M, Normed>(early[r][i], x, a.K, lane + 32 * i, acc[r]);
+  }
 #pragma unroll 4
-    for (; p < pieces; p += 32) {
+  for (int64_t p = lane + 32 * kEarly; p < pieces; p += 32) {
 #pragma unroll
-      for (int r = 0; r < R; ++r) accumulate<T, M, Normed>(__ldcs(w_row(r) + p), x, a.K, p, acc[r]);
+    for (int r = 0; r < R; ++r) accumulate<T, M, Normed>(__ldcs(w_rows[r] + p), x, a.K, p, acc[r]);
+  }
+#pragma unroll
+  for (int m = 0; m < M; ++m) {
+    float out[R];
+#pragma unroll
+    for (int r = 0; r < R; ++r) out[r] = warp_reduce<Sum>(acc[r][m]) + (a.bias ? to_float(a.bias[n + r * columns]) : 0.f);
+    if (lane != 0) continue;
+    if constexpr (Gated) {
+      a.y[m * columns + n] = from_float<T>(silu_times<T>(round_to<T>(out[0]), round_to<T>(out[1])));
+    } else {
+      a.y[m * columns + n] = from_float<T>(out[0]);
     }
-#pragma unroll
-    for (int m = 0; m < M; ++m) {
-      float out[R];
-#pragma unroll
-      for (int r = 0; r < R; ++r) {
-        const int64_t column = n + r * columns;
-        out[r] = warp_reduce<Sum>(acc[r][m]) + (a.bias ? to_float(a.bias[column]) : 0.f);
-      }
-      if (lane != 0) continue;
-      if constexpr (Gated) {
-        a.y[m * columns + n] = from_float<T>(silu_times<T>(round_to<T>(out[0]), round_to<T>(out[1])));
-      } else {
-        a.y[m * columns + n] = from_float<T>(out[0]);
-      }
-    }
-    if constexpr (!Normed) break;  // the grid covers every column
   }
 }
 
 template <typename T, int M, bool Normed, bool Gated>
-void launch_rows(const Gemv<T>& a) {
+unsigned blocks_of(const Gemv<T>& a) {
   const int64_t columns = Gated ? a.N / 2 : a.N;
-  const auto kernel = gemv_kernel<T, M, Normed, Gated>;
-  const size_t shared = Normed ? static_cast<size_t>(M * a.K) * sizeof(T) : 0;
-  unsigned blocks = static_cast<unsigned>((columns + kWarpsPerBlock - 1) / kWarpsPerBlock);
-  if (Normed) blocks = std::min(blocks, resident_blocks(kernel, kWarpsPerBlock * 32, shared));
-  launch_chained(kernel, blocks, kWarpsPerBlock * 32, shared, a);
+  return static_cast<unsigned>((columns + kWarpsPerBlock - 1) / kWarpsPerBlock);
 }
 
-template <typename T, int... Ms>
-void launch_for(const Gemv<T>& a, std::integer_sequence<int, Ms...>) {
-  auto launch = [&](auto m) {
+template <typename T, int M, bool Normed, bool Gated>
+size_t shared_bytes(const Gemv<T>& a) {
+  return Normed ? static_cast<size_t>(M * a.K) * sizeof(T) : 0;
+}
+
+template <typename T, int M, bool Normed, bool Gated>
+void launch_rows(const Gemv<T>& a) {
+  launch_chained(gemv_kernel<T, M, Normed, Gated>, blocks_of<T, M, Normed, Gated>(a), kWarpsPerBlock * 32,
+                 shared_bytes<T, M, Normed, Gated>(a), a);
+}
+
+// With a norm every block normalises the rows, so the fold pays only where one wave of blocks covers the
+// columns: a second wave pays for the norm again (the 8B shape's qkv and gate/up, two and three waves, made
+// its step slower than the unfused kernels; a block looping over columns instead streamed too little).
+template <typename T, int M, bool Normed, bool Gated>
+bool one_wave(const Gemv<T>& a) {
+  return blocks_of<T, M, Normed, Gated>(a) <=
+         resident_blocks(gemv_kernel<T, M, Normed, Gated>, kWarpsPerBlock * 32, shared_bytes<T, M, Normed, Gated>(a));
+}
+
+// Calls launch(M, Normed, Gated) with the template parameters of a's kernel as integral constants.
+template <typename T, typename Launch, int... Ms>
+void with_kernel(const Gemv<T>& a, Launch&& launch, std::integer_sequence<int, Ms...>) {
+  auto pick = [&](auto m) {
     if (!a.norm_weight) {
-      launch_rows<T, m(), false, false>(a);
+      launch(m, std::false_type(), std::false_type());
     } else if (a.gated) {
-      launch_rows<T, m(), true, true>(a);
+      launch(m, std::true_type(), std::true_type());
     } else {
-      launch_rows<T, m(), true, false>(a);
+      launch(m, std::true_type(), std::false_type());
     }
   };
-  with_constant<(Ms + 1)...>(a.M, launch);
+  with_constant<(Ms + 1)...>(a.M, pick);
+}
+
+template <typename T>
+Gemv<device_t<T>> on_device(const Gemv<T>& a) {
+  return {cuda::on_device(a.x),
+          cuda::on_device(a.w),
+          cuda::on_device(a.bias),
+          cuda::on_device(a.y),
+          a.M,
+          a.K,
+          a.N,
+          cuda::on_device(a.residual),
+          cuda::on_device(a.pending),
+          cuda::on_device(a.norm_weight),
+          a.eps,
+          cuda::on_device(a.residual_out),
+          a.gated};
 }
 
 bool aligned(const void* p) {
@@ -203,27 +228,25 @@ bool gemv_takes(const Gemv<T>& a) {
                                          aligned(a.residual_out) &&
                                          a.M * a.K * static_cast<int64_t>(sizeof(T)) <= kMaxNormedBytes
                                    : aligned(a.x);
-  return a.M >= 1 && a.M <= kMaxGemvRows && a.K % (16 / static_cast<int64_t>(sizeof(T))) == 0 &&
-         aligned(a.w) && rows_aligned && (!a.gated || (normed && a.N % 2 == 0));
+  if (!(a.M >= 1 && a.M <= kMaxGemvRows && a.K % (16 / static_cast<int64_t>(sizeof(T))) == 0 && aligned(a.w) &&
+        rows_aligned && (!a.gated || (normed && a.N % 2 == 0))))
+    return false;
+  if (!normed) return true;
+  const Gemv<device_t<T>> d = on_device(a);
+  bool fits = false;
+  with_kernel(
+      d, [&](auto m, auto normed, auto gated) { fits = one_wave<device_t<T>, m(), normed(), gated()>(d); },
+      std::make_integer_sequence<int, kMaxGemvRows>());
+  return fits;
 }
 
 template <typename T>
 void gemv(const Gemv<T>& a) {
   if (a.N == 0) return;
-  const Gemv<device_t<T>> d{on_device(a.x),
-                            on_device(a.w),
-                            on_device(a.bias),
-                            on_device(a.y),
-                            a.M,
-                            a.K,
-                            a.N,
-                            on_device(a.residual),
-                            on_device(a.pending),
-                            on_device(a.norm_weight),
-                            a.eps,
-                            on_device(a.residual_out),
-                            a.gated};
-  launch_for(d, std::make_integer_sequence<int, kMaxGemvRows>());
+  const Gemv<device_t<T>> d = on_device(a);
+  with_kernel(
+      d, [&](auto m, auto normed, auto gated) { launch_rows<device_t<T>, m(), normed(), gated()>(d); },
+      std::make_integer_sequence<int, kMaxGemvRows>());
   check_launch(a.norm_weight ? "norm_linear (gemv)" : "linear (gemv)");
 }
 
