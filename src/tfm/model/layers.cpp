@@ -66,7 +66,8 @@ Tensor Linear::forward_folded(const BlockInput& in, bool gated, const StepContex
   const Tensor* w = weight_->dense();
   const int64_t rows = in.residual.size(0);
   if (ctx.saved || !w || rows > op::NormLinear::kMaxRows || ctx.kernels.of("RMSNorm") != "fused" ||
-      !ctx.kernels.of("Linear").empty() || (gated && !ctx.kernels.of("SiLUAndMul").empty()))
+      !ctx.kernels.of("Linear").empty() || (gated && !ctx.kernels.of("SiLUAndMul").empty()) ||
+      !ops::norm_linear_runs_on(ctx.device.type, ctx.dtype, "fused"))
     return {};
   Tensor y = ctx.empty({rows, gated ? w->size(0) / 2 : w->size(0)});
   Tensor residual = in.pending.defined() ? ctx.empty(in.residual.shape()) : in.residual;

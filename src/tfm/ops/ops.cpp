@@ -147,6 +147,10 @@ void add_rms_norm(Tensor& residual, const Tensor& x, const Tensor& weight, float
   dispatch(a, variant);
 }
 
+bool norm_linear_runs_on(DeviceType device, DType dtype, std::string_view variant) {
+  return kernel_registry().find<op::NormLinear>(device, dtype, variant) != nullptr;
+}
+
 bool norm_linear(const Tensor& residual, const Tensor& x, const Tensor& norm_weight, float eps, const Tensor& w,
                  const Tensor& bias, bool gated, Tensor& residual_out, Tensor& y, std::string_view variant) {
   const op::NormLinear a{residual, x, norm_weight, eps, w, bias, gated, residual_out, y};

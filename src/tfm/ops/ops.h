@@ -24,6 +24,8 @@ void rms_norm(const Tensor& x, const Tensor& weight, float eps, Tensor& out, std
 void add_rms_norm(Tensor& residual, const Tensor& x, const Tensor& weight, float eps, Tensor& out,
                   std::string_view variant = {});
 // op::NormLinear where a kernel of `variant` takes the arguments; false, having done nothing, where none does.
+// norm_linear_runs_on says whether `device` has one at all (before its outputs are allocated).
+bool norm_linear_runs_on(DeviceType device, DType dtype, std::string_view variant);
 bool norm_linear(const Tensor& residual, const Tensor& x, const Tensor& norm_weight, float eps, const Tensor& w,
                  const Tensor& bias, bool gated, Tensor& residual_out, Tensor& y, std::string_view variant);
 void rope_(Tensor& x, const Tensor& cos, const Tensor& sin, std::string_view variant = {});
