@@ -59,7 +59,8 @@ const Program& linear_program(DType d, int64_t rows_max) {
                        dtype_option(d) + " -DTILE=" + std::to_string(kTile) +
                            " -DTILE_K=" + std::to_string(kTileK) + " -DTILE_REG=" + std::to_string(kTileReg) +
                            " -DROWS_MAX=" + std::to_string(rows_max) + " -DROWS_GROUP=" +
-                           std::to_string(kRowsGroup) + " -DROWS_LANES=" + std::to_string(kRowsLanes)};
+                           std::to_string(kRowsGroup) + " -DROWS_LANES=" + std::to_string(kRowsLanes) +
+                           " -DNORM_ROWS=" + std::to_string(kNormRows)};
       },
       d, rows_max);
 }

@@ -30,6 +30,7 @@ inline constexpr int64_t kRowsMax = 8;         // linear_rows serves x of up to 
 inline constexpr size_t kRowsGroup = 256;      // with work-groups of 256 items,
 inline constexpr size_t kRowsLanes = 32;       // 32 of them on each output column
 static_assert(kRowsMax <= kRowsLanes, "linear_rows writes one output row per lane");
+inline constexpr int64_t kNormRows = 4096;     // norm_linear_rows: rows x K normalised values in local memory
 inline constexpr size_t kAttentionGroup = 64;  // items per (query row, head)
 inline constexpr size_t kNormBlock = 16;       // rms_norm_dweight: 16 columns x 16 row lanes a work-group
 inline constexpr size_t kReduceGroup = 256;    // cross_entropy: items per row; sums over work-groups

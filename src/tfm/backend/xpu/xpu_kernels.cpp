@@ -229,6 +229,18 @@ void XpuKernels::run(const op::Linear& a, LinearVariant variant) {
   }
 }
 
+void XpuKernels::run(const op::NormLinear& a) {
+  std::lock_guard lock(devices_->mutex);
+  const int64_t M = a.residual.size(0), K = a.residual.size(1), N = a.w.size(0);
+  const int64_t columns = a.gated ? N / 2 : N;
+  const int64_t rows_max = std::bit_ceil(static_cast<uint64_t>(M));
+  devices_->kernel(a.y, linear_program(a.dtype(), rows_max), "norm_linear_rows", kRowsGroup)
+      .args(a.residual, a.x, a.norm_weight, a.eps, a.w, a.bias, a.residual_out, a.y, to_int(M, "rows"),
+            to_int(K, "inner size"), to_int(N, "columns"), static_cast<int32_t>(a.gated))
+      .run({(static_cast<size_t>(columns) * kRowsLanes + kRowsGroup - 1) / kRowsGroup * kRowsGroup, 1},
+           {kRowsGroup, 1});
+}
+
 void XpuKernels::run(const op::RmsNorm& a) {
   std::lock_guard lock(devices_->mutex);
   const int64_t D = a.weight.size(0);
@@ -536,6 +548,12 @@ bool onednn_takes(const op::Linear& a) {
   return onednn_linear().accepts(a);
 }
 
+// norm_linear_rows keeps the normalised rows in local memory.
+bool norm_linear_fits(const op::NormLinear& a) {
+  const int64_t M = a.residual.size(0), K = a.residual.size(1);
+  return M >= 1 && M <= kRowsMax && M * K <= kNormRows;
+}
+
 }  // namespace
 
 void register_kernels(KernelRegistry& r) {
@@ -549,6 +567,8 @@ void register_kernels(KernelRegistry& r) {
     r.add<op::Cast>(xpu, d, "default", {.run = run_on_xpu<op::Cast>, .is_default = true});
     r.add<op::RmsNorm>(xpu, d, "default", {.run = run_on_xpu<op::RmsNorm>, .is_default = true});
     r.add<op::AddRmsNorm>(xpu, d, "fused", {.run = run_on_xpu<op::AddRmsNorm>});
+    r.add<op::NormLinear>(xpu, d, "fused",
+                          {.run = run_on_xpu<op::NormLinear>, .supports = norm_linear_fits, .is_default = true});
     r.add<op::Rope>(xpu, d, "default", {.run = run_on_xpu<op::Rope>, .is_default = true});
     r.add<op::QkvRopeCache>(xpu, d, "default", {.run = run_on_xpu<op::QkvRopeCache>, .is_default = true});
     r.add<op::ArgmaxRows>(xpu, d, "default", {.run = run_on_xpu<op::ArgmaxRows>, .is_default = true});

@@ -36,6 +36,7 @@ class XpuKernels {
   void run(const op::KvCacheWrite& a);
   // linear: Intel's sub-group or DPAS kernel where the device and shape allow (intel_linear.h), else portable.
   void run(const op::Linear& a, LinearVariant variant = LinearVariant::automatic);
+  void run(const op::NormLinear& a);  // for a few rows (norm_linear_fits)
   void run(const op::RmsNorm& a);
   void run(const op::AddRmsNorm& a);  // the fused kernel; the registry's default is add then rms_norm
   void run(const op::Rope& a);

@@ -100,6 +100,41 @@ __kernel void column_sums(__global const ELEM* dy, long dy_off, int M, int N, __
   dbias[dbias_off + n] += sum;
 }
 
+// Row m's sum over a column's ROWS_LANES items of acc[m] (each item's share of the column's dot products), for
+// lane m of the column (m < ROWS_MAX; other lanes get 0).
+float column_sum(float acc[ROWS_MAX], __local float (*partial)[ROWS_GROUP]) {
+  const int lid = get_local_id(0), lane = lid % ROWS_LANES;
+  for (int m = 0; m < ROWS_MAX; ++m) partial[m][lid] = acc[m];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int stride = ROWS_LANES / 2; stride > 0; stride /= 2) {
+    if (lane < stride)
+      for (int m = 0; m < ROWS_MAX; ++m) partial[m][lid] += partial[m][lid + stride];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  const float sum = lane < ROWS_MAX ? partial[lane][lid - lane] : 0.0f;
+  barrier(CLK_LOCAL_MEM_FENCE);  // partial may be reused at once
+  return sum;
+}
+
+// This item's share of the dot products of w's row at w_row with the M rows in local memory (K apart): eight
+// elements at a time where `vector` (w's rows start on multiples of eight), else one.
+void local_row_dots(__global const ELEM* w, long w_row, bool vector, __local const float* rows, int M, int K,
+                    int k_end, int lane, float acc[ROWS_MAX]) {
+  for (int m = 0; m < ROWS_MAX; ++m) acc[m] = 0.0f;
+  const int vector_end = vector ? k_end : 0;
+#pragma unroll 4
+  for (int k = lane * 8; k < vector_end; k += ROWS_LANES * 8) {
+    const float8 wk = LOAD8(w, w_row + k);
+    for (int m = 0; m < ROWS_MAX; ++m)
+      if (m < M) acc[m] += sum8(vload8(0, rows + (long)m * K + k) * wk);
+  }
+  for (int k = vector_end + lane; k < k_end; k += ROWS_LANES) {
+    const float wk = LOAD(w, w_row + k);
+    for (int m = 0; m < ROWS_MAX; ++m)
+      if (m < M) acc[m] += rows[(long)m * K + k] * wk;
+  }
+}
+
 // A few rows of x (M <= ROWS_MAX, a decode step): tiles would mostly hold padding, and the time goes into
 // reading w once. A work-group of ROWS_GROUP items computes ROWS_GROUP / ROWS_LANES columns: ROWS_LANES items
 // stream each column's row of w eight elements (16 bytes in the 2-byte dtypes) at a time, neighbouring items
@@ -130,14 +165,53 @@ __kernel __attribute__((reqd_work_group_size(ROWS_GROUP, 1, 1))) void linear_row
     for (int m = 0; m < ROWS_MAX; ++m)
       if (m < M) acc[m] += LOAD(x, x_off + (long)m * K + k) * wk;
   }
-  for (int m = 0; m < ROWS_MAX; ++m) partial[m][lid] = acc[m];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  for (int stride = ROWS_LANES / 2; stride > 0; stride /= 2) {
-    if (lane < stride)
-      for (int m = 0; m < ROWS_MAX; ++m) partial[m][lid] += partial[m][lid + stride];
-    barrier(CLK_LOCAL_MEM_FENCE);
+  const float sum = column_sum(acc, partial);
+  if (n < N && lane < M) STORE(sum + (bias ? LOAD(bias, bias_off + n) : 0.0f), y, y_off + (long)lane * N + n);
+}
+
+// op::NormLinear for a few rows: linear_rows whose work-group first makes its input rows itself, in local
+// memory, from the residual stream (residual + pending rounded, which work-group 0 also writes to residual_out;
+// then RMSNorm rounded as add_rms_norm rounds), and which, when gated, takes the gate's row n and the up's row
+// n + N / 2 of w and writes silu(gate) * up. A decode layer's two norms and SiLU gate then cost no launches of
+// their own (a launch is ~8 us of host time on NVIDIA's OpenCL). M * K <= NORM_ROWS.
+__kernel __attribute__((reqd_work_group_size(ROWS_GROUP, 1, 1))) void norm_linear_rows(
+    __global const ELEM* residual, long residual_off, __global const ELEM* pending, long pending_off,
+    __global const ELEM* norm_w, long norm_w_off, float eps, __global const ELEM* w, long w_off,
+    __global const ELEM* bias, long bias_off, __global ELEM* residual_out, long residual_out_off,
+    __global ELEM* y, long y_off, int M, int K, int N, int gated) {
+  __local float rows[NORM_ROWS];
+  __local float partial[ROWS_MAX][ROWS_GROUP];
+  const int lid = get_local_id(0), lane = lid % ROWS_LANES;
+  const bool writes_residual = pending && get_group_id(0) == 0;
+  for (int m = 0; m < M; ++m) {
+    const long row = (long)m * K;
+    float sum = 0.0f;
+    for (int i = lid; i < K; i += ROWS_GROUP) {
+      float v = LOAD(residual, residual_off + row + i);
+      if (pending) {
+        v = ROUND(v + LOAD(pending, pending_off + row + i));
+        if (writes_residual) STORE(v, residual_out, residual_out_off + row + i);
+      }
+      rows[row + i] = v;
+      sum += v * v;
+    }
+    const float inv = 1.0f / sqrt(group_sum(partial[0], sum) / (float)K + eps);
+    for (int i = lid; i < K; i += ROWS_GROUP)
+      rows[row + i] = ROUND(LOAD(norm_w, norm_w_off + i) * ROUND(rows[row + i] * inv));
   }
-  // Lane m of a column writes y[m, n].
-  if (n < N && lane < M)
-    STORE(partial[lane][lid - lane] + (bias ? LOAD(bias, bias_off + n) : 0.0f), y, y_off + (long)lane * N + n);
+  barrier(CLK_LOCAL_MEM_FENCE);
+  const int columns = gated ? N / 2 : N;
+  const int n = get_group_id(0) * (ROWS_GROUP / ROWS_LANES) + lid / ROWS_LANES;
+  const int k_end = n < columns ? K : 0;
+  const bool vector = ((w_off | K) & 7) == 0;
+  float acc[ROWS_MAX];
+  local_row_dots(w, w_off + (long)n * K, vector, rows, M, K, k_end, lane, acc);
+  float value = column_sum(acc, partial) + (bias && n < columns ? LOAD(bias, bias_off + n) : 0.0f);
+  if (gated) {
+    local_row_dots(w, w_off + (long)(n + columns) * K, vector, rows, M, K, k_end, lane, acc);
+    const float up = column_sum(acc, partial) + (bias && n < columns ? LOAD(bias, bias_off + n + columns) : 0.0f);
+    const float gate = ROUND(value);
+    value = ROUND(gate / (1.0f + exp(-gate))) * ROUND(up);
+  }
+  if (n < columns && lane < M) STORE(value, y, y_off + (long)lane * columns + n);
 }
