@@ -4,7 +4,7 @@
 // (small, served by the caches) and reduces its float32 sums across the warp; the bias is added before the
 // one rounding, as cuBLASLt's epilogue does.
 //
-// The same kernel serves norm_linear (op_set.h), which saves a decode step two kernels a layer: with a norm,
+// The same kernel serves norm_linear (op_set.h), which saves a decode layer three kernels: with a norm,
 // each block makes the M rows itself from the residual stream (residual add and RMSNorm, rounded as
 // add_rms_norm rounds) into shared memory before its products, a few KB from L2 against the kernel launch it
 // replaces; gated, a warp streams the gate's row n and the up's row n and writes silu(gate) * up.
@@ -147,7 +147,8 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32) gemv_kernel(Gemv<T> a) {
   for (int m = 0; m < M; ++m) {
     float out[R];
 #pragma unroll
-    for (int r = 0; r < R; ++r) out[r] = warp_reduce<Sum>(acc[r][m]) + (a.bias ? to_float(a.bias[n + r * columns]) : 0.f);
+    for (int r = 0; r < R; ++r)
+      out[r] = warp_reduce<Sum>(acc[r][m]) + (a.bias ? to_float(a.bias[n + r * columns]) : 0.f);
     if (lane != 0) continue;
     if constexpr (Gated) {
       a.y[m * columns + n] = from_float<T>(silu_times<T>(round_to<T>(out[0]), round_to<T>(out[1])));
@@ -175,8 +176,8 @@ void launch_rows(const Gemv<T>& a) {
 }
 
 // With a norm every block normalises the rows, so the fold pays only where one wave of blocks covers the
-// columns: a second wave pays for the norm again (the 8B shape's qkv and gate/up, two and three waves, made
-// its step slower than the unfused kernels; a block looping over columns instead streamed too little).
+// columns: a second wave pays for the norm again (the 8B shape's qkv and gate/up, 1.5 and 4 waves, made its
+// step slower than the unfused kernels; a block looping over columns instead streamed too little).
 template <typename T, int M, bool Normed, bool Gated>
 bool one_wave(const Gemv<T>& a) {
   return blocks_of<T, M, Normed, Gated>(a) <=
