@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "../model/parity_fixtures.h"
+#include "../support/random_tensor.h"
 #include "tfm/backend/backend.h"
 #include "tfm/backend/kernel_registry.h"
 #include "tfm/backend/op_set.h"
@@ -106,6 +107,39 @@ TEST(HostReader, AFailingPieceFailsTheCopyWithItsError) {
   const HostReader ones = [](void* out, size_t, size_t bytes) { std::memset(out, 1, bytes); };
   copy_from_reader(dst, ones);
   for (int64_t i = 0; i < dst.numel(); i += 4099) ASSERT_EQ(dst.data<uint8_t>()[i], 1);
+}
+
+// norm_linear (what a decode layer folds with use_kernels) on the cpu: the ops it folds, one after another, with
+// the residual stream's sum in a buffer of its own; a shape mismatch names the op, and more rows than a decode
+// step has leave the ops to the layer.
+TEST(NormLinear, IsAddRmsNormLinearAndSiluMulWithTheNewResidualApart) {
+  std::mt19937 rng(7);
+  const int64_t M = 3, K = 16, N = 10;
+  const Tensor residual = test_support::random_tensor({M, K}, DType::float32, rng);
+  const Tensor x = test_support::random_tensor({M, K}, DType::float32, rng);
+  const Tensor norm = test_support::random_tensor({K}, DType::float32, rng);
+  const Tensor w = test_support::random_tensor({N, K}, DType::float32, rng);
+  const Tensor bias = test_support::random_tensor({N}, DType::float32, rng);
+  Tensor residual_out = Tensor::cpu({M, K}, DType::float32), y = Tensor::cpu({M, N / 2}, DType::float32);
+  ASSERT_TRUE(ops::norm_linear(residual, x, norm, 1e-6f, w, bias, true, residual_out, y, "fused"));
+
+  Tensor summed = clone(residual), normed = Tensor::cpu({M, K}, DType::float32);
+  Tensor gate_up = Tensor::cpu({M, N}, DType::float32), act = Tensor::cpu({M, N / 2}, DType::float32);
+  ops::add_rms_norm(summed, x, norm, 1e-6f, normed, "fused");
+  ops::linear(normed, w, bias, gate_up);
+  ops::silu_mul(gate_up, act);
+  EXPECT_EQ(std::memcmp(residual_out.raw(), summed.raw(), summed.nbytes()), 0);
+  EXPECT_EQ(std::memcmp(y.raw(), act.raw(), act.nbytes()), 0);
+  EXPECT_NE(std::memcmp(residual.raw(), summed.raw(), summed.nbytes()), 0) << "the residual itself is kept";
+
+  Tensor wrong = Tensor::cpu({M, N}, DType::float32);
+  EXPECT_NE(error_of([&] { ops::norm_linear(residual, x, norm, 1e-6f, w, bias, true, residual_out, wrong, ""); })
+                .find("norm_linear: shapes"),
+            std::string::npos);
+  const Tensor many = test_support::random_tensor({op::NormLinear::kMaxRows + 1, K}, DType::float32, rng);
+  Tensor many_out = Tensor::cpu(many.shape(), DType::float32);
+  Tensor many_y = Tensor::cpu({many.size(0), N}, DType::float32);
+  EXPECT_FALSE(ops::norm_linear(many, many, norm, 1e-6f, w, bias, false, many_out, many_y, "fused"));
 }
 
 TEST(KernelConfig, UnknownLayersDevicesModesAndVariantsAreErrorsListingWhatExists) {
