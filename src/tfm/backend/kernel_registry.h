@@ -65,8 +65,11 @@ class KernelRegistry {
   template <typename Op>
   bool supports(const Op& args, DeviceType device, std::string_view variant = {}) const;
 
-  // Runs `args` with the kernel of `variant` when it exists and accepts them, else with the default; an error
-  // naming op, device and dtype when no kernel can.
+  // The kernel for `args`: `variant`'s when it exists and accepts them, else the default when it accepts them;
+  // nullptr when neither does. Each kernel's `supports` is asked once.
+  template <typename Op>
+  const Kernel<Op>* choose(const Op& args, DeviceType device, std::string_view variant = {}) const;
+  // Runs `args` with the chosen kernel; an error naming op, device and dtype when there is none.
   template <typename Op>
   void run(const Op& args, DeviceType device, std::string_view variant = {}) const;
 
@@ -141,13 +144,18 @@ bool KernelRegistry::supports(const Op& args, DeviceType device, std::string_vie
 }
 
 template <typename Op>
+const Kernel<Op>* KernelRegistry::choose(const Op& args, DeviceType device, std::string_view variant) const {
+  auto accepts = [&](const Kernel<Op>* k) { return k && (!k->supports || k->supports(args)); };
+  const Kernel<Op>* asked = variant.empty() ? nullptr : find<Op>(device, args.dtype(), variant);
+  if (accepts(asked)) return asked;
+  const Kernel<Op>* fallback = find<Op>(device, args.dtype());
+  return fallback != asked && accepts(fallback) ? fallback : nullptr;
+}
+
+template <typename Op>
 void KernelRegistry::run(const Op& args, DeviceType device, std::string_view variant) const {
-  if (!variant.empty()) {
-    const Kernel<Op>* k = find<Op>(device, args.dtype(), variant);
-    if (k && (!k->supports || k->supports(args))) return k->run(args);
-  }
-  const Kernel<Op>* k = find<Op>(device, args.dtype());
-  if (!k || (k->supports && !k->supports(args))) no_kernel(Op::name, device, args.dtype(), k != nullptr);
+  const Kernel<Op>* k = choose(args, device, variant);
+  if (!k) no_kernel(Op::name, device, args.dtype(), find<Op>(device, args.dtype()) != nullptr);
   k->run(args);
 }
 

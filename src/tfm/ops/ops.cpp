@@ -31,20 +31,33 @@ DType compute_dtype(const Op& a) {
   return compute_dtype(a.dtype(), Op::name);
 }
 
-// Runs `a` on the device all of its tensors are on.
+// The device all of `a`'s tensors are on.
 template <typename Op>
-void dispatch(const Op& a, std::string_view variant = {}) {
+Device device_of(const Op& a) {
   const auto tensors = a.tensors();
   const Device device = tensors[0]->device();
   for (const Tensor* t : tensors) {
     if (!(!t->defined() || t->device() == device))
       throw_error(Op::name, ": tensors on ", device.str(), " and ", t->device().str());
   }
+  return device;
+}
+
+// run(), timed as `a` on `device` where op profiling is on.
+template <typename Op, typename Run>
+void timed(const Op& a, std::string_view variant, Device device, Run&& run) {
   if (op_profile_enabled()) {
-    profile_op(Op::name, variant, tensors, device, [&] { kernel_registry().run(a, device.type, variant); });
+    profile_op(Op::name, variant, a.tensors(), device, run);
     return;
   }
-  kernel_registry().run(a, device.type, variant);
+  run();
+}
+
+// Runs `a` on the device all of its tensors are on.
+template <typename Op>
+void dispatch(const Op& a, std::string_view variant = {}) {
+  const Device device = device_of(a);
+  timed(a, variant, device, [&] { kernel_registry().run(a, device.type, variant); });
 }
 
 }  // namespace
@@ -173,9 +186,11 @@ bool norm_linear(const Tensor& residual, const Tensor& x, const Tensor& norm_wei
         y.size(1) == (gated ? N / 2 : N)))
     throw_error("norm_linear: shapes ", residual.str(), " + ", x.str(), ", ", norm_weight.str(), ", ", w.str(),
                 gated ? " gated" : "", " -> ", residual_out.str(), ", ", y.str(), " do not match");
-  if (M > op::NormLinear::kMaxRows || !kernel_registry().supports(a, residual.device().type, variant))
-    return false;
-  dispatch(a, variant);
+  const Device device = device_of(a);
+  const Kernel<op::NormLinear>* kernel =
+      M <= op::NormLinear::kMaxRows ? kernel_registry().choose(a, device.type, variant) : nullptr;
+  if (!kernel) return false;
+  timed(a, variant, device, [&] { kernel->run(a); });
   return true;
 }
 
