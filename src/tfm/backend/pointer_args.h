@@ -9,6 +9,15 @@
 
 namespace tfm {
 
+// A tensor's elements, or null where the op leaves it undefined (an optional bias, norm weight, gradient).
+template <typename T>
+T* data_or_null(const Tensor& t) {
+  return t.defined() ? t.data<T>() : nullptr;
+}
+inline void* raw_or_null(const Tensor& t) {
+  return t.defined() ? t.raw() : nullptr;
+}
+
 inline PagedAttentionArgs paged_attention_args(const op::PagedAttention& a) {
   PagedAttentionArgs p{};
   p.q = a.q.raw();

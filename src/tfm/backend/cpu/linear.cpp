@@ -17,6 +17,7 @@
 
 #include "tfm/backend/cpu/cpu_backend.h"
 #include "tfm/backend/onednn_linear.h"
+#include "tfm/backend/pointer_args.h"
 #include "tfm/core/floats.h"
 #include "tfm/core/parallel.h"
 
@@ -181,7 +182,7 @@ template <typename T>
 void linear(const op::Linear& a) {
   const int64_t M = a.x.size(0), K = a.x.size(1), N = a.w.size(0);
   if (M == 0 || N == 0) return;
-  const T* bias = a.bias.defined() ? a.bias.data<T>() : nullptr;
+  const T* bias = data_or_null<T>(a.bias);
   if (OneDnn::get().runs(dtype_of<T>())) {
     OneDnn::get().matmul(a.x.raw(), a.w.raw(), bias, a.y.raw(), M, K, N, dtype_of<T>());
   } else if (M <= kRowsPath) {

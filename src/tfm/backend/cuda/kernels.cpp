@@ -116,8 +116,7 @@ void rope(const op::Rope& a) {
 template <typename T>
 void qkv_rope_cache(const op::QkvRopeCache& a) {
   use_device_of(a.q);
-  auto raw = [](const Tensor& t) -> const void* { return t.defined() ? t.raw() : nullptr; };
-  launch::qkv_rope_cache<T>({a.qkv.raw(), raw(a.q_norm), raw(a.k_norm), a.eps, a.cos.raw(), a.sin.raw(),
+  launch::qkv_rope_cache<T>({a.qkv.raw(), raw_or_null(a.q_norm), raw_or_null(a.k_norm), a.eps, a.cos.raw(), a.sin.raw(),
                              a.slots.data<int32_t>(), a.q.raw(), a.cache_k.raw(), a.cache_v.raw(), a.q.size(0),
                              a.q.size(1), a.cache_k.size(2), a.q.size(2), a.cos.size(1)});
 }

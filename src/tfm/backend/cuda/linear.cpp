@@ -13,6 +13,7 @@
 #include "tfm/backend/cuda/launchers.h"
 #include "tfm/backend/cuda/runtime.h"
 #include "tfm/backend/op_set.h"
+#include "tfm/backend/pointer_args.h"
 #include "tfm/core/floats.h"
 
 namespace tfm::cuda {
@@ -169,13 +170,8 @@ class Matmuls {
 void cublaslt(const op::Linear& a) {
   if (a.x.size(0) == 0 || a.w.size(0) == 0) return;
   Matmuls::get().run({a.y.device().index_or_zero(), a.x.size(0), a.w.size(0), a.x.size(1), a.x.raw(), false,
-                      a.w.raw(), true, a.y.raw(), a.bias.defined() ? a.bias.raw() : nullptr, a.dtype(), a.dtype(),
+                      a.w.raw(), true, a.y.raw(), raw_or_null(a.bias), a.dtype(), a.dtype(),
                       false});
-}
-
-template <typename T>
-const T* data_or_null(const Tensor& t) {
-  return t.defined() ? t.data<T>() : nullptr;
 }
 
 template <typename T>
@@ -197,7 +193,7 @@ launch::Gemv<T> gemv_of(const op::NormLinear& a) {
           .pending = data_or_null<T>(a.x),
           .norm_weight = a.norm_weight.data<T>(),
           .eps = a.eps,
-          .residual_out = a.x.defined() ? a.residual_out.data<T>() : nullptr,
+          .residual_out = data_or_null<T>(a.residual_out),
           .gated = a.gated};
 }
 

@@ -7,6 +7,7 @@
 #include "tfm/backend/cuda/launchers.h"
 #include "tfm/backend/cuda/runtime.h"
 #include "tfm/backend/op_set.h"
+#include "tfm/backend/pointer_args.h"
 #include "tfm/core/floats.h"
 
 namespace tfm::cuda {
@@ -18,16 +19,12 @@ void use_device_of(const Tensor& t) {
   use_device(t.device().index_or_zero());
 }
 
-float* floats_or_null(const Tensor& t) {
-  return t.defined() ? t.data<float>() : nullptr;
-}
-
 template <typename T>
 void rms_norm_backward(const op::RmsNormBackward& a) {
   use_device_of(a.x);
   const int64_t dim = a.weight.size(0);
   launch::rms_norm_backward(a.x.data<T>(), a.weight.data<T>(), a.dout.data<T>(), dim ? a.x.numel() / dim : 0, dim,
-                            a.eps, a.dx.defined() ? a.dx.data<T>() : nullptr, floats_or_null(a.dweight));
+                            a.eps, data_or_null<T>(a.dx), data_or_null<float>(a.dweight));
 }
 
 template <typename T>
