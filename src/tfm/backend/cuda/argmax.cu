@@ -15,7 +15,12 @@ constexpr int kThreads = 256;
 constexpr int64_t kMinSplitElements = 4096;
 constexpr int kMaxSplits = 64;
 
-// A split's candidate; index -1 where its share holds a value that is not finite.
+// What a share of a row holding a NaN or an infinity gives: index -1, the row's id.
+__device__ inline Candidate not_finite() {
+  return {NAN, -1};
+}
+
+// This thread's candidate from its part of row[begin, end).
 template <typename T>
 __device__ Candidate scan(const T* row, int64_t begin, int64_t end, bool wide) {
   constexpr int E = Vec<T>::kSize;
@@ -31,7 +36,12 @@ __device__ Candidate scan(const T* row, int64_t begin, int64_t end, bool wide) {
       if (better(c, best)) best = c;
     }
   }
-  return finite ? best : Candidate{NAN, -1};
+  return finite ? best : not_finite();
+}
+
+// The block's best candidate (every thread's a candidate or not_finite()), or not_finite() where any is.
+__device__ Candidate block_choice(Candidate c, Candidate* warps) {
+  return __syncthreads_and(c.index >= 0) ? block_best(c, warps) : not_finite();
 }
 
 // Block (row, split) scans its share of the row; `partial` holds rows x splits candidates when split.
@@ -44,14 +54,12 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t row = blockIdx.x, split = blockIdx.y, splits = gridDim.y;
   const int64_t chunk = (V + splits - 1) / splits / Vec<T>::kSize * Vec<T>::kSize + Vec<T>::kSize;
   const int64_t begin = min(V, split * chunk), end = min(V, begin + chunk);
-  Candidate c = scan(x + row * V, begin, end, wide);
-  const bool finite = __syncthreads_and(c.index >= 0);
-  c = block_best(finite ? c : no_candidate(), warps);
+  const Candidate c = block_choice(scan(x + row * V, begin, end, wide), warps);
   if (splits == 1) {
-    if (threadIdx.x == 0) ids[row] = finite ? static_cast<int32_t>(c.index) : -1;
+    if (threadIdx.x == 0) ids[row] = static_cast<int32_t>(c.index);
     return;
   }
-  if (threadIdx.x == 0) partial[row * splits + split] = finite ? c : Candidate{NAN, -1};
+  if (threadIdx.x == 0) partial[row * splits + split] = c;
   __threadfence();  // the candidate is visible before the arrival counts
   __syncthreads();
   if (threadIdx.x == 0) last = atomicAdd(arrivals + row, 1u) == static_cast<unsigned>(splits - 1);
@@ -59,10 +67,9 @@ __global__ void __launch_bounds__(kThreads)
   if (!last) return;
   __threadfence();
   const Candidate mine = threadIdx.x < splits ? partial[row * splits + threadIdx.x] : no_candidate();
-  const bool all_finite = __syncthreads_and(mine.index >= 0);
-  const Candidate best = block_best(mine, warps);
+  const Candidate best = block_choice(mine, warps);
   if (threadIdx.x == 0) {
-    ids[row] = all_finite ? static_cast<int32_t>(best.index) : -1;
+    ids[row] = static_cast<int32_t>(best.index);
     arrivals[row] = 0;
   }
 }
