@@ -88,6 +88,16 @@ class Launch {
 // Parts each query row's keys are split into for the flash form: enough work-groups for two per compute unit
 // when the rows alone are too few (a decode step), no part shorter than kMinSplitKeys of the longest context
 // the block tables hold. Depends only on shapes, so a recorded command sequence stays valid.
+// The work-groups of linear_rows and norm_linear_rows for `columns` outputs, ROWS_GROUP / ROWS_LANES a group,
+// and their program, built for the bound on the rows that covers M.
+int64_t rows_groups(int64_t columns) {
+  constexpr auto per_group = static_cast<int64_t>(kRowsGroup / kRowsLanes);
+  return (columns + per_group - 1) / per_group;
+}
+const Program& rows_program(DType d, int64_t M) {
+  return linear_program(d, static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>(M))));
+}
+
 int64_t attention_splits(const op::PagedAttention& a, const XpuDevice& device) {
   const int64_t groups = std::max<int64_t>(1, a.q.size(0) * a.q.size(1));
   const int64_t capacity = a.meta.block_tables.size(1) * a.cache_k.size(1);
@@ -215,10 +225,9 @@ void XpuKernels::run(const op::Linear& a, LinearVariant variant) {
         .args(a.x, a.w, a.bias, a.y, m, k, n)
         .run(intel->items, intel->group);
   } else if (M <= kRowsMax) {
-    const int64_t rows_max = std::bit_ceil(static_cast<uint64_t>(M));
-    devices_->kernel(a.y, linear_program(a.dtype(), rows_max), "linear_rows", kRowsGroup)
+    devices_->kernel(a.y, rows_program(a.dtype(), M), "linear_rows", kRowsGroup)
         .args(a.x, a.w, a.bias, a.y, m, k, n)
-        .run({(static_cast<size_t>(N) * kRowsLanes + kRowsGroup - 1) / kRowsGroup * kRowsGroup, 1}, {kRowsGroup, 1});
+        .run({static_cast<size_t>(rows_groups(N)) * kRowsGroup, 1}, {kRowsGroup, 1});
   } else {
     const auto tiles = [](int64_t size) {
       return (static_cast<size_t>(size) + kTile - 1) / kTile * kTileItems;
@@ -232,13 +241,10 @@ void XpuKernels::run(const op::Linear& a, LinearVariant variant) {
 void XpuKernels::run(const op::NormLinear& a) {
   std::lock_guard lock(devices_->mutex);
   const int64_t M = a.residual.size(0), K = a.residual.size(1), N = a.w.size(0);
-  const int64_t columns = a.gated ? N / 2 : N;
-  const int64_t rows_max = std::bit_ceil(static_cast<uint64_t>(M));
-  devices_->kernel(a.y, linear_program(a.dtype(), rows_max), "norm_linear_rows", kRowsGroup)
+  devices_->kernel(a.y, rows_program(a.dtype(), M), "norm_linear_rows", kRowsGroup)
       .args(a.residual, a.x, a.norm_weight, a.eps, a.w, a.bias, a.residual_out, a.y, to_int(M, "rows"),
             to_int(K, "inner size"), to_int(N, "columns"), static_cast<int32_t>(a.gated))
-      .run({(static_cast<size_t>(columns) * kRowsLanes + kRowsGroup - 1) / kRowsGroup * kRowsGroup, 1},
-           {kRowsGroup, 1});
+      .run({static_cast<size_t>(rows_groups(a.gated ? N / 2 : N)) * kRowsGroup, 1}, {kRowsGroup, 1});
 }
 
 void XpuKernels::run(const op::RmsNorm& a) {
@@ -554,8 +560,7 @@ bool onednn_takes(const op::Linear& a) {
 // gate/up 512 and 384 groups) 306-361 against 213-222 tokens/s; the 8B shape (768, 1,536) 106 against 131.
 bool norm_linear_fits(const op::NormLinear& a) {
   const int64_t M = a.residual.size(0), K = a.residual.size(1);
-  const int64_t columns = a.gated ? a.w.size(0) / 2 : a.w.size(0);
-  const int64_t groups = (columns + kRowsGroup / kRowsLanes - 1) / (kRowsGroup / kRowsLanes);
+  const int64_t groups = rows_groups(a.gated ? a.w.size(0) / 2 : a.w.size(0));
   const int64_t units = xpu_backend().device(a.y.device().index).capabilities.eu_count;
   return M >= 1 && M <= kRowsMax && M * K <= kNormRows && groups <= 4 * units;
 }
