@@ -1,6 +1,6 @@
 // Times the xpu op kernels on the OpenCL platform TFM_XPU_PLATFORM names (Intel GPUs when unset): a launch,
 // linear at the decode shapes of Qwen3-0.6B and Qwen3-8B and one prefill shape, and paged attention for one
-// decode step (both forms).
+// decode step and one prefill (both forms).
 //
 //   TFM_XPU_PLATFORM="NVIDIA CUDA" xpu_ops_bench [--quick] [--dtype float32|bfloat16|float16]
 //
@@ -89,15 +89,19 @@ void bench_linear(int64_t M, int64_t K, int64_t N, DType dtype, std::mt19937& rn
               weight_gb / s);
 }
 
-// One decode step: `batch` sequences of `context` tokens each, one query row per sequence.
-void bench_attention(int64_t batch, int64_t context, int64_t heads, int64_t kv_heads, int64_t head_dim,
-                     DType dtype, std::mt19937& rng) {
+// One attention call over `batch` sequences of `context` tokens each: decode (`rows` 1, the last position)
+// or prefill (`rows` = `context`, every position).
+void bench_attention(int64_t batch, int64_t context, int64_t rows, int64_t heads, int64_t kv_heads,
+                     int64_t head_dim, DType dtype, std::mt19937& rng) {
   const int64_t block_size = 16, blocks_per_seq = (context + block_size - 1) / block_size;
   const int64_t blocks = batch * blocks_per_seq;
   const Tensor cache_k = random_on_xpu({blocks, block_size, kv_heads, head_dim}, dtype, rng);
   const Tensor cache_v = random_on_xpu({blocks, block_size, kv_heads, head_dim}, dtype, rng);
-  std::vector<int32_t> query_start(static_cast<size_t>(batch + 1)), tables(static_cast<size_t>(blocks));
-  std::iota(query_start.begin(), query_start.end(), 0);
+  std::vector<int32_t> query_start{0}, tables(static_cast<size_t>(blocks)), positions;
+  for (int64_t s = 0; s < batch; ++s) {
+    query_start.push_back(static_cast<int32_t>((s + 1) * rows));
+    for (int64_t r = context - rows; r < context; ++r) positions.push_back(static_cast<int32_t>(r));
+  }
   std::iota(tables.begin(), tables.end(), 0);
   std::shuffle(tables.begin(), tables.end(), rng);
   ops::AttentionMetadata meta;
@@ -105,23 +109,30 @@ void bench_attention(int64_t batch, int64_t context, int64_t heads, int64_t kv_h
   meta.context_lens =
       ints_on_xpu(std::vector<int32_t>(static_cast<size_t>(batch), static_cast<int32_t>(context)));
   meta.block_tables = ints_on_xpu(tables).reshape({batch, blocks_per_seq});
-  meta.positions =
-      ints_on_xpu(std::vector<int32_t>(static_cast<size_t>(batch), static_cast<int32_t>(context - 1)));
+  meta.positions = ints_on_xpu(positions);
   meta.slots = meta.positions;
   meta.max_context_len = context;
-  const Tensor q = random_on_xpu({batch, heads, head_dim}, dtype, rng);
-  Tensor out = empty({batch, heads, head_dim}, dtype, kXpu);
+  const Tensor q = random_on_xpu({batch * rows, heads, head_dim}, dtype, rng);
+  Tensor out = empty({batch * rows, heads, head_dim}, dtype, kXpu);
   const double kv_gb =
       2.0 * static_cast<double>(batch * context * kv_heads * head_dim * dtype_size(dtype)) / 1e9;
+  // Decode reads the cache; prefill multiplies q k and p v for every (row, key) pair a causal row sees.
+  const double pairs = static_cast<double>(batch * heads) * static_cast<double>(rows) *
+                       static_cast<double>(2 * context - rows + 1) / 2;
   for (const char* variant : {"flash", "eager"}) {
     const double s = time_per_call([&] {
       ops::paged_attention(q, cache_k, cache_v, meta, 1.f / std::sqrt(static_cast<float>(head_dim)), 0, out,
                            variant);
     });
-    std::printf(
-        "attention batch=%-3lld context=%-6lld heads=%lld/%lld dim=%lld %-8s %9.3f ms  %7.1f GB/s of KV\n",
-        static_cast<long long>(batch), static_cast<long long>(context), static_cast<long long>(heads),
-        static_cast<long long>(kv_heads), static_cast<long long>(head_dim), variant, s * 1e3, kv_gb / s);
+    std::printf("attention %-7s batch=%-3lld context=%-6lld heads=%lld/%lld dim=%lld %-8s %9.3f ms",
+                rows == 1 ? "decode" : "prefill", static_cast<long long>(batch), static_cast<long long>(context),
+                static_cast<long long>(heads), static_cast<long long>(kv_heads), static_cast<long long>(head_dim),
+                variant, s * 1e3);
+    if (rows == 1) {
+      std::printf("  %7.1f GB/s of KV\n", kv_gb / s);
+    } else {
+      std::printf("  %7.1f GFLOP/s\n", 4.0 * pairs * static_cast<double>(head_dim) / s / 1e9);
+    }
   }
 }
 
@@ -167,10 +178,11 @@ int main(int argc, char** argv) {
     bench_linear(quick ? 64 : 512, matrices[0].K, matrices[0].N, dtype, rng);
     for (int64_t batch : {1, 8}) {
       for (int64_t context : {256, 512, quick ? 2048 : 8192}) {
-        bench_attention(batch, context, 16, 8, 128, dtype, rng);
-        bench_attention(batch, context, 32, 8, 128, dtype, rng);
+        bench_attention(batch, context, 1, 16, 8, 128, dtype, rng);
+        bench_attention(batch, context, 1, 32, 8, 128, dtype, rng);
       }
     }
+    for (int64_t context : {512, quick ? 1024 : 2048}) bench_attention(1, context, context, 16, 8, 128, dtype, rng);
   } catch (const tfm::Error& e) {
     std::fprintf(stderr, "xpu_ops_bench: %s\n", e.what());
     return 1;

@@ -501,6 +501,9 @@ std::vector<Case> paged_attention_cases(std::mt19937& rng) {
       {4, 1, 128, 16, 0, {{60, 70}, {0, 64}}},
       {2, 2, 256, 16, 40, {{0, 70}}},
       {2, 1, 128, 4, 0, {{0, 1}, {0, 130}, {17, 3}}},
+      // A head size the 16-byte loads do not divide, and tiles of rows whose windows start past key 0.
+      {4, 2, 20, 4, 0, {{0, 40}, {10, 35}}},
+      {4, 2, 64, 16, 9, {{50, 70}, {0, 33}}},
       // GQA groups of 8, 4 and 3 in decode over split contexts; steps this small keep one head a block, the
       // batched_decode shapes above group them.
       {8, 1, 128, 16, 0, {{300, 1}, {5, 1}}},

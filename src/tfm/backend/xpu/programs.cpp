@@ -68,7 +68,12 @@ const Program& linear_program(DType d, int64_t rows_max) {
 const Program& attention_program(DType d, int64_t head_dim) {
   return interned(
       [&] {
-        return Program{"attention", kernel_sources::attention, attention_options(d, head_dim)};
+        std::string options = attention_options(d, head_dim);
+        if (head_dim <= kMaxTileHeadDim) {
+          const AttentionTile tile = attention_tile(head_dim);
+          options += " -DTILE_ROWS=" + std::to_string(tile.rows) + " -DTILE_KEYS=" + std::to_string(tile.keys);
+        }
+        return Program{"attention", kernel_sources::attention, options};
       },
       d, head_dim);
 }

@@ -32,6 +32,24 @@ inline constexpr size_t kRowsLanes = 32;       // 32 of them on each output colu
 static_assert(kRowsMax <= kRowsLanes, "linear_rows writes one output row per lane");
 inline constexpr int64_t kNormRows = 4096;     // norm_linear_rows: rows x K normalised values in local memory
 inline constexpr size_t kAttentionGroup = 64;  // items per (query row, head)
+// attention_tiles (prefill) takes tiles of query rows and keys. Its local memory, (rows + keys) head vectors of
+// head_dim + 1 floats, rows x (keys + 1) weights and three numbers a row, stays within the 32 KB OpenCL
+// guarantees every device: 32 rows and 16 keys up to head size 128, 16 and 8 up to 256. Larger heads take
+// attention_flash's rows.
+struct AttentionTile {
+  int64_t rows, keys;
+};
+inline constexpr int64_t kMaxTileHeadDim = 256;
+constexpr AttentionTile attention_tile(int64_t head_dim) {
+  return head_dim <= 128 ? AttentionTile{32, 16} : AttentionTile{16, 8};
+}
+constexpr int64_t attention_tile_bytes(int64_t head_dim) {
+  const AttentionTile t = attention_tile(head_dim);
+  return 4 * ((t.rows + t.keys) * (head_dim + 1) + t.rows * (t.keys + 1) + 3 * t.rows);
+}
+static_assert(kAttentionGroup == 64, "attention_tiles arranges its items as 8 groups of 8");
+static_assert(attention_tile_bytes(128) <= 32768 && attention_tile_bytes(kMaxTileHeadDim) <= 32768,
+              "attention_tiles' local memory is over OpenCL's minimum");
 inline constexpr size_t kNormBlock = 16;       // rms_norm_dweight: 16 columns x 16 row lanes a work-group
 inline constexpr size_t kReduceGroup = 256;    // cross_entropy: items per row; sums over work-groups
 inline constexpr size_t kReduceParts = 256;    // sum_squares: at most this many work-groups' partial sums

@@ -98,6 +98,12 @@ const Program& rows_program(DType d, int64_t M) {
   return linear_program(d, static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>(M))));
 }
 
+// Tiles pay when sequences bring several query rows each (prefill); one or two a sequence (decode) take
+// attention_flash's rows, split over work-groups.
+bool uses_tiles(const op::PagedAttention& a) {
+  return a.q.size(2) <= kMaxTileHeadDim && a.q.size(0) > 2 * a.meta.context_lens.size(0);
+}
+
 int64_t attention_splits(const op::PagedAttention& a, const XpuDevice& device) {
   const int64_t groups = std::max<int64_t>(1, a.q.size(0) * a.q.size(1));
   const int64_t capacity = a.meta.block_tables.size(1) * a.cache_k.size(1);
@@ -335,6 +341,15 @@ void XpuKernels::run(const op::PagedAttention& a, AttentionForm form) {
                 to_int(meta.block_tables.size(1), "blocks per sequence"), a.scale, to_int(a.window, "window"),
                 a.out, extra...);
   };
+  if (form == AttentionForm::flash && uses_tiles(a)) {
+    // Enough work-groups for a partial tile in every sequence; those past the tiles return at once.
+    const int64_t rows = attention_tile(a.q.size(2)).rows;
+    const int64_t tiles = (T + rows - 1) / rows + meta.context_lens.size(0);
+    Launch launch = devices_->kernel(a.out, program, "attention_tiles", kAttentionGroup);
+    common(launch);
+    launch.run({static_cast<size_t>(tiles) * kAttentionGroup, static_cast<size_t>(heads)}, {kAttentionGroup, 1});
+    return;
+  }
   if (form == AttentionForm::flash) {
     const int64_t groups = T * heads, splits = attention_splits(a, devices_->backend.device(a.out.device().index));
     const size_t state_bytes = static_cast<size_t>(groups * splits * (a.q.size(2) + 2)) * sizeof(float);

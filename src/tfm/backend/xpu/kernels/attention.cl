@@ -136,6 +136,170 @@ __kernel __attribute__((reqd_work_group_size(ATT_GROUP, 1, 1))) void attention_f
   }
 }
 
+#ifdef TILE_ROWS
+// The flash form for prefill (sequences that bring several query rows): one work-group per tile of TILE_ROWS
+// query rows of one sequence and a head, so that each key and value read from the cache serves every row of
+// the tile, where attention_flash reads them once a row. Keys and values come TILE_KEYS at a time into local
+// memory; the scores, running maxima and denominators are float and the weights of the values rounded to the
+// dtype, as in attention_flash. programs.cpp sizes the tiles by HEAD_DIM so that local memory stays within
+// the 32 KB every OpenCL device has. Items form 8 groups of 8: in the products, group g takes the rows g,
+// g + 8, ... and item i of it the keys (or the output dimensions) i, i + 8, ...
+#define TILE_LD (HEAD_DIM + 1)  // a padded row, so that the 8 items reading one column hit 8 memory banks
+#define P_LD (TILE_KEYS + 1)
+#define ITEM_ROWS (TILE_ROWS / 8)
+#define ITEM_KEYS (TILE_KEYS / 8)
+#define ITEM_DIMS ((HEAD_DIM + 7) / 8)
+
+// The tile a work-group takes: `index` over every sequence's tiles of TILE_ROWS rows, in order. False past them
+// (the host sizes the launch for the worst case, a partial tile per sequence).
+bool find_tile(__global const int* query_start, int num_seqs, int index, int* seq, int* tile) {
+  for (*seq = 0; *seq < num_seqs; ++*seq) {
+    const int tiles = (query_start[*seq + 1] - query_start[*seq] + TILE_ROWS - 1) / TILE_ROWS;
+    if (index < tiles) {
+      *tile = index;
+      return true;
+    }
+    index -= tiles;
+  }
+  return false;
+}
+
+// Keys (or values) j0 .. j0 + TILE_KEYS - 1 of `keys` into `tile` as floats, those past `last` as zeros.
+void load_key_tile(__local float* tile, __global const ELEM* cache, long cache_off, const Keys* keys, int j0,
+                   int last, int block_size, int kv_heads) {
+  for (int i = get_local_id(0); i < TILE_KEYS * (HEAD_DIM / 8); i += ATT_GROUP) {
+    const int k = i / (HEAD_DIM / 8), d = i % (HEAD_DIM / 8) * 8;
+    float8 v = 0.0f;
+    if (j0 + k <= last) {
+      const long at = cache_off + cache_row(keys, j0 + k, block_size, kv_heads) + d;
+      if ((at & 7) == 0) {
+        v = LOAD8(cache, at);
+      } else {
+        for (int e = 0; e < 8; ++e) ((float*)&v)[e] = LOAD(cache, at + e);
+      }
+    }
+    vstore8(v, 0, tile + k * TILE_LD + d);
+  }
+#if HEAD_DIM % 8 != 0
+  for (int i = get_local_id(0); i < TILE_KEYS * (HEAD_DIM % 8); i += ATT_GROUP) {
+    const int k = i / (HEAD_DIM % 8), d = HEAD_DIM / 8 * 8 + i % (HEAD_DIM % 8);
+    tile[k * TILE_LD + d] =
+        j0 + k <= last ? LOAD(cache, cache_off + cache_row(keys, j0 + k, block_size, kv_heads) + d) : 0.0f;
+  }
+#endif
+}
+
+__kernel __attribute__((reqd_work_group_size(ATT_GROUP, 1, 1))) void attention_tiles(ATTENTION_ARGS) {
+  const int lid = get_local_id(0), head = get_group_id(1), group = lid / 8, lane = lid % 8;
+  int seq, tile;
+  if (!find_tile(query_start + query_start_off, num_seqs, get_group_id(0), &seq, &tile)) return;
+  const int row0 = query_start[query_start_off + seq] + tile * TILE_ROWS;
+  const int rows = min(TILE_ROWS, query_start[query_start_off + seq + 1] - row0);
+  __local float qs[TILE_ROWS * TILE_LD], kv[TILE_KEYS * TILE_LD], p[TILE_ROWS * P_LD];
+  __local float rescale[TILE_ROWS];  // each row's factor for what it summed before this tile; at the end, 1 / sum
+  __local int first[TILE_ROWS], last[TILE_ROWS];
+  const Keys keys = keys_of(query_start + query_start_off, context_lens + context_lens_off,
+                            block_tables + block_tables_off, positions + positions_off, num_seqs, heads,
+                            kv_heads, max_blocks, window, row0, head);
+  if (lid < TILE_ROWS) {
+    if (lid < rows) {
+      const Keys mine = keys_of(query_start + query_start_off, context_lens + context_lens_off,
+                                block_tables + block_tables_off, positions + positions_off, num_seqs, heads,
+                                kv_heads, max_blocks, window, row0 + lid, head);
+      first[lid] = mine.first;
+      last[lid] = mine.last;
+    } else {  // past the sequence's rows: no keys
+      first[lid] = 1;
+      last[lid] = 0;
+    }
+  }
+  for (int i = lid; i < TILE_ROWS * HEAD_DIM; i += ATT_GROUP) {
+    const int r = i / HEAD_DIM, d = i % HEAD_DIM;
+    qs[r * TILE_LD + d] = r < rows ? LOAD(q, q_off + ((long)(row0 + r) * heads + head) * HEAD_DIM + d) : 0.0f;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  int lo = INT_MAX, hi = -1;
+  for (int r = 0; r < rows; ++r) {
+    lo = min(lo, first[r]);
+    hi = max(hi, last[r]);
+  }
+  float acc[ITEM_ROWS][ITEM_DIMS];
+  for (int i = 0; i < ITEM_ROWS; ++i)
+    for (int j = 0; j < ITEM_DIMS; ++j) acc[i][j] = 0.0f;
+  float row_max = -INFINITY, row_sum = 0.0f;  // row lid's, for the first TILE_ROWS items
+  for (int j0 = lo; j0 <= hi; j0 += TILE_KEYS) {
+    load_key_tile(kv, cache_k, cache_k_off, &keys, j0, hi, block_size, kv_heads);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    float s[ITEM_ROWS][ITEM_KEYS];
+    for (int i = 0; i < ITEM_ROWS; ++i)
+      for (int j = 0; j < ITEM_KEYS; ++j) s[i][j] = 0.0f;
+    for (int d = 0; d < HEAD_DIM; ++d) {
+      float a[ITEM_ROWS], b[ITEM_KEYS];
+      for (int i = 0; i < ITEM_ROWS; ++i) a[i] = qs[(group + 8 * i) * TILE_LD + d];
+      for (int j = 0; j < ITEM_KEYS; ++j) b[j] = kv[(lane + 8 * j) * TILE_LD + d];
+      for (int i = 0; i < ITEM_ROWS; ++i)
+        for (int j = 0; j < ITEM_KEYS; ++j) s[i][j] += a[i] * b[j];
+    }
+    for (int i = 0; i < ITEM_ROWS; ++i) {
+      const int r = group + 8 * i;
+      for (int j = 0; j < ITEM_KEYS; ++j) {
+        const int k = lane + 8 * j, key = j0 + k;
+        p[r * P_LD + k] = key >= first[r] && key <= last[r] ? s[i][j] * scale : -INFINITY;
+      }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    // The values replace the keys while the first TILE_ROWS items turn their row's scores into weights.
+    if (lid < TILE_ROWS) {
+      __local float* w = p + lid * P_LD;
+      float new_max = row_max;
+      for (int k = 0; k < TILE_KEYS; ++k) new_max = fmax(new_max, w[k]);
+      float c = 1.0f, tile_sum = 0.0f;
+      if (new_max > -INFINITY) {  // else the row has no key yet: nothing to weigh
+        c = exp(row_max - new_max);  // 0 on the row's first keys
+        for (int k = 0; k < TILE_KEYS; ++k) {
+          const float e = exp(w[k] - new_max);  // 0 for the keys the row does not see
+          tile_sum += e;
+          w[k] = ROUND(e);
+        }
+        row_max = new_max;
+      } else {
+        for (int k = 0; k < TILE_KEYS; ++k) w[k] = 0.0f;
+      }
+      row_sum = row_sum * c + tile_sum;
+      rescale[lid] = c;
+    }
+    load_key_tile(kv, cache_v, cache_v_off, &keys, j0, hi, block_size, kv_heads);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int i = 0; i < ITEM_ROWS; ++i) {
+      const float c = rescale[group + 8 * i];
+      for (int j = 0; j < ITEM_DIMS; ++j) acc[i][j] *= c;
+    }
+    for (int k = 0; k < TILE_KEYS; ++k) {
+      float w[ITEM_ROWS];
+      for (int i = 0; i < ITEM_ROWS; ++i) w[i] = p[(group + 8 * i) * P_LD + k];
+      for (int j = 0; j < ITEM_DIMS; ++j) {
+        const int dim = lane + 8 * j;
+        if (dim >= HEAD_DIM) break;
+        const float v = kv[k * TILE_LD + dim];
+        for (int i = 0; i < ITEM_ROWS; ++i) acc[i][j] += w[i] * v;
+      }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);  // kv, p and rescale are rewritten by the next tile
+  }
+  if (lid < TILE_ROWS) rescale[lid] = row_sum > 0.0f ? 1.0f / row_sum : 0.0f;  // a row without keys gets zeros
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int i = 0; i < ITEM_ROWS; ++i) {
+    const int r = group + 8 * i;
+    if (r >= rows) continue;
+    const long o = out_off + ((long)(row0 + r) * heads + head) * HEAD_DIM;
+    for (int j = 0; j < ITEM_DIMS; ++j) {
+      const int dim = lane + 8 * j;
+      if (dim < HEAD_DIM) STORE(acc[i][j] * rescale[r], out, o + dim);
+    }
+  }
+}
+#endif
+
 // The output of (row, head) group from the `splits` partial states attention_flash wrote for it: each split's
 // sums rescaled to the largest maximum. A row with no keys (all splits empty) gets zeros.
 __kernel __attribute__((reqd_work_group_size(ATT_GROUP, 1, 1))) void attention_combine(
