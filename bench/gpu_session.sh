@@ -278,21 +278,30 @@ for _ in range(120):
 fi
 if want ab; then
   # A branch's build (.carry/bundle_next.tar.xz, the same programs) against this bundle's, in one call: its
-  # cuda kernel and whole-model tests, then batch-1 decode and prefill of both, one after the other.
+  # cuda kernel and whole-model tests, then batch-1 decode, prefill and training throughput of both, one after
+  # the other.
   gpu_model qwen3-0.6b
   gpu_model qwen3-8b
+  brown_jsonl
+  qwen3_to_train
   n=/tmp/bundle_next
   mkdir -p $n && tar xJf .carry/bundle_next.tar.xz -C $n
   step "branch build: cuda kernel conformance and whole models"
   LD_LIBRARY_PATH=$n/lib:$cublas gtest 120 $n/bin/test_kernels --gtest_filter='*cuda*'
   LD_LIBRARY_PATH=$n/lib:$cublas gtest 120 $n/bin/test_device_ops --gtest_filter='*cuda*'
   for args in "--model /tmp/qwen3-0.6b --input-len 128 --output-len 256" "--model /tmp/qwen3-8b --input-len 128 --output-len 128" \
-              "--model /tmp/qwen3-8b --input-len 2048 --output-len 1"; do
+              "--model /tmp/qwen3-0.6b --input-len 2048 --output-len 1" "--model /tmp/qwen3-8b --input-len 2048 --output-len 1"; do
     for build in $b $n; do
       step "$build: tfm bench latency $args (bf16, batch 1, --use-kernels)"
       LD_LIBRARY_PATH=$build/lib:$cublas timeout 200 $build/bin/tfm bench latency --device cuda --dtype bfloat16 \
         --batch-size 1 --use-kernels $args 2>&1 | tail -3
     done
+  done
+  for build in $b $n; do
+    step "$build: training throughput, Qwen3-0.6B shape, bf16, 8 x 1024 tokens a step"
+    LD_LIBRARY_PATH=$build/lib:$cublas timeout 200 python3 bench/train_timing.py 8192 -- $build/bin/tfm train \
+      --model /tmp/qwen3-0.6b --data /tmp/brown_jsonl/train.jsonl --max-seq-length 1024 --output-dir /tmp/q_out \
+      --bf16 --per_device_train_batch_size 8 --logging_steps 1 --save_strategy no --quiet --max_steps 12 2>&1 | tail -1
   done
 fi
 echo; echo "=== done"
