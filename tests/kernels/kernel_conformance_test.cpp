@@ -662,7 +662,8 @@ std::vector<Case> attention_backward_cases(std::mt19937& rng) {
   std::vector<Case> cases;
   for (const Shape_& c : {Shape_{{0, 1}, 2, 1, 8, 0}, Shape_{{0, 5, 6, 30}, 4, 2, 16, 0},
                           Shape_{{0, 70}, 2, 2, 64, 9}, Shape_{{0, 3, 200}, 8, 2, 128, 0},
-                          Shape_{{0, 130, 131, 300}, 4, 1, 64, 100}}) {
+                          Shape_{{0, 130, 131, 300}, 4, 1, 64, 100}, Shape_{{0, 45, 90}, 6, 3, 20, 0},
+                          Shape_{{0, 40}, 2, 1, 256, 7}}) {
     const int64_t T = c.starts.back(), S = static_cast<int64_t>(c.starts.size()) - 1;
     const Shape qs{T, c.heads, c.D}, ks{T, c.kv_heads, c.D};
     const float scale = 1.f / std::sqrt(static_cast<float>(c.D));

@@ -71,7 +71,7 @@ const Program& attention_program(DType d, int64_t head_dim) {
         std::string options = attention_options(d, head_dim);
         if (head_dim <= kMaxTileHeadDim) {
           const AttentionTile tile = attention_tile(head_dim);
-          options += " -DTILE_ROWS=" + std::to_string(tile.rows) + " -DTILE_KEYS=" + std::to_string(tile.keys);
+          options += " -DTILE_ROWS=" + std::to_string(tile.rows) + " -DTILE_KEYS=" + std::to_string(tile.partners);
         }
         return Program{"attention", kernel_sources::attention, options};
       },
@@ -81,8 +81,12 @@ const Program& attention_program(DType d, int64_t head_dim) {
 const Program& attention_backward_program(DType d, int64_t head_dim) {
   return interned(
       [&] {
-        return Program{"attention_backward", kernel_sources::attention_backward,
-                       attention_options(d, head_dim)};
+        std::string options = attention_options(d, head_dim);
+        if (head_dim <= kMaxBackwardTileHeadDim) {
+          const AttentionTile tile = attention_backward_tile(head_dim);
+          options += " -DBWD_BIG=" + std::to_string(tile.rows) + " -DBWD_SMALL=" + std::to_string(tile.partners);
+        }
+        return Program{"attention_backward", kernel_sources::attention_backward, options};
       },
       d, head_dim);
 }

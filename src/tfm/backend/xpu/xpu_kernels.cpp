@@ -481,12 +481,18 @@ void XpuKernels::run(const op::AttentionBackward& a) {
                 to_int(heads, "heads"), to_int(kv_heads, "KV heads"), a.scale, to_int(a.window, "window"),
                 stats, extra...);
   };
-  Launch dq = devices_->kernel(a.dq, program, "attention_backward_dq", kAttentionGroup);
-  common(dq, a.out, a.dq);
-  dq.run({static_cast<size_t>(T * heads) * kAttentionGroup, 1}, {kAttentionGroup, 1});
-  Launch dkv = devices_->kernel(a.dk, program, "attention_backward_dkv", kAttentionGroup);
-  common(dkv, a.dk, a.dv);
-  dkv.run({static_cast<size_t>(T * kv_heads) * kAttentionGroup, 1}, {kAttentionGroup, 1});
+  // Tiles of a sequence's rows (head sizes up to 128): work-groups (tile, head); else (row, head) in one index.
+  const bool tiles = a.q.size(2) <= kMaxBackwardTileHeadDim;
+  const int64_t tile_rows = attention_backward_tile(a.q.size(2)).rows;
+  const int64_t row_groups = tiles ? (T + tile_rows - 1) / tile_rows + a.query_start.size(0) - 1 : T;
+  const auto run = [&](const char* kernel, const char* tiled, int64_t heads_of, const Tensor& on, auto&... outputs) {
+    Launch launch = devices_->kernel(on, program, tiles ? tiled : kernel, kAttentionGroup);
+    common(launch, outputs...);
+    const auto groups = static_cast<size_t>(tiles ? row_groups : row_groups * heads_of);
+    launch.run({groups * kAttentionGroup, static_cast<size_t>(tiles ? heads_of : 1)}, {kAttentionGroup, 1});
+  };
+  run("attention_backward_dq", "attention_backward_dq_tiles", heads, a.dq, a.out, a.dq);
+  run("attention_backward_dkv", "attention_backward_dkv_tiles", kv_heads, a.dk, a.dk, a.dv);
 }
 
 void XpuKernels::run(const op::CrossEntropy& a) {

@@ -150,20 +150,6 @@ __kernel __attribute__((reqd_work_group_size(ATT_GROUP, 1, 1))) void attention_f
 #define ITEM_KEYS (TILE_KEYS / 8)
 #define ITEM_DIMS ((HEAD_DIM + 7) / 8)
 
-// The tile a work-group takes: `index` over every sequence's tiles of TILE_ROWS rows, in order. False past them
-// (the host sizes the launch for the worst case, a partial tile per sequence).
-bool find_tile(__global const int* query_start, int num_seqs, int index, int* seq, int* tile) {
-  for (*seq = 0; *seq < num_seqs; ++*seq) {
-    const int tiles = (query_start[*seq + 1] - query_start[*seq] + TILE_ROWS - 1) / TILE_ROWS;
-    if (index < tiles) {
-      *tile = index;
-      return true;
-    }
-    index -= tiles;
-  }
-  return false;
-}
-
 // Keys (or values) j0 .. j0 + TILE_KEYS - 1 of `keys` into `tile` as floats, those past `last` as zeros.
 void load_key_tile(__local float* tile, __global const ELEM* cache, long cache_off, const Keys* keys, int j0,
                    int last, int block_size, int kv_heads) {
@@ -192,7 +178,7 @@ void load_key_tile(__local float* tile, __global const ELEM* cache, long cache_o
 __kernel __attribute__((reqd_work_group_size(ATT_GROUP, 1, 1))) void attention_tiles(ATTENTION_ARGS) {
   const int lid = get_local_id(0), head = get_group_id(1), group = lid / 8, lane = lid % 8;
   int seq, tile;
-  if (!find_tile(query_start + query_start_off, num_seqs, get_group_id(0), &seq, &tile)) return;
+  if (!find_tile(query_start + query_start_off, num_seqs, TILE_ROWS, get_group_id(0), &seq, &tile)) return;
   const int row0 = query_start[query_start_off + seq] + tile * TILE_ROWS;
   const int rows = min(TILE_ROWS, query_start[query_start_off + seq + 1] - row0);
   __local float qs[TILE_ROWS * TILE_LD], kv[TILE_KEYS * TILE_LD], p[TILE_ROWS * P_LD];

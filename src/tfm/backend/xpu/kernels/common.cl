@@ -115,6 +115,21 @@ int sequence_of(__global const int* query_start, int num_seqs, int row) {
   return lo;
 }
 
+// The tile of `tile_rows` rows a work-group takes: `index` over every sequence's tiles in order, the sequence
+// and its tile's index in it. False past them (a launch is sized for the worst case, a partial tile per
+// sequence).
+bool find_tile(__global const int* query_start, int num_seqs, int tile_rows, int index, int* seq, int* tile) {
+  for (*seq = 0; *seq < num_seqs; ++*seq) {
+    const int tiles = (query_start[*seq + 1] - query_start[*seq] + tile_rows - 1) / tile_rows;
+    if (index < tiles) {
+      *tile = index;
+      return true;
+    }
+    index -= tiles;
+  }
+  return false;
+}
+
 // The host's counter-based random stream (backend/sampling_math.h), bit for bit.
 ulong splitmix64(ulong z) {
   z += 0x9E3779B97F4A7C15ul;
