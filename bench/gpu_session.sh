@@ -154,6 +154,7 @@ if want xpu; then
   xpu_latency --model /tmp/qwen3-0.6b --dtype bfloat16 --batch-size 1 --input-len 128 --output-len 256 --use-kernels
   xpu_latency --model /tmp/qwen3-0.6b --dtype float32 --batch-size 1 --input-len 128 --output-len 256 --use-kernels
   xpu_latency --model /tmp/qwen3-8b --dtype bfloat16 --batch-size 1 --input-len 128 --output-len 128 --use-kernels
+  xpu_latency --model /tmp/qwen3-0.6b --dtype bfloat16 --batch-size 1 --input-len 2048 --output-len 1 --use-kernels
   for model in qwen3-0.6b qwen3-8b; do
     timeout 200 $b/bin/tfm bench latency --device cuda --dtype bfloat16 --json --model /tmp/$model --batch-size 1 \
       --input-len 128 --output-len 128 --use-kernels 2>&1 | tail -1
