@@ -64,6 +64,7 @@ if want latency; then
   latency --model /tmp/qwen3-0.6b --batch-size 1 --input-len 128 --output-len 256 --use-kernels
   TFM_CUDA_PDL=0 latency --model /tmp/qwen3-0.6b --batch-size 1 --input-len 128 --output-len 256 --use-kernels
   latency --model /tmp/qwen3-0.6b --batch-size 1 --input-len 128 --output-len 256 --use-kernels --no-device-graphs
+  latency --model /tmp/qwen3-0.6b --batch-size 1 --input-len 128 --output-len 256 --use-kernels --do-sample
   latency --model /tmp/qwen3-0.6b --batch-size 1 --input-len 128 --output-len 256
   latency --model /tmp/qwen3-0.6b --batch-size 1 --input-len 128 --output-len 256 --kernels '{"Linear": "cublaslt"}'
   latency --model /tmp/qwen3-8b --batch-size 1 --input-len 128 --output-len 128 --use-kernels
@@ -291,6 +292,7 @@ if want ab; then
   LD_LIBRARY_PATH=$n/lib:$cublas gtest 120 $n/bin/test_kernels --gtest_filter='*cuda*'
   LD_LIBRARY_PATH=$n/lib:$cublas gtest 120 $n/bin/test_device_ops --gtest_filter='*cuda*'
   for args in "--model /tmp/qwen3-0.6b --input-len 128 --output-len 256" "--model /tmp/qwen3-8b --input-len 128 --output-len 128" \
+              "--model /tmp/qwen3-0.6b --input-len 128 --output-len 256 --do-sample" \
               "--model /tmp/qwen3-0.6b --input-len 2048 --output-len 1" "--model /tmp/qwen3-8b --input-len 2048 --output-len 1"; do
     for build in $b $n; do
       step "$build: tfm bench latency $args (bf16, batch 1, --use-kernels)"

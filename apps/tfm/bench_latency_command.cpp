@@ -3,7 +3,9 @@
 // device's copy bandwidth, which the command measures itself.
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <iostream>
+#include <optional>
 #include <random>
 
 #include "commands.h"
@@ -11,6 +13,7 @@
 #include "tfm/backend/backend.h"
 #include "tfm/core/error.h"
 #include "tfm/core/floats.h"
+#include "tfm/generation/generation_config.h"
 #include "tfm/io/json.h"
 #include "tfm/model/causal_lm.h"
 
@@ -45,16 +48,34 @@ struct Timing {
   double prefill_seconds = 0, decode_seconds = 0;
 };
 
-// Prefill of every prompt in one step, then `steps` greedy decode steps of the whole batch.
-Timing run_batch(CausalLM& model, KVCache& cache, const std::vector<std::vector<int64_t>>& prompts, int64_t steps) {
+// The sampling of --do-sample: the model folder's generation_config.json where it sets temperature, top_k,
+// top_p or min_p, else Transformers' defaults (1, 50, 1, none).
+RowSampling sampling_of(const std::string& dir) {
+  const std::filesystem::path file = std::filesystem::path(dir) / "generation_config.json";
+  const GenerationConfig c = std::filesystem::exists(file) ? GenerationConfig::from_file(file.string()) : GenerationConfig{};
+  RowSampling r;
+  r.temperature = static_cast<float>(c.temperature.value_or(1.0));
+  r.top_k = c.top_k.value_or(50);
+  r.top_p = static_cast<float>(c.top_p.value_or(1.0));
+  r.min_p = static_cast<float>(c.min_p.value_or(0.0));
+  return r;
+}
+
+// Prefill of every prompt in one step, then `steps` decode steps of the whole batch: greedy, or sampled by
+// `sampling` on the device.
+Timing run_batch(CausalLM& model, KVCache& cache, const std::vector<std::vector<int64_t>>& prompts, int64_t steps,
+                 const std::optional<RowSampling>& sampling) {
   std::vector<SequenceCache> seqs(prompts.size());
   std::vector<std::vector<int64_t>> next = prompts;
+  std::vector<RowSampling> rows(prompts.size(), sampling.value_or(RowSampling{}));
   Timing t;
   for (int64_t step = 0; step <= steps; ++step) {
     const auto start = Clock::now();
     BatchBuilder builder(cache);
     for (size_t i = 0; i < seqs.size(); ++i) builder.add(seqs[i], next[i], Logits::last);
-    const std::vector<int64_t> tokens = model.greedy(builder.finish(), cache);
+    for (size_t i = 0; i < rows.size(); ++i) rows[i].key = static_cast<uint64_t>(step * 4096) + i;
+    const std::vector<int64_t> tokens =
+        sampling ? model.sample(builder.finish(), cache, rows) : model.greedy(builder.finish(), cache);
     for (size_t i = 0; i < seqs.size(); ++i) next[i] = {tokens[i]};
     (step == 0 ? t.prefill_seconds : t.decode_seconds) += seconds_since(start);
   }
@@ -69,6 +90,8 @@ int run(Args& args) {
   const int64_t output_len = args.get_int("output-len", 128);
   const int64_t repeat = args.get_int("repeat", 3);
   m.options.device_graphs = !args.flag("no-device-graphs");
+  const std::optional<RowSampling> sampling =
+      args.flag("do-sample") ? std::optional<RowSampling>(sampling_of(m.dir)) : std::nullopt;
   const bool as_json = args.flag("json");
   args.finish();
   check(batch >= 1 && batch <= 4096, "--batch-size must be between 1 and 4096, got ", batch);
@@ -86,9 +109,9 @@ int run(Args& args) {
   const int64_t block = CausalLM::kDefaultBlockSize;
   KVCache cache = model.make_cache(batch * blocks_for(input_len + output_len + 1, block), block);
 
-  run_batch(model, cache, prompts, std::min<int64_t>(output_len, 8));  // warm-up: plans, graphs
+  run_batch(model, cache, prompts, std::min<int64_t>(output_len, 8), sampling);  // warm-up: plans, graphs
   std::vector<Timing> runs;
-  for (int64_t r = 0; r < repeat; ++r) runs.push_back(run_batch(model, cache, prompts, output_len));
+  for (int64_t r = 0; r < repeat; ++r) runs.push_back(run_batch(model, cache, prompts, output_len, sampling));
   auto median = [&](double Timing::*field) {
     std::vector<double> v;
     for (const Timing& t : runs) v.push_back(t.*field);
@@ -124,6 +147,7 @@ int run(Args& args) {
     out.set("input_len", input_len);
     out.set("output_len", output_len);
     out.set("device_graphs", model.device_graphs());
+    out.set("do_sample", sampling.has_value());
     out.set("prefill_seconds", prefill);
     out.set("prefill_tokens_per_s", prefill_tps);
     out.set("decode_seconds", decode);
@@ -136,7 +160,8 @@ int run(Args& args) {
     std::cout << json::dump(out) << "\n";
   } else {
     std::cout << m.id << " on " << model.device().str() << " in " << dtype_name(model.dtype()) << ", batch " << batch
-              << ", " << input_len << " prompt + " << output_len << " new tokens (median of " << repeat << ")\n"
+              << ", " << input_len << " prompt + " << output_len << " new tokens, "
+              << (sampling ? "sampled" : "greedy") << " (median of " << repeat << ")\n"
               << "prefill: " << prefill_tps << " tokens/s (" << prefill * 1e3 << " ms)\n"
               << "decode:  " << decode_tps << " tokens/s (" << step_seconds * 1e3 << " ms a step)\n"
               << "floor:   " << floor_seconds * 1e3 << " ms a step (" << step_bytes / 1e6 << " MB at "
@@ -150,16 +175,20 @@ int run(Args& args) {
 
 const Command kBenchLatencyCommand{
     "bench latency", "time prefill and decode of one batch, against the bandwidth floor",
-    "usage: tfm bench latency [--model ID|DIR] [--batch-size B] [--input-len L] [--output-len N] [--json]\n\n"
-    "Loads the model, warms up, then times one prefill of B random prompts of L tokens and N greedy decode\n"
-    "steps of the batch (the median of --repeat runs). Decode is compared with its floor: the bytes a step reads\n"
-    "(the weights, and the KV cache of the average context) over the device's copy bandwidth, measured here.\n\n"
+    "usage: tfm bench latency [--model ID|DIR] [--batch-size B] [--input-len L] [--output-len N] [--do-sample]\n"
+    "                         [--json]\n\n"
+    "Loads the model, warms up, then times one prefill of B random prompts of L tokens and N decode steps of\n"
+    "the batch (the median of --repeat runs), greedy or sampled. Decode is compared with its floor: the bytes a\n"
+    "step reads (the weights, and the KV cache of the average context) over the device's copy bandwidth,\n"
+    "measured here.\n\n"
     "options:\n"
     "  --batch-size B              sequences decoded together (default 1)\n"
     "  --input-len L               prompt tokens of each (default 128)\n"
     "  --output-len N              new tokens of each (default 128)\n"
     "  --repeat R                  timed runs (default 3)\n"
     "  --no-device-graphs          run decode steps kernel by kernel\n"
+    "  --do-sample                 sample on the device with the model's generation_config.json (temperature,\n"
+    "                              top_k, top_p, min_p; Transformers' defaults 1, 50, 1 where it has none)\n"
     "  --json                      print one JSON object\n" +
         std::string(kModelHelp) + kRunHelp,
     run};

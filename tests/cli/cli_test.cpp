@@ -161,6 +161,19 @@ TEST(Cli, BenchThroughputForcesAsynchronousBatching) {
       << both.out;
 }
 
+// bench latency times greedy decode, or with --do-sample decode sampled on the device; its figures add up.
+TEST(Cli, BenchLatencyTimesGreedyOrSampledDecode) {
+  const std::string bench = "bench latency --model " + kModel +
+                            " --device cpu --dtype float32 --batch-size 2 --input-len 5 --output-len 3 --repeat 1 --json";
+  for (const bool sampled : {false, true}) {
+    const Result r = tfm_run(bench + (sampled ? " --do-sample" : ""), false);
+    ASSERT_EQ(r.status, 0) << r.out;
+    const tfm::json::Value out = tfm::json::parse(r.out);
+    EXPECT_EQ(out.at("do_sample").as_bool(), sampled);
+    EXPECT_NEAR(out.at("decode_tokens_per_s").as_double() * out.at("decode_seconds").as_double(), 6.0, 1e-6);
+  }
+}
+
 TEST(Cli, BadArgumentsAndFoldersAreErrors) {
   for (const std::string& args : std::vector<std::string>{
            "generate --model /no/such/folder --ids 1", "generate --model " + kModel + " --ids 1,x",
