@@ -790,8 +790,8 @@ struct SamplingRows {
 // Every rule of op::SampleRows alone and together, each with draws under several keys: greedy, temperature,
 // top-k of 1 and past the row, a tiny and a usual top-p, min-p, penalties (one outside the row, which is
 // ignored); rows of ties (top-k and top-p cut inside a run of equal values), a row with one finite value, rows
-// with no distribution (NaN, +inf, all -inf: -1), and rows as wide as Qwen3's vocabulary and one past a
-// power of two.
+// with no distribution (NaN, +inf, all -inf: -1), rows as wide as Qwen3's vocabulary and one past a power
+// of two, and rows that devices split (runs of equal values across slices).
 std::vector<Case> sample_rows_cases(std::mt19937& rng) {
   std::vector<Case> cases;
   auto add = [&](std::string what, Tensor logits, const SamplingRows& rows) {
@@ -862,6 +862,37 @@ std::vector<Case> sample_rows_cases(std::mt19937& rng) {
   odd_rows.add(1, 3, 1, 0, 14);
   odd_rows.add(1, 0, 0.9f, 0, 15, {{3, 1.f}}, 2.f);
   add("sample_rows of one finite value, NaN, +inf, all -inf", odd, odd_rows);
+
+  // Rows a device may split over several blocks (past a few thousand tokens, top-k up to 64): values of k / 8,
+  // exact in every dtype, so that runs of equal values straddle the cuts of the slices and of the row; a row of
+  // one value (more ties than a slice keeps); a NaN and a +inf far into rows.
+  constexpr int64_t kWideV = 20000;
+  Tensor steps = Tensor::cpu({9, kWideV}, DType::float32);
+  std::uniform_int_distribution<int> eighths(-200, 200);
+  for (int64_t i = 0; i < steps.numel(); ++i) steps.data<float>()[i] = static_cast<float>(eighths(rng)) / 8;
+  for (int64_t i = 0; i < kWideV; ++i) steps.data<float>()[6 * kWideV + i] = 0.5f;
+  steps.data<float>()[7 * kWideV + 15000] = std::numeric_limits<float>::quiet_NaN();
+  steps.data<float>()[8 * kWideV + 9000] = inf;
+  SamplingRows split;
+  split.add(0.6f, 20, 0.95f, 0, 21);
+  split.add(1, 64, 1, 0.05f, 22);
+  split.add(0.8f, 5, 0.9f, 0, 23, {{0, 1.f}, {12345, -0.5f}, {19999, 2.f}, {25000, 1.f}}, 1.3f);
+  split.add(1, 1, 1, 0, 24);
+  split.add(1, 65, 0.8f, 0, 25);
+  split.add(0, 20, 1, 0, 26);
+  split.add(1, 10, 1, 0, 27);
+  split.add(1, 20, 0.9f, 0, 28);
+  split.add(1, 20, 0.9f, 0, 29);
+  add("sample_rows of 20,000 eighths, a flat row, NaN and +inf", steps, split);
+  // The same rows one at a time: a batch of one row splits on any device of two compute units or more.
+  for (const int64_t r : {0, 2, 6, 7}) {
+    Tensor one = Tensor::cpu({1, kWideV}, DType::float32);
+    std::copy_n(steps.data<float>() + r * kWideV, kWideV, one.data<float>());
+    SamplingRows alone;
+    alone.rows = {split.rows[static_cast<size_t>(r)]};
+    alone.penalties = split.penalties;
+    add("sample_rows of one row of 20,000 (row " + std::to_string(r) + " above)", one, alone);
+  }
   return cases;
 }
 

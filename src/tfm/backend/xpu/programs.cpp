@@ -95,7 +95,10 @@ const Program& sampling_program(DType d) {
   return interned(
       [&] {
         return Program{"sampling", kernel_sources::sampling,
-                       dtype_option(d) + " -DSAMPLE_GROUP=" + std::to_string(kSampleGroup)};
+                       dtype_option(d) + " -DSAMPLE_GROUP=" + std::to_string(kSampleGroup) +
+                           " -DMAX_SPLITS=" + std::to_string(kSampleMaxSplits) + " -DMAX_SPLIT_TOP_K=" +
+                           std::to_string(kSampleMaxSplitTopK) + " -DMAX_CANDIDATES=" +
+                           std::to_string(kSampleCandidates)};
       },
       d);
 }

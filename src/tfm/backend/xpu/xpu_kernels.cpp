@@ -299,11 +299,29 @@ void XpuKernels::run(const op::ArgmaxRows& a) {
 void XpuKernels::run(const op::SampleRows& a) {
   std::lock_guard lock(devices_->mutex);
   const int64_t R = a.logits.size(0), V = a.logits.size(1);
-  const size_t mark_bytes = static_cast<size_t>(R) * static_cast<size_t>((V + 31) / 32) * sizeof(uint32_t);
-  const cl_mem marks = devices_->scratch(a.logits, std::max<size_t>(mark_bytes, 4));
-  devices_->kernel(a.ids, sampling_program(a.dtype()), "sample_rows", kSampleGroup)
-      .args(a.logits, a.settings, a.penalties, to_int(a.penalties.size(0), "penalty entries"), marks, a.ids,
-            to_int(V, "row size"))
+  // Rows that leave compute units idle are cut slice by slice first (sampling.cl), in slices of whole bitmap
+  // words: enough for about one work-group a compute unit, none shorter than kSampleSlice.
+  const int64_t units = devices_->backend.device(a.logits.device().index).capabilities.eu_count;
+  int64_t splits = R < units ? std::clamp<int64_t>(std::min((units + R - 1) / R, (V + kSampleSlice - 1) / kSampleSlice),
+                                                  1, kSampleMaxSplits)
+                             : 1;
+  const int64_t slice = round_up(static_cast<size_t>((V + splits - 1) / splits), 32);
+  splits = (V + slice - 1) / slice;
+  // Scratch: the rows' bitmaps of penalized tokens, then the slices' candidates and headers (pairs of ints).
+  const int64_t mark_words = R * ((V + 31) / 32), pairs = splits > 1 ? R * splits * kSampleCandidates : 0;
+  const int64_t candidates_at = (mark_words + 1) / 2, headers_at = candidates_at + pairs;  // in pairs
+  const int64_t header_pairs = splits > 1 ? R * splits : 0;
+  const cl_mem scratch = devices_->scratch(a.logits, static_cast<size_t>(headers_at + header_pairs + 1) * 8);
+  const Program& program = sampling_program(a.dtype());
+  if (splits > 1) {
+    devices_->kernel(a.ids, program, "sample_candidates", kSampleGroup)
+        .args(a.logits, a.settings, a.penalties, to_int(a.penalties.size(0), "penalty entries"), scratch, scratch,
+              candidates_at, scratch, headers_at, to_int(V, "row size"), to_int(slice, "slice"))
+        .run({static_cast<size_t>(splits) * kSampleGroup, static_cast<size_t>(R)}, {kSampleGroup, 1});
+  }
+  devices_->kernel(a.ids, program, "sample_rows", kSampleGroup)
+      .args(a.logits, a.settings, a.penalties, to_int(a.penalties.size(0), "penalty entries"), scratch, scratch,
+            candidates_at, scratch, headers_at, to_int(splits, "splits"), a.ids, to_int(V, "row size"))
       .run({static_cast<size_t>(R) * kSampleGroup, 1}, {kSampleGroup, 1});
 }
 
