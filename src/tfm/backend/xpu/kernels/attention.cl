@@ -177,10 +177,12 @@ void load_key_tile(__local float* tile, __global const ELEM* cache, long cache_o
 
 __kernel __attribute__((reqd_work_group_size(ATT_GROUP, 1, 1))) void attention_tiles(ATTENTION_ARGS) {
   const int lid = get_local_id(0), head = get_group_id(1), group = lid / 8, lane = lid % 8;
+  // Every item reaches every barrier below (PoCL's work-group loops need that): a work-group past the tiles
+  // takes a tile of no rows.
   int seq, tile;
-  if (!find_tile(query_start + query_start_off, num_seqs, TILE_ROWS, get_group_id(0), &seq, &tile)) return;
-  const int row0 = query_start[query_start_off + seq] + tile * TILE_ROWS;
-  const int rows = min(TILE_ROWS, query_start[query_start_off + seq + 1] - row0);
+  const bool found = find_tile(query_start + query_start_off, num_seqs, TILE_ROWS, get_group_id(0), &seq, &tile);
+  const int row0 = found ? query_start[query_start_off + seq] + tile * TILE_ROWS : 0;
+  const int rows = found ? min(TILE_ROWS, query_start[query_start_off + seq + 1] - row0) : 0;
   __local float qs[TILE_ROWS * TILE_LD], kv[TILE_KEYS * TILE_LD], p[TILE_ROWS * P_LD];
   __local float rescale[TILE_ROWS];  // each row's factor for what it summed before this tile; at the end, 1 / sum
   __local int first[TILE_ROWS], last[TILE_ROWS];

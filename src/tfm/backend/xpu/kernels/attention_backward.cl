@@ -187,10 +187,12 @@ __kernel __attribute__((reqd_work_group_size(ATT_GROUP, 1, 1))) void attention_b
   __local float row_max[BWD_BIG], row_denom[BWD_BIG], row_delta[BWD_BIG];
   const int lid = get_local_id(0), group = lid / 8, lane = lid % 8;
   const int head = get_group_id(1), kv_head = head / (heads / kv_heads);
+  // Every item reaches every barrier below (PoCL's work-group loops need that): a work-group past the tiles
+  // takes a tile of no rows.
   int seq, tile;
-  if (!find_tile(starts + starts_off, num_seqs, BWD_BIG, get_group_id(0), &seq, &tile)) return;
-  const int start = starts[starts_off + seq], i0 = tile * BWD_BIG;
-  const int rows = min(BWD_BIG, starts[starts_off + seq + 1] - start - i0);
+  const bool found = find_tile(starts + starts_off, num_seqs, BWD_BIG, get_group_id(0), &seq, &tile);
+  const int start = found ? starts[starts_off + seq] : 0, i0 = found ? tile * BWD_BIG : 0;
+  const int rows = found ? min(BWD_BIG, starts[starts_off + seq + 1] - start - i0) : 0;
   load_head_rows(qs, BWD_BIG, q, q_off, start + i0, rows, heads, head);
   load_head_rows(gs, BWD_BIG, dout, dout_off, start + i0, rows, heads, head);
   barrier(CLK_LOCAL_MEM_FENCE);
@@ -293,9 +295,11 @@ __kernel __attribute__((reqd_work_group_size(ATT_GROUP, 1, 1))) void attention_b
   __local float q_max[BWD_SMALL], q_denom[BWD_SMALL], q_delta[BWD_SMALL];
   const int lid = get_local_id(0), group = lid / 8, lane = lid % 8;
   const int kv_head = get_group_id(1), group_heads = heads / kv_heads;
+  // Every item reaches every barrier below, as in attention_backward_dq_tiles.
   int seq, tile;
-  if (!find_tile(starts + starts_off, num_seqs, BWD_BIG, get_group_id(0), &seq, &tile)) return;
-  const int start = starts[starts_off + seq], n = starts[starts_off + seq + 1] - start, j0 = tile * BWD_BIG;
+  const bool found = find_tile(starts + starts_off, num_seqs, BWD_BIG, get_group_id(0), &seq, &tile);
+  const int start = found ? starts[starts_off + seq] : 0;
+  const int n = found ? starts[starts_off + seq + 1] - start : 0, j0 = found ? tile * BWD_BIG : 0;
   const int keys = min(BWD_BIG, n - j0);
   const int last = window > 0 ? min(n - 1, j0 + keys - 1 + window - 1) : n - 1;  // the last query seeing one
   load_head_rows(ks, BWD_BIG, k, k_off, start + j0, keys, kv_heads, kv_head);
