@@ -511,8 +511,19 @@ std::vector<Case> paged_attention_cases(std::mt19937& rng) {
       {8, 2, 256, 16, 0, {{90, 1}, {0, 1}}},
       {6, 2, 128, 16, 0, {{100, 1}}},
   };
+  // And a few drawn at random (of the head sizes above): sequences of cached and fresh rows, windows, GQA.
+  std::vector<AttentionCase> drawn(std::begin(shapes), std::end(shapes));
+  for (int i = 0; i < 3; ++i) {
+    const int64_t dims[] = {16, 32, 64, 80, 128, 256}, groups[] = {1, 2, 4, 8};
+    const int64_t kv_heads = 1 + static_cast<int64_t>(rng() % 2), group = groups[rng() % 4];
+    AttentionCase c{kv_heads * group, kv_heads, dims[rng() % 6], int64_t{1} << (rng() % 5),
+                    rng() % 2 ? static_cast<int64_t>(1 + rng() % 50) : 0, {}};
+    for (int s = 1 + static_cast<int>(rng() % 4); s > 0; --s)
+      c.seqs.push_back({static_cast<int32_t>(rng() % 3 ? rng() % 100 : 0), static_cast<int32_t>(1 + rng() % 90)});
+    drawn.push_back(c);
+  }
   std::vector<Case> cases;
-  for (const AttentionCase& c : shapes) {
+  for (const AttentionCase& c : drawn) {
     const int64_t S = static_cast<int64_t>(c.seqs.size());
     int64_t blocks = 2, max_blocks = 1;  // two blocks no sequence uses
     for (const auto& s : c.seqs) {
