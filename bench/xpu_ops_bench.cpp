@@ -125,9 +125,9 @@ void bench_attention(int64_t batch, int64_t context, int64_t rows, int64_t heads
                            variant);
     });
     std::printf("attention %-7s batch=%-3lld context=%-6lld heads=%lld/%lld dim=%lld %-8s %9.3f ms",
-                rows == 1 ? "decode" : "prefill", static_cast<long long>(batch), static_cast<long long>(context),
-                static_cast<long long>(heads), static_cast<long long>(kv_heads), static_cast<long long>(head_dim),
-                variant, s * 1e3);
+                rows == 1 ? "decode" : "prefill", static_cast<long long>(batch),
+                static_cast<long long>(context), static_cast<long long>(heads),
+                static_cast<long long>(kv_heads), static_cast<long long>(head_dim), variant, s * 1e3);
     if (rows == 1) {
       std::printf("  %7.1f GB/s of KV\n", kv_gb / s);
     } else {
@@ -182,7 +182,8 @@ int main(int argc, char** argv) {
         bench_attention(batch, context, 1, 32, 8, 128, dtype, rng);
       }
     }
-    for (int64_t context : {512, quick ? 1024 : 2048}) bench_attention(1, context, context, 16, 8, 128, dtype, rng);
+    for (int64_t context : {512, quick ? 1024 : 2048})
+      bench_attention(1, context, context, 16, 8, 128, dtype, rng);
   } catch (const tfm::Error& e) {
     std::fprintf(stderr, "xpu_ops_bench: %s\n", e.what());
     return 1;

@@ -52,7 +52,8 @@ struct Timing {
 // top_p or min_p, else Transformers' defaults (1, 50, 1, none).
 RowSampling sampling_of(const std::string& dir) {
   const std::filesystem::path file = std::filesystem::path(dir) / "generation_config.json";
-  const GenerationConfig c = std::filesystem::exists(file) ? GenerationConfig::from_file(file.string()) : GenerationConfig{};
+  const GenerationConfig c =
+      std::filesystem::exists(file) ? GenerationConfig::from_file(file.string()) : GenerationConfig{};
   RowSampling r;
   r.temperature = static_cast<float>(c.temperature.value_or(1.0));
   r.top_k = c.top_k.value_or(50);
@@ -63,8 +64,8 @@ RowSampling sampling_of(const std::string& dir) {
 
 // Prefill of every prompt in one step, then `steps` decode steps of the whole batch: greedy, or sampled by
 // `sampling` on the device.
-Timing run_batch(CausalLM& model, KVCache& cache, const std::vector<std::vector<int64_t>>& prompts, int64_t steps,
-                 const std::optional<RowSampling>& sampling) {
+Timing run_batch(CausalLM& model, KVCache& cache, const std::vector<std::vector<int64_t>>& prompts,
+                 int64_t steps, const std::optional<RowSampling>& sampling) {
   std::vector<SequenceCache> seqs(prompts.size());
   std::vector<std::vector<int64_t>> next = prompts;
   std::vector<RowSampling> rows(prompts.size(), sampling.value_or(RowSampling{}));
@@ -159,8 +160,8 @@ int run(Args& args) {
     out.set("fraction_of_floor", floor_seconds / step_seconds);
     std::cout << json::dump(out) << "\n";
   } else {
-    std::cout << m.id << " on " << model.device().str() << " in " << dtype_name(model.dtype()) << ", batch " << batch
-              << ", " << input_len << " prompt + " << output_len << " new tokens, "
+    std::cout << m.id << " on " << model.device().str() << " in " << dtype_name(model.dtype()) << ", batch "
+              << batch << ", " << input_len << " prompt + " << output_len << " new tokens, "
               << (sampling ? "sampled" : "greedy") << " (median of " << repeat << ")\n"
               << "prefill: " << prefill_tps << " tokens/s (" << prefill * 1e3 << " ms)\n"
               << "decode:  " << decode_tps << " tokens/s (" << step_seconds * 1e3 << " ms a step)\n"
@@ -175,20 +176,21 @@ int run(Args& args) {
 
 const Command kBenchLatencyCommand{
     "bench latency", "time prefill and decode of one batch, against the bandwidth floor",
-    "usage: tfm bench latency [--model ID|DIR] [--batch-size B] [--input-len L] [--output-len N] [--do-sample]\n"
-    "                         [--json]\n\n"
-    "Loads the model, warms up, then times one prefill of B random prompts of L tokens and N decode steps of\n"
-    "the batch (the median of --repeat runs), greedy or sampled. Decode is compared with its floor: the bytes a\n"
-    "step reads (the weights, and the KV cache of the average context) over the device's copy bandwidth,\n"
-    "measured here.\n\n"
+    "usage: tfm bench latency [--model ID|DIR] [--batch-size B] [--input-len L] [--output-len N]\n"
+    "                         [--do-sample] [--json]\n\n"
+    "Loads the model, warms up, then times one prefill of B random prompts of L tokens and N decode\n"
+    "steps of the batch (the median of --repeat runs), greedy or sampled. Decode is compared with its\n"
+    "floor: the bytes a step reads (the weights, and the KV cache of the average context) over the\n"
+    "device's copy bandwidth, measured here.\n\n"
     "options:\n"
     "  --batch-size B              sequences decoded together (default 1)\n"
     "  --input-len L               prompt tokens of each (default 128)\n"
     "  --output-len N              new tokens of each (default 128)\n"
     "  --repeat R                  timed runs (default 3)\n"
     "  --no-device-graphs          run decode steps kernel by kernel\n"
-    "  --do-sample                 sample on the device with the model's generation_config.json (temperature,\n"
-    "                              top_k, top_p, min_p; Transformers' defaults 1, 50, 1 where it has none)\n"
+    "  --do-sample                 sample on the device with the model's generation_config.json\n"
+    "                              (temperature, top_k, top_p, min_p; Transformers' defaults 1, 50, 1\n"
+    "                              where it has none)\n"
     "  --json                      print one JSON object\n" +
         std::string(kModelHelp) + kRunHelp,
     run};

@@ -163,8 +163,9 @@ TEST(Cli, BenchThroughputForcesAsynchronousBatching) {
 
 // bench latency times greedy decode, or with --do-sample decode sampled on the device; its figures add up.
 TEST(Cli, BenchLatencyTimesGreedyOrSampledDecode) {
-  const std::string bench = "bench latency --model " + kModel +
-                            " --device cpu --dtype float32 --batch-size 2 --input-len 5 --output-len 3 --repeat 1 --json";
+  const std::string bench =
+      "bench latency --model " + kModel +
+      " --device cpu --dtype float32 --batch-size 2 --input-len 5 --output-len 3 --repeat 1 --json";
   for (const bool sampled : {false, true}) {
     const Result r = tfm_run(bench + (sampled ? " --do-sample" : ""), false);
     ASSERT_EQ(r.status, 0) << r.out;

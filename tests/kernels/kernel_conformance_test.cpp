@@ -516,10 +516,15 @@ std::vector<Case> paged_attention_cases(std::mt19937& rng) {
   for (int i = 0; i < 3; ++i) {
     const int64_t dims[] = {16, 32, 64, 80, 128, 256}, groups[] = {1, 2, 4, 8};
     const int64_t kv_heads = 1 + static_cast<int64_t>(rng() % 2), group = groups[rng() % 4];
-    AttentionCase c{kv_heads * group, kv_heads, dims[rng() % 6], int64_t{1} << (rng() % 5),
-                    rng() % 2 ? static_cast<int64_t>(1 + rng() % 50) : 0, {}};
+    AttentionCase c{kv_heads * group,
+                    kv_heads,
+                    dims[rng() % 6],
+                    int64_t{1} << (rng() % 5),
+                    rng() % 2 ? static_cast<int64_t>(1 + rng() % 50) : 0,
+                    {}};
     for (int s = 1 + static_cast<int>(rng() % 4); s > 0; --s)
-      c.seqs.push_back({static_cast<int32_t>(rng() % 3 ? rng() % 100 : 0), static_cast<int32_t>(1 + rng() % 90)});
+      c.seqs.push_back(
+          {static_cast<int32_t>(rng() % 3 ? rng() % 100 : 0), static_cast<int32_t>(1 + rng() % 90)});
     drawn.push_back(c);
   }
   std::vector<Case> cases;
@@ -671,10 +676,10 @@ std::vector<Case> attention_backward_cases(std::mt19937& rng) {
     int64_t heads, kv_heads, D, window;
   };
   std::vector<Case> cases;
-  for (const Shape_& c : {Shape_{{0, 1}, 2, 1, 8, 0}, Shape_{{0, 5, 6, 30}, 4, 2, 16, 0},
-                          Shape_{{0, 70}, 2, 2, 64, 9}, Shape_{{0, 3, 200}, 8, 2, 128, 0},
-                          Shape_{{0, 130, 131, 300}, 4, 1, 64, 100}, Shape_{{0, 45, 90}, 6, 3, 20, 0},
-                          Shape_{{0, 40}, 2, 1, 256, 7}}) {
+  for (const Shape_& c :
+       {Shape_{{0, 1}, 2, 1, 8, 0}, Shape_{{0, 5, 6, 30}, 4, 2, 16, 0}, Shape_{{0, 70}, 2, 2, 64, 9},
+        Shape_{{0, 3, 200}, 8, 2, 128, 0}, Shape_{{0, 130, 131, 300}, 4, 1, 64, 100},
+        Shape_{{0, 45, 90}, 6, 3, 20, 0}, Shape_{{0, 40}, 2, 1, 256, 7}}) {
     const int64_t T = c.starts.back(), S = static_cast<int64_t>(c.starts.size()) - 1;
     const Shape qs{T, c.heads, c.D}, ks{T, c.kv_heads, c.D};
     const float scale = 1.f / std::sqrt(static_cast<float>(c.D));
@@ -800,9 +805,9 @@ struct SamplingRows {
 
 // Every rule of op::SampleRows alone and together, each with draws under several keys: greedy, temperature,
 // top-k of 1 and past the row, a tiny and a usual top-p, min-p, penalties (one outside the row, which is
-// ignored); rows of ties (top-k and top-p cut inside a run of equal values), a row with one finite value, rows
-// with no distribution (NaN, +inf, all -inf: -1), rows as wide as Qwen3's vocabulary and one past a power
-// of two, and rows that devices split (runs of equal values across slices).
+// ignored); rows of ties (top-k and top-p cut inside a run of equal values), a row with one finite value,
+// rows with no distribution (NaN, +inf, all -inf: -1), rows as wide as Qwen3's vocabulary and one past a
+// power of two, and rows that devices split (runs of equal values across slices).
 std::vector<Case> sample_rows_cases(std::mt19937& rng) {
   std::vector<Case> cases;
   auto add = [&](std::string what, Tensor logits, const SamplingRows& rows) {
@@ -874,9 +879,9 @@ std::vector<Case> sample_rows_cases(std::mt19937& rng) {
   odd_rows.add(1, 0, 0.9f, 0, 15, {{3, 1.f}}, 2.f);
   add("sample_rows of one finite value, NaN, +inf, all -inf", odd, odd_rows);
 
-  // Rows a device may split over several blocks (past a few thousand tokens, top-k up to 64): values of k / 8,
-  // exact in every dtype, so that runs of equal values straddle the cuts of the slices and of the row; a row of
-  // one value (more ties than a slice keeps); a NaN and a +inf far into rows.
+  // Rows a device may split over several blocks (past a few thousand tokens, top-k up to 64): values of k /
+  // 8, exact in every dtype, so that runs of equal values straddle the cuts of the slices and of the row; a
+  // row of one value (more ties than a slice keeps); a NaN and a +inf far into rows.
   constexpr int64_t kWideV = 20000;
   Tensor steps = Tensor::cpu({9, kWideV}, DType::float32);
   std::uniform_int_distribution<int> eighths(-200, 200);

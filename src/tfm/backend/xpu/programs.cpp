@@ -71,7 +71,8 @@ const Program& attention_program(DType d, int64_t head_dim) {
         std::string options = attention_options(d, head_dim);
         if (head_dim <= kMaxTileHeadDim) {
           const AttentionTile tile = attention_tile(head_dim);
-          options += " -DTILE_ROWS=" + std::to_string(tile.rows) + " -DTILE_KEYS=" + std::to_string(tile.partners);
+          options +=
+              " -DTILE_ROWS=" + std::to_string(tile.rows) + " -DTILE_KEYS=" + std::to_string(tile.partners);
         }
         return Program{"attention", kernel_sources::attention, options};
       },
@@ -84,7 +85,8 @@ const Program& attention_backward_program(DType d, int64_t head_dim) {
         std::string options = attention_options(d, head_dim);
         if (head_dim <= kMaxBackwardTileHeadDim) {
           const AttentionTile tile = attention_backward_tile(head_dim);
-          options += " -DBWD_BIG=" + std::to_string(tile.rows) + " -DBWD_SMALL=" + std::to_string(tile.partners);
+          options +=
+              " -DBWD_BIG=" + std::to_string(tile.rows) + " -DBWD_SMALL=" + std::to_string(tile.partners);
         }
         return Program{"attention_backward", kernel_sources::attention_backward, options};
       },
@@ -96,9 +98,9 @@ const Program& sampling_program(DType d) {
       [&] {
         return Program{"sampling", kernel_sources::sampling,
                        dtype_option(d) + " -DSAMPLE_GROUP=" + std::to_string(kSampleGroup) +
-                           " -DMAX_SPLITS=" + std::to_string(kSampleMaxSplits) + " -DMAX_SPLIT_TOP_K=" +
-                           std::to_string(kSampleMaxSplitTopK) + " -DMAX_CANDIDATES=" +
-                           std::to_string(kSampleCandidates)};
+                           " -DMAX_SPLITS=" + std::to_string(kSampleMaxSplits) +
+                           " -DMAX_SPLIT_TOP_K=" + std::to_string(kSampleMaxSplitTopK) +
+                           " -DMAX_CANDIDATES=" + std::to_string(kSampleCandidates)};
       },
       d);
 }

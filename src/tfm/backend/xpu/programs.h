@@ -22,8 +22,8 @@ inline constexpr size_t kRmsGroup = 128;   // rms_norm: items per row; qkv_rope_
 inline constexpr int64_t kMaxHeadDim = 512;  // qkv_rope_cache keeps a head in local memory
 inline constexpr size_t kArgmaxGroup = 256;  // argmax_rows: items per row
 inline constexpr size_t kSampleGroup = 256;  // sample_rows: items per row (sample_candidates: per slice)
-inline constexpr int64_t kSampleSlice = 4096;      // sample_candidates: a slice's tokens, at least,
-inline constexpr int64_t kSampleMaxSplits = 64;    // in at most this many slices a row;
+inline constexpr int64_t kSampleSlice = 4096;       // sample_candidates: a slice's tokens, at least,
+inline constexpr int64_t kSampleMaxSplits = 64;     // in at most this many slices a row;
 inline constexpr int64_t kSampleMaxSplitTopK = 64;  // for rows with a top-k up to this,
 inline constexpr int64_t kSampleCandidates = 128;   // keeping up to this many candidates a slice
 inline constexpr size_t kTile = 64;        // linear_tiled: a 64x64 block of y per work-group,
@@ -36,34 +36,35 @@ inline constexpr size_t kRowsLanes = 32;       // 32 of them on each output colu
 static_assert(kRowsMax <= kRowsLanes, "linear_rows writes one output row per lane");
 inline constexpr int64_t kNormRows = 4096;     // norm_linear_rows: rows x K normalised values in local memory
 inline constexpr size_t kAttentionGroup = 64;  // items per (query row, head)
-// The tiled attention kernels: a work-group owns `rows` rows of a sequence (query rows; keys in the dk/dv kernel)
-// and meets `partners` of the other side at a time in local memory, items in 8 groups of 8. Their local memory,
-// `sides` tiles of each (rows + partners) head vectors of head_dim + 1 floats and of rows x (partners + 1)
-// weights, and three numbers a row, stays within the 32 KB OpenCL guarantees every device.
+// The tiled attention kernels: a work-group owns `rows` rows of a sequence (query rows; keys in the dk/dv
+// kernel) and meets `partners` of the other side at a time in local memory, items in 8 groups of 8. Their
+// local memory, `sides` tiles of each (rows + partners) head vectors of head_dim + 1 floats and of rows x
+// (partners + 1) weights, and three numbers a row, stays within the 32 KB OpenCL guarantees every device.
 struct AttentionTile {
   int64_t rows, partners;
 };
 constexpr int64_t tile_local_bytes(AttentionTile t, int64_t head_dim, int64_t sides) {
-  return 4 * (sides * (t.rows + t.partners) * (head_dim + 1) + sides * t.rows * (t.partners + 1) + 3 * t.rows);
+  return 4 *
+         (sides * (t.rows + t.partners) * (head_dim + 1) + sides * t.rows * (t.partners + 1) + 3 * t.rows);
 }
 static_assert(kAttentionGroup == 64, "the tiled attention kernels arrange their items as 8 groups of 8");
-// attention_tiles (prefill; q against keys, then values): 32 rows and 16 keys up to head size 128, 16 and 8 up
-// to 256. Larger heads take attention_flash's rows.
+// attention_tiles (prefill; q against keys, then values): 32 rows and 16 keys up to head size 128, 16 and 8
+// up to 256. Larger heads take attention_flash's rows.
 inline constexpr int64_t kMaxTileHeadDim = 256;
 constexpr AttentionTile attention_tile(int64_t head_dim) {
   return head_dim <= 128 ? AttentionTile{32, 16} : AttentionTile{16, 8};
 }
 static_assert(tile_local_bytes(attention_tile(128), 128, 1) <= 32768 &&
               tile_local_bytes(attention_tile(kMaxTileHeadDim), kMaxTileHeadDim, 1) <= 32768);
-// attention_backward's tiled kernels (q and dout against keys and values): 32 and 16 up to head size 64, 16 and
-// 8 up to 128. Larger heads take the kernels of a work-group a row.
+// attention_backward's tiled kernels (q and dout against keys and values): 32 and 16 up to head size 64, 16
+// and 8 up to 128. Larger heads take the kernels of a work-group a row.
 inline constexpr int64_t kMaxBackwardTileHeadDim = 128;
 constexpr AttentionTile attention_backward_tile(int64_t head_dim) {
   return head_dim <= 64 ? AttentionTile{32, 16} : AttentionTile{16, 8};
 }
 static_assert(tile_local_bytes(attention_backward_tile(64), 64, 2) <= 32768 &&
-              tile_local_bytes(attention_backward_tile(kMaxBackwardTileHeadDim), kMaxBackwardTileHeadDim, 2) <=
-                  32768);
+              tile_local_bytes(attention_backward_tile(kMaxBackwardTileHeadDim), kMaxBackwardTileHeadDim,
+                               2) <= 32768);
 inline constexpr size_t kNormBlock = 16;       // rms_norm_dweight: 16 columns x 16 row lanes a work-group
 inline constexpr size_t kReduceGroup = 256;    // cross_entropy: items per row; sums over work-groups
 inline constexpr size_t kReduceParts = 256;    // sum_squares: at most this many work-groups' partial sums

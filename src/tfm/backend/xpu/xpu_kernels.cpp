@@ -302,9 +302,10 @@ void XpuKernels::run(const op::SampleRows& a) {
   // Rows that leave compute units idle are cut slice by slice first (sampling.cl), in slices of whole bitmap
   // words: enough for about one work-group a compute unit, none shorter than kSampleSlice.
   const int64_t units = devices_->backend.device(a.logits.device().index).capabilities.eu_count;
-  int64_t splits = R < units ? std::clamp<int64_t>(std::min((units + R - 1) / R, (V + kSampleSlice - 1) / kSampleSlice),
-                                                  1, kSampleMaxSplits)
-                             : 1;
+  int64_t splits =
+      R < units ? std::clamp<int64_t>(std::min((units + R - 1) / R, (V + kSampleSlice - 1) / kSampleSlice), 1,
+                                      kSampleMaxSplits)
+                : 1;
   const int64_t slice = round_up(static_cast<size_t>((V + splits - 1) / splits), 32);
   splits = (V + slice - 1) / slice;
   // Scratch: the rows' bitmaps of penalized tokens, then the slices' candidates and headers (pairs of ints).
@@ -315,13 +316,14 @@ void XpuKernels::run(const op::SampleRows& a) {
   const Program& program = sampling_program(a.dtype());
   if (splits > 1) {
     devices_->kernel(a.ids, program, "sample_candidates", kSampleGroup)
-        .args(a.logits, a.settings, a.penalties, to_int(a.penalties.size(0), "penalty entries"), scratch, scratch,
-              candidates_at, scratch, headers_at, to_int(V, "row size"), to_int(slice, "slice"))
+        .args(a.logits, a.settings, a.penalties, to_int(a.penalties.size(0), "penalty entries"), scratch,
+              scratch, candidates_at, scratch, headers_at, to_int(V, "row size"), to_int(slice, "slice"))
         .run({static_cast<size_t>(splits) * kSampleGroup, static_cast<size_t>(R)}, {kSampleGroup, 1});
   }
   devices_->kernel(a.ids, program, "sample_rows", kSampleGroup)
-      .args(a.logits, a.settings, a.penalties, to_int(a.penalties.size(0), "penalty entries"), scratch, scratch,
-            candidates_at, scratch, headers_at, to_int(splits, "splits"), a.ids, to_int(V, "row size"))
+      .args(a.logits, a.settings, a.penalties, to_int(a.penalties.size(0), "penalty entries"), scratch,
+            scratch, candidates_at, scratch, headers_at, to_int(splits, "splits"), a.ids,
+            to_int(V, "row size"))
       .run({static_cast<size_t>(R) * kSampleGroup, 1}, {kSampleGroup, 1});
 }
 
@@ -360,12 +362,13 @@ void XpuKernels::run(const op::PagedAttention& a, AttentionForm form) {
                 a.out, extra...);
   };
   if (form == AttentionForm::flash && uses_tiles(a)) {
-    // Enough work-groups for a partial tile in every sequence; those past the tiles return at once.
+    // Enough work-groups for a partial tile in every sequence; those past the tiles take no rows.
     const int64_t rows = attention_tile(a.q.size(2)).rows;
     const int64_t tiles = (T + rows - 1) / rows + meta.context_lens.size(0);
     Launch launch = devices_->kernel(a.out, program, "attention_tiles", kAttentionGroup);
     common(launch);
-    launch.run({static_cast<size_t>(tiles) * kAttentionGroup, static_cast<size_t>(heads)}, {kAttentionGroup, 1});
+    launch.run({static_cast<size_t>(tiles) * kAttentionGroup, static_cast<size_t>(heads)},
+               {kAttentionGroup, 1});
     return;
   }
   if (form == AttentionForm::flash) {
@@ -499,11 +502,13 @@ void XpuKernels::run(const op::AttentionBackward& a) {
                 to_int(heads, "heads"), to_int(kv_heads, "KV heads"), a.scale, to_int(a.window, "window"),
                 stats, extra...);
   };
-  // Tiles of a sequence's rows (head sizes up to 128): work-groups (tile, head); else (row, head) in one index.
+  // Tiles of a sequence's rows (head sizes up to 128): work-groups (tile, head); else (row, head) in one
+  // index.
   const bool tiles = a.q.size(2) <= kMaxBackwardTileHeadDim;
   const int64_t tile_rows = attention_backward_tile(a.q.size(2)).rows;
   const int64_t row_groups = tiles ? (T + tile_rows - 1) / tile_rows + a.query_start.size(0) - 1 : T;
-  const auto run = [&](const char* kernel, const char* tiled, int64_t heads_of, const Tensor& on, auto&... outputs) {
+  const auto run = [&](const char* kernel, const char* tiled, int64_t heads_of, const Tensor& on,
+                       auto&... outputs) {
     Launch launch = devices_->kernel(on, program, tiles ? tiled : kernel, kAttentionGroup);
     common(launch, outputs...);
     const auto groups = static_cast<size_t>(tiles ? row_groups : row_groups * heads_of);
