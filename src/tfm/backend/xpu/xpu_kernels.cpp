@@ -308,21 +308,22 @@ void XpuKernels::run(const op::SampleRows& a) {
                 : 1;
   const int64_t slice = round_up(static_cast<size_t>((V + splits - 1) / splits), 32);
   splits = (V + slice - 1) / slice;
-  // Scratch: the rows' bitmaps of penalized tokens, then the slices' candidates and headers (pairs of ints).
+  // Scratch: the rows' bitmaps of penalized tokens, then the slices' candidates (pairs of ints), then their counts.
   const int64_t mark_words = R * ((V + 31) / 32), pairs = splits > 1 ? R * splits * kSampleCandidates : 0;
-  const int64_t candidates_at = (mark_words + 1) / 2, headers_at = candidates_at + pairs;  // in pairs
-  const int64_t header_pairs = splits > 1 ? R * splits : 0;
-  const cl_mem scratch = devices_->scratch(a.logits, static_cast<size_t>(headers_at + header_pairs + 1) * 8);
+  const int64_t candidates_at = (mark_words + 1) / 2;      // in pairs
+  const int64_t counts_at = 2 * (candidates_at + pairs);  // in ints
+  const cl_mem scratch =
+      devices_->scratch(a.logits, static_cast<size_t>(counts_at + (splits > 1 ? R * splits : 0) + 1) * 4);
   const Program& program = sampling_program(a.dtype());
   if (splits > 1) {
     devices_->kernel(a.ids, program, "sample_candidates", kSampleGroup)
         .args(a.logits, a.settings, a.penalties, to_int(a.penalties.size(0), "penalty entries"), scratch,
-              scratch, candidates_at, scratch, headers_at, to_int(V, "row size"), to_int(slice, "slice"))
+              scratch, candidates_at, scratch, counts_at, to_int(V, "row size"), to_int(slice, "slice"))
         .run({static_cast<size_t>(splits) * kSampleGroup, static_cast<size_t>(R)}, {kSampleGroup, 1});
   }
   devices_->kernel(a.ids, program, "sample_rows", kSampleGroup)
       .args(a.logits, a.settings, a.penalties, to_int(a.penalties.size(0), "penalty entries"), scratch,
-            scratch, candidates_at, scratch, headers_at, to_int(splits, "splits"), a.ids,
+            scratch, candidates_at, scratch, counts_at, to_int(splits, "splits"), a.ids,
             to_int(V, "row size"))
       .run({static_cast<size_t>(R) * kSampleGroup, 1}, {kSampleGroup, 1});
 }

@@ -10,7 +10,8 @@
 // slice (sample_candidates, a work-group a slice): each keeps its slice's top-k and the tokens tied with the last
 // of them, up to MAX_CANDIDATES. Every token the row's top-k keeps is a candidate of its slice (a slice's k-th
 // largest value is at most the row's), so sample_rows then applies the rules to the candidates alone and comes
-// to the same token; a slice with more ties than it holds leaves sample_rows the whole row.
+// to the same token; a slice with more ties than it holds leaves sample_rows the whole row. A NaN is kept as a
+// candidate too (+inf is above any cut), so that sample_rows finds a row without a distribution as it does whole.
 #define SETTINGS_WORDS 9
 #define BINS 256
 
@@ -226,13 +227,12 @@ float select_cut(const Row* r, bool active, bool weighted, float floor, float to
 }
 
 // Slice get_group_id(0) of row get_group_id(1) (tokens slice * split on): its candidates for sample_rows, and in
-// headers[row * splits + split] their count (-1: more ties than MAX_CANDIDATES) and whether the slice holds a
-// NaN or +inf. Rows that do not take candidates are left alone.
+// counts[row * splits + split] how many (-1: more than MAX_CANDIDATES). Rows that do not take candidates are
+// left alone.
 __kernel __attribute__((reqd_work_group_size(SAMPLE_GROUP, 1, 1))) void sample_candidates(
     __global const ELEM* logits, long logits_off, __global const int* settings, long settings_off,
     __global const int* entries, long entries_off, int num_entries, __global uint* marks, __global int2* candidates,
-    long candidates_off, __global int2* headers, long headers_off, int V, int slice) {
-  __local float values[SAMPLE_GROUP];
+    long candidates_off, __global int* taken_counts, long taken_counts_off, int V, int slice) {
   __local uint counts[BINS], mass_low[BINS], mass_high[BINS], state[1];
   __local int taken;
   const int lid = get_local_id(0), split = get_group_id(0), splits = get_num_groups(0), row = get_group_id(1);
@@ -244,13 +244,6 @@ __kernel __attribute__((reqd_work_group_size(SAMPLE_GROUP, 1, 1))) void sample_c
   r.lo = takes ? split * slice : 0;
   r.hi = takes ? min(V, r.lo + slice) : 0;
   mark_penalized(&r, marks + (long)row * ((V + 31) / 32));
-  bool invalid = false;
-  for (int i = lid; i < walk_length(&r); i += SAMPLE_GROUP) {
-    int token;
-    float y;
-    if (token_at(&r, i, &token, &y)) invalid |= isnan(y) || y == INFINITY;
-  }
-  invalid = group_any(values, invalid);
   const float floor = select_cut(&r, takes, false, -INFINITY, 0, (ulong)s[1], 0, counts, mass_low, mass_high, state);
   if (lid == 0) taken = 0;
   barrier(CLK_LOCAL_MEM_FENCE);
@@ -258,13 +251,12 @@ __kernel __attribute__((reqd_work_group_size(SAMPLE_GROUP, 1, 1))) void sample_c
   for (int i = lid; i < walk_length(&r); i += SAMPLE_GROUP) {
     int token;
     float y;
-    if (!token_at(&r, i, &token, &y) || !(y >= floor)) continue;
+    if (!token_at(&r, i, &token, &y) || !(y >= floor || isnan(y))) continue;
     const int at = atomic_inc(&taken);
     if (at < MAX_CANDIDATES) mine[at] = (int2)(as_int(y), token);
   }
   barrier(CLK_LOCAL_MEM_FENCE);
-  if (lid == 0 && takes)
-    headers[headers_off + (long)row * splits + split] = (int2)(taken <= MAX_CANDIDATES ? taken : -1, invalid);
+  if (lid == 0 && takes) taken_counts[taken_counts_off + (long)row * splits + split] = taken <= MAX_CANDIDATES ? taken : -1;
 }
 
 // Row get_group_id(0): from the row itself, or with `splits` above 1 from the candidates sample_candidates
@@ -272,12 +264,12 @@ __kernel __attribute__((reqd_work_group_size(SAMPLE_GROUP, 1, 1))) void sample_c
 __kernel __attribute__((reqd_work_group_size(SAMPLE_GROUP, 1, 1))) void sample_rows(
     __global const ELEM* logits, long logits_off, __global const int* settings, long settings_off,
     __global const int* entries, long entries_off, int num_entries, __global uint* marks,
-    __global const int2* candidates, long candidates_off, __global const int2* headers, long headers_off,
+    __global const int2* candidates, long candidates_off, __global const int* taken_counts, long taken_counts_off,
     int splits, __global int* ids, long ids_off, int V) {
   __local float values[SAMPLE_GROUP];
   __local int indices[SAMPLE_GROUP];
   __local uint counts[BINS], mass_low[BINS], mass_high[BINS], state[1];
-  __local int starts[MAX_SPLITS + 1], merge[1];
+  __local int starts[MAX_SPLITS + 1], whole[1];
   const int lid = get_local_id(0), row = get_group_id(0);
   __global const int* s = settings + settings_off + (long)row * SETTINGS_WORDS;
   Row r = row_of(logits + logits_off, s, entries + entries_off, num_entries, row, V);
@@ -286,27 +278,21 @@ __kernel __attribute__((reqd_work_group_size(SAMPLE_GROUP, 1, 1))) void sample_r
   const ulong key = (ulong)(uint)s[6] << 32 | (uint)s[5];
 
   // Every item reaches every barrier below, whatever the row needs (PoCL's work-group loops need that).
-  // merge[0], then `from`: 0 the candidates, 1 the candidates of a row with a NaN or +inf, 2 the whole row.
+  // The candidates serve unless the row takes none or a slice overflowed.
   if (lid == 0) {
-    merge[0] = 2;
-    if (splits > 1 && takes_candidates(&r, top_k, V)) {
-      int total = 0;
-      bool overflow = false, invalid = false;
-      for (int i = 0; i < splits; ++i) {
-        const int2 h = headers[headers_off + (long)row * splits + i];
-        starts[i] = total;
-        total += max(h.x, 0);
-        overflow |= h.x < 0;
-        invalid |= h.y != 0;
-      }
-      starts[splits] = total;
-      merge[0] = overflow ? 2 : invalid ? 1 : 0;
+    whole[0] = !(splits > 1 && takes_candidates(&r, top_k, V));
+    int total = 0;
+    for (int i = 0; !whole[0] && i < splits; ++i) {
+      const int n = taken_counts[taken_counts_off + (long)row * splits + i];
+      starts[i] = total;
+      total += n;
+      whole[0] = n < 0;
     }
+    starts[splits] = total;
   }
   barrier(CLK_LOCAL_MEM_FENCE);
   mark_penalized(&r, marks + (long)row * ((V + 31) / 32));
-  const int from = merge[0];
-  if (from < 2) {
+  if (!whole[0]) {
     r.candidates = candidates + candidates_off + (long)row * splits * MAX_CANDIDATES;
     r.starts = starts;
     r.splits = splits;
@@ -315,7 +301,7 @@ __kernel __attribute__((reqd_work_group_size(SAMPLE_GROUP, 1, 1))) void sample_r
   // The largest value (the first of equal ones), and whether the row has a distribution at all.
   float best = -INFINITY;
   int best_token = -1;
-  bool invalid = from == 1;
+  bool invalid = false;
   for (int i = lid; i < walk_length(&r); i += SAMPLE_GROUP) {
     int token;
     float y;
