@@ -5,7 +5,8 @@
 # (no section: all). Expects .carry/bundle.tar.xz (bench/device_bundle.sh); the Qwen3 tokenizer and the Brown
 # corpus come from the repository (tests/assets, models/demo/scripts). cuBLASLt comes from the machine's CUDA
 # Python packages, through LD_LIBRARY_PATH: tfm opens it on the first matmul. Writes $OUT/session.log. Section ab
-# (not in the default set) compares the bundle with .carry/bundle_next.tar.xz, a branch's build.
+# (not in the default set) compares the bundle with .carry/bundle_next.tar.xz, a branch's programs
+# (bench/device_bundle.sh --programs-only) run with the bundle's libraries.
 set -uo pipefail
 log=${OUT:-/tmp}/session.log
 exec > >(tee "$log") 2>&1
@@ -291,20 +292,20 @@ if want ab; then
   n=/tmp/bundle_next
   mkdir -p $n && tar xJf .carry/bundle_next.tar.xz -C $n
   step "branch build: cuda kernel conformance and whole models"
-  LD_LIBRARY_PATH=$n/lib:$cublas gtest 120 $n/bin/test_kernels --gtest_filter='*cuda*'
-  LD_LIBRARY_PATH=$n/lib:$cublas gtest 120 $n/bin/test_device_ops --gtest_filter='*cuda*'
+  gtest 120 $n/bin/test_kernels --gtest_filter='*cuda*'
+  gtest 120 $n/bin/test_device_ops --gtest_filter='*cuda*'
   for args in "--model /tmp/qwen3-0.6b --input-len 128 --output-len 256" "--model /tmp/qwen3-8b --input-len 128 --output-len 128" \
               "--model /tmp/qwen3-0.6b --input-len 128 --output-len 256 --do-sample" \
               "--model /tmp/qwen3-0.6b --input-len 2048 --output-len 1" "--model /tmp/qwen3-8b --input-len 2048 --output-len 1"; do
     for build in $b $n; do
       step "$build: tfm bench latency $args (bf16, batch 1, --use-kernels)"
-      LD_LIBRARY_PATH=$build/lib:$cublas timeout 200 $build/bin/tfm bench latency --device cuda --dtype bfloat16 \
+      timeout 200 $build/bin/tfm bench latency --device cuda --dtype bfloat16 \
         --batch-size 1 --use-kernels $args 2>&1 | tail -3
     done
   done
   for build in $b $n; do
     step "$build: training throughput, Qwen3-0.6B shape, bf16, 8 x 1024 tokens a step"
-    LD_LIBRARY_PATH=$build/lib:$cublas timeout 200 python3 bench/train_timing.py 8192 -- $build/bin/tfm train \
+    timeout 200 python3 bench/train_timing.py 8192 -- $build/bin/tfm train \
       --model /tmp/qwen3-0.6b --data /tmp/brown_jsonl/train.jsonl --max-seq-length 1024 --output-dir /tmp/q_out \
       --bf16 --per_device_train_batch_size 8 --logging_steps 1 --save_strategy no --quiet --max_steps 12 2>&1 | tail -1
   done
