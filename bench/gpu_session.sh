@@ -13,6 +13,8 @@ exec > >(tee "$log") 2>&1
 sections=${*:-tests latency peers engine dtypes load tokenizer xpu train trainspeed trainpeers kernels attention engineprofile serve}
 b=/tmp/bundle
 mkdir -p $b && tar xJf .carry/bundle.tar.xz -C $b
+# TFM_SESSION_NEXT=1: every section with the branch's programs (.carry/bundle_next.tar.xz) over the bundle's
+[[ ${TFM_SESSION_NEXT:-0} == 1 ]] && tar xJf .carry/bundle_next.tar.xz -C $b
 cublas=$(python3 -c "import nvidia.cublas, os; print(os.path.dirname(nvidia.cublas.__file__) + '/lib')" 2>/dev/null)
 export LD_LIBRARY_PATH=$b/lib:$cublas
 step() { echo; echo "=== $*"; }
