@@ -85,9 +85,11 @@ void argmax_rows(const op::ArgmaxRows& a) {
 template <typename T>
 void sample_rows(const op::SampleRows& a) {
   use_device_of(a.logits);
+  const int64_t bytes = launch::sample_rows_workspace_bytes(a.logits.size(0), a.logits.size(1));
+  const Tensor workspace = bytes ? empty({bytes}, DType::uint8, a.logits.device()) : Tensor();
   launch::sample_rows(a.logits.data<T>(), a.logits.size(0), a.logits.size(1),
                       reinterpret_cast<const SampleSettings*>(a.settings.data<int32_t>()), a.penalties.data<int32_t>(),
-                      a.penalties.size(0), a.ids.data<int32_t>());
+                      a.penalties.size(0), a.ids.data<int32_t>(), bytes ? workspace.raw() : nullptr);
 }
 
 template <typename T>

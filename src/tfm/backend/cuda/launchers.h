@@ -71,9 +71,11 @@ template <typename T>
 void argmax_rows(const T* x, int64_t rows, int64_t V, int32_t* ids, void* workspace);
 
 // op::SampleRows over pointers: logits (rows, V), settings (rows), entries (num_entries, 2), ids (rows)
+// `workspace`: sample_rows_workspace_bytes of device memory (none when that is 0).
+int64_t sample_rows_workspace_bytes(int64_t rows, int64_t V);
 template <typename T>
 void sample_rows(const T* logits, int64_t rows, int64_t V, const SampleSettings* settings, const int32_t* entries,
-                 int64_t num_entries, int32_t* ids);
+                 int64_t num_entries, int32_t* ids, void* workspace);
 
 // op::QkvRopeCache over pointers; q_norm and k_norm may be null.
 struct QkvRopeCacheArgs {
