@@ -615,10 +615,10 @@ std::vector<Case> linear_backward_cases(std::mt19937& rng) {
 
 std::vector<Case> rms_norm_backward_cases(std::mt19937& rng) {
   std::vector<Case> cases;
-  // Beside small shapes, cuda's layouts of a row as for rms_norm (two 16-byte pieces a lane at most here).
+  // Beside small shapes, cuda's layouts of a row as for rms_norm, a training batch's hidden rows among them.
   for (const Shape& shape : {Shape{1, 7}, Shape{6, 64}, Shape{3, 4, 16}, Shape{130, 300}, Shape{3, 1024},
                              Shape{1, 2048}, Shape{37, 1030}, Shape{3, 9000}, Shape{2049, 256},
-                             Shape{513, 16, 128}, Shape{5001, 100}}) {
+                             Shape{513, 16, 128}, Shape{5001, 100}, Shape{2049, 1024}}) {
     const int64_t D = shape.back();
     const Tensor dw0 = random_floats({D}, rng);
     cases.push_back(make_case<op::RmsNormBackward>(
