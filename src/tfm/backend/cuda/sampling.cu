@@ -64,15 +64,12 @@ struct Row {
   }
 };
 
-// What a slice leaves its row: up to kMaxCandidates (token, value) pairs, how many (kOverflow: more than that
-// many tied), and whether the slice holds a NaN or +inf.
+// What a slice leaves its row: up to kMaxCandidates (token, value) pairs, and how many (kOverflow: more than
+// that many tied). A NaN is kept as a candidate too (+inf is above any cut), so that the walk over the
+// candidates finds a row without a distribution as the walk over the row does.
 struct SliceCandidate {
   float y;
   int32_t token;
-};
-struct SliceHeader {
-  int32_t count;
-  int32_t invalid;
 };
 constexpr int32_t kOverflow = -1;
 
@@ -197,13 +194,14 @@ __device__ void mark_penalized(Row<T>& r, uint32_t* marks) {
 }
 
 // The rules over a walk that holds every token they could keep: the token id, or -1 where the row has no
-// distribution (a NaN or +inf, or nothing above -inf). `invalid`: the walk's caller already found a NaN or +inf.
+// distribution (a NaN or +inf, or nothing above -inf).
 template <typename Walk>
-__device__ int32_t sample_walk(const Walk& r, const SampleSettings& s, int64_t V, bool greedy, bool invalid,
+__device__ int32_t sample_walk(const Walk& r, const SampleSettings& s, int64_t V, bool greedy,
                                uint32_t* counts, unsigned long long* masses, uint32_t* chosen_prefix,
                                Candidate* warps) {
   // The largest value (the first of equal ones), and whether the row has a distribution at all.
   Candidate best = no_candidate();
+  bool invalid = false;
   for (int64_t i = threadIdx.x; i < r.length(); i += blockDim.x) {
     int32_t token;
     float y;
@@ -237,12 +235,12 @@ __device__ int32_t sample_walk(const Walk& r, const SampleSettings& s, int64_t V
 }
 
 // Block (row, split). Unsplit (one split), the block samples the row. Split, a row that takes candidates has
-// each block write its slice's (`slices`: rows x splits headers and candidate lists) and the last to finish
+// each block write its slice's (rows x splits candidate lists and their counts) and the last to finish
 // sample from them; any other row is sampled whole by its last block.
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
     sample_rows_kernel(const T* logits, int64_t V, const SampleSettings* settings, const int32_t* entries,
-                       int num_entries, SliceHeader* headers, SliceCandidate* candidates, unsigned* arrivals,
+                       int num_entries, int32_t* taken_counts, SliceCandidate* candidates, unsigned* arrivals,
                        int32_t* ids) {
   extern __shared__ uint32_t marks[];  // (V + 31) / 32 words
   __shared__ uint32_t counts[kBins], chosen_prefix;
@@ -270,13 +268,6 @@ __global__ void __launch_bounds__(kThreads)
     r.lo = min(V, split * slice);
     r.hi = min(V, r.lo + slice);
     mark_penalized(r, marks);
-    bool invalid = false;
-    for (int64_t i = threadIdx.x; i < r.length(); i += blockDim.x) {
-      int32_t token;
-      float y;
-      if (r.token_at(i, token, y)) invalid = invalid || isnan(y) || y == INFINITY;
-    }
-    invalid = __syncthreads_or(invalid);
     const float floor = select_cut(r, false, -INFINITY, 0.f, static_cast<uint64_t>(s.top_k), 0.f, counts, masses,
                                    &chosen_prefix);
     if (threadIdx.x == 0) taken = 0;
@@ -285,12 +276,12 @@ __global__ void __launch_bounds__(kThreads)
     for (int64_t i = threadIdx.x; i < r.length(); i += blockDim.x) {
       int32_t token;
       float y;
-      if (!r.token_at(i, token, y) || !(y >= floor)) continue;
+      if (!r.token_at(i, token, y) || !(y >= floor || isnan(y))) continue;
       const int at = atomicAdd(&taken, 1);
       if (at < kMaxCandidates) mine[at] = {y, token};
     }
     __syncthreads();
-    if (threadIdx.x == 0) headers[row * splits + split] = {taken <= kMaxCandidates ? taken : kOverflow, invalid};
+    if (threadIdx.x == 0) taken_counts[row * splits + split] = taken <= kMaxCandidates ? taken : kOverflow;
   }
   if (splits > 1) {
     __threadfence();  // the slice's candidates are visible before its arrival counts
@@ -301,36 +292,32 @@ __global__ void __launch_bounds__(kThreads)
     __threadfence();
     if (threadIdx.x == 0) arrivals[row] = 0;
   }
-  // Candidates hold the row's distribution unless a slice overflowed; a slice with a NaN or +inf voids it.
-  enum Merge : int32_t { kCandidates, kInvalid, kWhole };
-  int32_t merge = kWhole;
+  // The candidates serve unless a slice overflowed.
+  bool whole = !by_candidates;
   if (by_candidates) {
     if (threadIdx.x == 0) {
       int32_t total = 0;
-      bool overflow = false, invalid = false;
-      for (int64_t i = 0; i < splits; ++i) {
-        const SliceHeader h = headers[row * splits + i];
+      for (int64_t i = 0; i < splits && total != kOverflow; ++i) {
+        const int32_t n = taken_counts[row * splits + i];
         starts[i] = total;
-        total += max(h.count, 0);
-        overflow = overflow || h.count == kOverflow;
-        invalid = invalid || h.invalid != 0;
+        total = n == kOverflow ? kOverflow : total + n;
       }
       starts[splits] = total;
-      taken = overflow ? kWhole : invalid ? kInvalid : kCandidates;
+      taken = total;
     }
     __syncthreads();
-    merge = taken;
+    whole = taken == kOverflow;
   }
   int32_t id;
-  if (merge == kWhole) {
+  if (whole) {
     r.lo = 0;
     r.hi = V;
     r.marks = nullptr;
     mark_penalized(r, marks);
-    id = sample_walk(r, s, V, r.greedy, false, counts, masses, &chosen_prefix, warps);
+    id = sample_walk(r, s, V, r.greedy, counts, masses, &chosen_prefix, warps);
   } else {
     const CandidateWalk walk{candidates + row * splits * kMaxCandidates, starts, static_cast<int>(splits)};
-    id = sample_walk(walk, s, V, false, merge == kInvalid, counts, masses, &chosen_prefix, warps);
+    id = sample_walk(walk, s, V, false, counts, masses, &chosen_prefix, warps);
   }
   if (threadIdx.x == 0) ids[row] = id;
 }
@@ -349,7 +336,7 @@ int64_t split_count(int64_t rows, int64_t V) {
 int64_t sample_rows_workspace_bytes(int64_t rows, int64_t V) {
   const int64_t splits = rows > 0 ? split_count(rows, V) : 1;
   return splits > 1 ? rows * splits *
-                          static_cast<int64_t>(sizeof(SliceHeader) + kMaxCandidates * sizeof(SliceCandidate))
+                          static_cast<int64_t>(sizeof(int32_t) + kMaxCandidates * sizeof(SliceCandidate))
                     : 0;
 }
 
@@ -365,11 +352,12 @@ void sample_rows(const T* logits, int64_t rows, int64_t V, const SampleSettings*
   }
   const int64_t splits = split_count(rows, V);
   auto* candidates = static_cast<SliceCandidate*>(workspace);
-  auto* headers = splits > 1 ? reinterpret_cast<SliceHeader*>(candidates + rows * splits * kMaxCandidates) : nullptr;
+  auto* taken_counts =
+      splits > 1 ? reinterpret_cast<int32_t*>(candidates + rows * splits * kMaxCandidates) : nullptr;
   unsigned* arrivals = splits > 1 ? arrival_counters(rows, "sample_rows") : nullptr;
   const dim3 grid(static_cast<unsigned>(rows), static_cast<unsigned>(splits));
   launch_chained(kernel, grid, kThreads, mark_bytes, on_device(logits), V, settings, entries,
-                 static_cast<int>(num_entries), headers, candidates, arrivals, ids);
+                 static_cast<int>(num_entries), taken_counts, candidates, arrivals, ids);
   check_launch("sample_rows");
 }
 
