@@ -6,8 +6,8 @@
 //   of lanes scores a key for every head from 16-byte loads of it, keeps their running softmaxes, and the last
 //   split of a row to finish combines them. Enough splits to fill the device even for one sequence.
 // - tiles (prefill, bf16 and fp16): one block per 64 query rows of a sequence and a head; 64-key tiles of K
-//   and V in shared memory, q k^T and p v on the tensor cores (WMMA, float32 accumulation), the softmax in
-//   float32 with a running maximum.
+//   and V in shared memory, q k^T and p v on the tensor cores (mma.sync, float32 accumulation) with the scores
+//   and weights in registers, the softmax in float32 with a running maximum (flash attention 2's forward).
 // The one-pass forms round each weight to T where it multiplies V, against the running maximum of the keys
 // visited so far, as the "flash" variant is specified; only where that maximum moves differs between them.
 #include <type_traits>
@@ -16,6 +16,7 @@
 #include "tfm/backend/cuda/attention_tiles.cuh"
 #include "tfm/backend/cuda/device_common.cuh"
 #include "tfm/backend/cuda/launchers.h"
+#include "tfm/backend/cuda/mma_fragments.cuh"
 #include "tfm/backend/cuda/split_blocks.h"
 
 namespace tfm::cuda::launch {
@@ -327,9 +328,9 @@ __global__ void __launch_bounds__(kSplitWarps * 32)
 
 constexpr int kTileKeys = kTileRows;
 
-// Shared memory of the tile kernel: the query tile and one tile of keys and values, rows padded so that they fall
-// in different banks while every 16 x 16 fragment stays 32-byte aligned, as WMMA requires. Scores, weights and
-// the output accumulators stay in registers.
+// Shared memory of the tile kernel: the query tile and one tile of keys and one of values, rows padded by 16 bytes
+// so that the eight rows of an ldmatrix fall in different banks. Scores, weights, the output accumulators and
+// (up to head size 128) the query fragments stay in registers.
 template <typename T, int D>
 struct TileLayout {
   static constexpr int kLd = D + 8;  // q, k and v rows (T)
@@ -339,11 +340,16 @@ struct TileLayout {
   static constexpr size_t kBytes = kV + sizeof(T) * kTileKeys * kLd;
 };
 
+// Flash attention 2's forward for one block of 64 query rows of a sequence and a head, four warps of 16 rows:
+// each warp keeps its query fragments (up to head size 128), scores, weights and output in registers (mma.sync),
+// and reads keys and values from shared memory (ldmatrix). A tile's values load while its scores are computed
+// and the next tile's keys while its values are summed. Masks are applied only to tiles that some row of the warp
+// sees in part; a warp skips the tiles none of its rows sees.
 template <typename T, int D>
 __global__ void __launch_bounds__(kTileWarps * 32) tiles_kernel(PagedAttentionArgs a) {
 #if __CUDA_ARCH__ >= 800
-  using namespace nvcuda;
   using L = TileLayout<T, D>;
+  constexpr bool kQInRegisters = D <= 128;  // 256 would leave too few registers for the output
   extern __shared__ __align__(128) unsigned char smem[];
   T* q_tile = reinterpret_cast<T*>(smem + L::kQ);
   T* k_tile = reinterpret_cast<T*>(smem + L::kK);
@@ -357,7 +363,9 @@ __global__ void __launch_bounds__(kTileWarps * 32) tiles_kernel(PagedAttentionAr
   const int64_t row0 = a.query_start[s] + tile * kTileRows;
   const int rows = static_cast<int>(min(static_cast<int64_t>(kTileRows), a.query_start[s + 1] - row0));
   const int32_t* blocks = a.block_tables + s * a.max_blocks;
-
+  const T* q = static_cast<const T*>(a.q);
+  start_rows_load<T, D>(q_tile, L::kLd,
+                        [&](int r) { return r < rows ? q + ((row0 + r) * a.heads + h) * D : nullptr; });
   if (threadIdx.x == 0) {
     key_bounds[0] = INT32_MAX;
     key_bounds[1] = -1;
@@ -368,96 +376,119 @@ __global__ void __launch_bounds__(kTileWarps * 32) tiles_kernel(PagedAttentionAr
     atomicMin(&key_bounds[0], static_cast<int>(range.first));
     atomicMax(&key_bounds[1], static_cast<int>(range.last));
   }
-  __shared__ const T* k_rows[kTileKeys];
-  __shared__ const T* v_rows[kTileKeys];
-  for (int r = threadIdx.x; r < kTileRows; r += blockDim.x)
-    k_rows[r] = r < rows ? static_cast<const T*>(a.q) + ((row0 + r) * a.heads + h) * D : nullptr;
   __syncthreads();
-  start_tile_load<T, D>(q_tile, L::kLd, kTileRows, k_rows);
-  finish_tile_loads();
+  const int first = key_bounds[0], last = key_bounds[1];
+  const auto keys_from = [&](const void* cache, int j0) {
+    return [=, &a](int r) { return j0 + r <= last ? cache_entry<T>(a, cache, blocks, j0 + r, kv_head) : nullptr; };
+  };
+  if (first <= last) start_rows_load<T, D>(k_tile, L::kLd, keys_from(a.cache_k, first));
+  wait_rows_loads();
 
-  const int warp = threadIdx.x / 32, warp_row = warp * 16;
-  // This lane's elements lie in two of the warp's rows (fragment_row of even and odd pairs of elements); the four
-  // lanes that share a row keep the same running maximum and sum.
-  KeyRange range[2];
-  float row_max[2], row_sum[2] = {0.f, 0.f};
+  const int warp = threadIdx.x / 32, warp_row = warp * 16, c = fragment_pair();
+  bool real[2];
+  int row_first[2], row_last[2];
   for (int half = 0; half < 2; ++half) {
-    const int r = warp_row + fragment_row(2 * half);
-    range[half] = r < rows ? key_range(a, s, a.positions[row0 + r]) : KeyRange{0, -1};
-    row_max[half] = -INFINITY;
+    const int r = warp_row + fragment_group() + 8 * half;
+    real[half] = r < rows;
+    const KeyRange range = real[half] ? key_range(a, s, a.positions[row0 + r]) : KeyRange{0, -1};
+    row_first[half] = static_cast<int>(range.first);
+    row_last[half] = static_cast<int>(range.last);
   }
-  Accumulator out[D / 16];
-#pragma unroll
-  for (int dt = 0; dt < D / 16; ++dt) wmma::fill_fragment(out[dt], 0.f);
-  const int64_t first = key_bounds[0], last = key_bounds[1];
-  for (int64_t j0 = first; j0 <= last; j0 += kTileKeys) {
-    for (int r = threadIdx.x; r < kTileKeys; r += blockDim.x) {
-      const int64_t j = j0 + r;
-      k_rows[r] = j <= last ? cache_entry<T>(a, a.cache_k, blocks, j, kv_head) : nullptr;
-      v_rows[r] = j <= last ? cache_entry<T>(a, a.cache_v, blocks, j, kv_head) : nullptr;
-    }
-    __syncthreads();
-    start_tile_load<T, D>(k_tile, L::kLd, kTileKeys, k_rows);
-    start_tile_load<T, D>(v_tile, L::kLd, kTileKeys, v_rows);
-    finish_tile_loads();
+  const WarpKeys keys(real, row_first, row_last);
 
-    if (warp_row < rows) {
-      Accumulator scores[kTileKeys / 16];
-      products<T, D>(scores, q_tile + warp_row * L::kLd, k_tile, L::kLd);
-      auto seen = [&](int e, int t) {
-        const int64_t j = j0 + t * 16 + fragment_column(e);
-        const KeyRange& r = range[(e / 2) % 2];
-        return j >= r.first && j <= r.last;
-      };
-      float new_max[2] = {row_max[0], row_max[1]}, rescale[2], tile_sum[2] = {0.f, 0.f};
+  FragA q_frags[kQInRegisters ? D / 16 : 1];
+  if constexpr (kQInRegisters) {
 #pragma unroll
-      for (int t = 0; t < kTileKeys / 16; ++t) {
+    for (int kk = 0; kk < D / 16; ++kk) q_frags[kk] = load_a(q_tile + warp_row * L::kLd + kk * 16, L::kLd);
+  }
+  float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.f, 0.f};  // row_sum: this lane's columns only
+  FragC out[D / 8] = {};
+  for (int j0 = first; j0 <= last; j0 += kTileKeys) {
+    start_rows_load<T, D>(v_tile, L::kLd, keys_from(a.cache_v, j0));
+    __pipeline_commit();
+    const bool active = keys.some(j0, kTileKeys);
+    FragA weights[kTileKeys / 16];
+    if (active) {
+      FragC scores[kTileKeys / 8] = {};
 #pragma unroll
-        for (int e = 0; e < 8; ++e) {
-          if (seen(e, t)) new_max[(e / 2) % 2] = fmaxf(new_max[(e / 2) % 2], scores[t].x[e] * a.scale);
+      for (int kk = 0; kk < D / 16; ++kk) {
+        FragA q_frag;
+        if constexpr (kQInRegisters) {
+          q_frag = q_frags[kk];
+        } else {
+          q_frag = load_a(q_tile + warp_row * L::kLd + kk * 16, L::kLd);
+        }
+#pragma unroll
+        for (int n = 0; n < kTileKeys / 16; ++n) {
+          FragB left, right;
+          load_b_pair<true>(left, right, k_tile + n * 16 * L::kLd + kk * 16, L::kLd);
+          mma<T>(scores[2 * n], q_frag, left);
+          mma<T>(scores[2 * n + 1], q_frag, right);
         }
       }
+      const bool whole = keys.every(j0, kTileKeys);
+      float new_max[2] = {row_max[0], row_max[1]};
+#pragma unroll
+      for (int t = 0; t < kTileKeys / 8; ++t) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int half = e / 2, j = j0 + t * 8 + c + e % 2;
+          const bool seen = whole || keys.sees(half, j);
+          scores[t].x[e] = seen ? scores[t].x[e] * a.scale : -INFINITY;
+          new_max[half] = fmaxf(new_max[half], scores[t].x[e]);
+        }
+      }
+      float rescale[2];
       for (int half = 0; half < 2; ++half) {
         new_max[half] = across_row_lanes<Max>(new_max[half]);
         rescale[half] = new_max[half] == -INFINITY ? 1.f : expf(row_max[half] - new_max[half]);
+        row_max[half] = new_max[half];
+        if (new_max[half] == -INFINITY) new_max[half] = 0.f;  // no key yet: every weight is exp(-inf) = 0
+        row_sum[half] *= rescale[half];
       }
-      Weights<T> weights[kTileKeys / 16];
 #pragma unroll
-      for (int t = 0; t < kTileKeys / 16; ++t) {
+      for (int t = 0; t < kTileKeys / 8; ++t) {
 #pragma unroll
-        for (int e = 0; e < 8; ++e) {
-          const int half = (e / 2) % 2;
-          const float p = seen(e, t) ? expf(scores[t].x[e] * a.scale - new_max[half]) : 0.f;
-          tile_sum[half] += p;
-          weights[t].x[e] = from_float<T>(p);
+        for (int e = 0; e < 4; ++e) {
+          scores[t].x[e] = expf(scores[t].x[e] - new_max[e / 2]);
+          row_sum[e / 2] += scores[t].x[e];
         }
       }
-      for (int half = 0; half < 2; ++half) {
-        tile_sum[half] = across_row_lanes<Sum>(tile_sum[half]);
-        row_sum[half] = row_sum[half] * rescale[half] + tile_sum[half];
-        row_max[half] = new_max[half];
+#pragma unroll
+      for (int n = 0; n < kTileKeys / 16; ++n) weights[n] = as_operand<T>(scores[2 * n], scores[2 * n + 1]);
+#pragma unroll
+      for (int dt = 0; dt < D / 8; ++dt) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) out[dt].x[e] *= rescale[e / 2];
       }
-#pragma unroll
-      for (int dt = 0; dt < D / 16; ++dt) {
-#pragma unroll
-        for (int e = 0; e < 8; ++e) out[dt].x[e] *= rescale[(e / 2) % 2];
-      }
-#pragma unroll
-      for (int t = 0; t < kTileKeys / 16; ++t) accumulate<T, D>(out, weights[t], v_tile + t * 16 * L::kLd, L::kLd);
     }
-    __syncthreads();
-  }
-  if (warp_row >= rows) return;
+    wait_rows_loads();  // the values are in; every warp is done with the keys
+    if (j0 + kTileKeys <= last) start_rows_load<T, D>(k_tile, L::kLd, keys_from(a.cache_k, j0 + kTileKeys));
+    __pipeline_commit();
+    if (active) {
 #pragma unroll
-  for (int dt = 0; dt < D / 16; ++dt) {
+      for (int n = 0; n < kTileKeys / 16; ++n) {
 #pragma unroll
-    for (int e = 0; e < 8; ++e) {
-      const int r = warp_row + fragment_row(e);
-      const float total = row_sum[(e / 2) % 2];
-      if (r < rows) {
-        static_cast<T*>(a.out)[((row0 + r) * a.heads + h) * D + dt * 16 + fragment_column(e)] =
-            from_float<T>(total > 0.f ? out[dt].x[e] / total : 0.f);
+        for (int dp = 0; dp < D / 16; ++dp) {
+          FragB left, right;
+          load_b_pair<false>(left, right, v_tile + n * 16 * L::kLd + dp * 16, L::kLd);
+          mma<T>(out[2 * dp], weights[n], left);
+          mma<T>(out[2 * dp + 1], weights[n], right);
+        }
       }
+    }
+    wait_rows_loads();  // the next keys are in; every warp is done with the values
+  }
+  for (int half = 0; half < 2; ++half) {
+    const int r = warp_row + fragment_group() + 8 * half;
+    const float total = across_row_lanes<Sum>(row_sum[half]);
+    if (r >= rows) continue;
+    const float inv = total > 0.f ? 1.f / total : 0.f;
+    T* o = static_cast<T*>(a.out) + ((row0 + r) * a.heads + h) * D + c;
+#pragma unroll
+    for (int dt = 0; dt < D / 8; ++dt) {
+      o[dt * 8] = from_float<T>(out[dt].x[2 * half] * inv);
+      o[dt * 8 + 1] = from_float<T>(out[dt].x[2 * half + 1] * inv);
     }
   }
 #else

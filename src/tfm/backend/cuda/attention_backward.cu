@@ -3,9 +3,10 @@
 // each row's log-sum-exp and dout . out, the second sums dk and dv over the query rows and heads that saw each
 // key. Two forms:
 // - tiles (bf16 and fp16, head_dim 64 and 128): one block per 64 query rows (or 64 keys) and a head (or kv
-//   head), 64 x 64 products on the tensor cores (WMMA, float32 accumulation) as flash attention's backward does
-//   them, with the gradient being accumulated kept in registers. The probabilities and the score gradients are
-//   rounded to T where they enter a product, as torch's flash backward rounds them.
+//   head), four warps of 16 rows, products on the tensor cores (mma.sync, float32 accumulation) with scores,
+//   probabilities and the gradients being accumulated in registers, as flash attention 2's backward. The
+//   probabilities and the score gradients are rounded to T where they enter a product, as torch's flash backward
+//   rounds them.
 // - rows (every dtype and head size up to 256): one block per (query row, head), then per (key row, kv head),
 //   a warp per key or query row, the head dimension over the lanes; float32 throughout.
 #include <type_traits>
@@ -133,64 +134,82 @@ __global__ void attention_dkdv_kernel(AttentionBackwardArgs a, const T* q, const
   write_summed(dv_part, shared_vec, D, dv + (key_row * a.kv_heads + kvh) * D);
 }
 
-// Whether query row i (of its sequence) sees key j.
-__device__ inline bool sees(int64_t i, int64_t j, int64_t window) {
-  return j <= i && (window <= 0 || i - j < window);
-}
 
-// Shared memory of the tile kernels: four tiles of 64 head vectors and two floats a row. Rows are padded so that
-// they fall in different banks while every 16 x 16 fragment stays 32-byte aligned, as WMMA requires; at the end
-// the last two tiles hold the float32 result rows (kOutLd wide) being written out.
+// Shared memory of the tile kernels: four tiles of 64 head vectors, rows padded by 16 bytes so that the eight
+// rows of an ldmatrix fall in different banks, and two floats a row.
 template <typename T, int D>
 struct BackwardLayout {
-  static constexpr int kLd = D + 8;     // head vectors (T)
-  static constexpr int kOutLd = D + 4;  // result rows (float)
+  static constexpr int kLd = D + 8;
   static constexpr size_t kTile = sizeof(T) * kTileRows * kLd;
   static constexpr size_t kStats = 4 * kTile;
   static constexpr size_t kBytes = kStats + 2 * sizeof(float) * kTileRows;
-  static_assert(sizeof(float) * kTileRows * kOutLd <= 2 * kTile, "result rows overflow two tiles");
 };
 
-#if __CUDA_ARCH__ >= 800
-// Writes the warps' accumulators (64 rows of D) as rows of T: row r to dst + r * stride, for r < rows.
+// Rows first .. first + count - 1 (at most kTileRows; the rest of the tile zeros) of one head of a tensor laid
+// out (rows, heads, D), copied into `tile` without waiting.
 template <typename T, int D>
-__device__ void write_rows(Accumulator (&acc)[D / 16], float* staging, int warp_row, int rows, T* dst,
-                           int64_t stride) {
-  using L = BackwardLayout<T, D>;
+__device__ void start_head_rows(T* tile, const T* x, int64_t first, int64_t count, int64_t heads, int64_t head) {
+  start_rows_load<T, D>(tile, BackwardLayout<T, D>::kLd,
+                        [&](int r) { return r < count ? x + ((first + r) * heads + head) * D : nullptr; });
+}
+
+// Writes the 16 x D result a warp holds as C fragments (acc[t]: columns 8t ..) to rows of T: fragment row r to
+// dst + r * stride, for the rows below `rows`.
+template <typename T, int D>
+__device__ void write_fragments(const FragC (&acc)[D / 8], int rows, T* dst, int64_t stride) {
+  for (int half = 0; half < 2; ++half) {
+    const int r = fragment_group() + 8 * half;
+    if (r >= rows) continue;
+    T* row = dst + r * stride + fragment_pair();
 #pragma unroll
-  for (int t = 0; t < D / 16; ++t) {
-    nvcuda::wmma::store_matrix_sync(staging + warp_row * L::kOutLd + t * 16, acc[t], L::kOutLd,
-                                    nvcuda::wmma::mem_row_major);
+    for (int t = 0; t < D / 8; ++t) {
+      row[t * 8] = from_float<T>(acc[t].x[2 * half]);
+      row[t * 8 + 1] = from_float<T>(acc[t].x[2 * half + 1]);
+    }
   }
-  __syncthreads();
-  for (int i = threadIdx.x; i < rows * D; i += blockDim.x) {
-    const int r = i / D, d = i % D;
-    dst[r * stride + d] = from_float<T>(staging[r * L::kOutLd + d]);
-  }
-  __syncthreads();
-}
-#endif
-
-// Copies rows first .. first + count - 1 (count of them at most kTileRows; the rest of a tile is zeros) of one
-// head of two tensors laid out (rows, heads, D) into two tiles, and waits for them; tile_b may be null.
-template <typename T, int D>
-__device__ void load_rows(T* tile_a, const T* a, T* tile_b, const T* b, int64_t first, int64_t count, int64_t heads,
-                          int64_t head, const T* (&sources)[2][kTileRows]) {
-  for (int c = threadIdx.x; c < kTileRows; c += blockDim.x) {
-    const int64_t at = ((first + c) * heads + head) * D;
-    sources[0][c] = c < count ? a + at : nullptr;
-    sources[1][c] = c < count ? b + at : nullptr;
-  }
-  __syncthreads();
-  start_tile_load<T, D>(tile_a, BackwardLayout<T, D>::kLd, kTileRows, sources[0]);
-  if (tile_b) start_tile_load<T, D>(tile_b, BackwardLayout<T, D>::kLd, kTileRows, sources[1]);
-  finish_tile_loads();
 }
 
-// One block per (64 query rows of a sequence, head): the rows' log-sum-exp in a first pass over the key tiles,
-// then dq = sum over keys of ds k with ds = p (dout . v - delta) scale in a second.
+// acc[t] = (16 rows of `a`) (8 * Tiles rows of `b`)^T for head vectors of D, rows ld apart: each row of a dotted
+// with each row of b.
+template <typename T, int D, int Tiles>
+__device__ void head_products(FragC (&acc)[Tiles], const T* a, const T* b, int ld) {
+#pragma unroll
+  for (int t = 0; t < Tiles; ++t) acc[t] = FragC{};
+#pragma unroll
+  for (int kk = 0; kk < D / 16; ++kk) {
+    const FragA a_frag = load_a(a + kk * 16, ld);
+#pragma unroll
+    for (int n = 0; n < Tiles / 2; ++n) {
+      FragB left, right;
+      load_b_pair<true>(left, right, b + n * 16 * ld + kk * 16, ld);
+      mma<T>(acc[2 * n], a_frag, left);
+      mma<T>(acc[2 * n + 1], a_frag, right);
+    }
+  }
+}
+
+// acc (16 rows of D) += weights (16 rows of 16 * Steps, as A fragments) times 16 * Steps rows of `b` (D wide,
+// rows ld apart).
+template <typename T, int D, int Steps>
+__device__ void weigh_rows(FragC (&acc)[D / 8], const FragA (&weights)[Steps], const T* b, int ld) {
+#pragma unroll
+  for (int k = 0; k < Steps; ++k) {
+#pragma unroll
+    for (int dp = 0; dp < D / 16; ++dp) {
+      FragB left, right;
+      load_b_pair<false>(left, right, b + k * 16 * ld + dp * 16, ld);
+      mma<T>(acc[2 * dp], weights[k], left);
+      mma<T>(acc[2 * dp + 1], weights[k], right);
+    }
+  }
+}
+
+// One block per (64 query rows of a sequence, head), flash attention 2's dq: the rows' log-sum-exp in a first pass
+// over the key tiles, then dq = sum over keys of ds k with ds = p (dout . v - delta) scale in a second. Each warp
+// keeps its 16 rows' scores and dq in registers; the operands stay in shared memory, so that three blocks fit a
+// multiprocessor.
 template <typename T, int D>
-__global__ void __launch_bounds__(kTileWarps * 32)
+__global__ void __launch_bounds__(kTileWarps * 32, 3)
     dq_tiles_kernel(AttentionBackwardArgs a, const T* q, const T* k, const T* v, const T* out, const T* dout, T* dq,
                     float* lse, float* delta) {
 #if __CUDA_ARCH__ >= 800
@@ -201,17 +220,18 @@ __global__ void __launch_bounds__(kTileWarps * 32)
   T* k_tile = reinterpret_cast<T*>(smem + 2 * L::kTile);
   T* v_tile = reinterpret_cast<T*>(smem + 3 * L::kTile);
   float* row_delta = reinterpret_cast<float*>(smem + L::kStats);
-  __shared__ const T* sources[2][kTileRows];
 
   // The last tiles of a sequence see the most keys: they start first, so that the grid's tail is light.
   int64_t s = 0, tile = 0;
   if (!find_tile(a.query_start, a.num_seqs, gridDim.x - 1 - blockIdx.x, s, tile)) return;
   const int64_t h = blockIdx.y, kv_head = h / (a.heads / a.kv_heads), start = a.query_start[s];
-  const int64_t i0 = tile * kTileRows;  // of the sequence
+  const int i0 = static_cast<int>(tile * kTileRows);  // of the sequence
   const int rows = static_cast<int>(min(static_cast<int64_t>(kTileRows), a.query_start[s + 1] - start - i0));
-  load_rows<T, D>(q_tile, q, g_tile, dout, start + i0, rows, a.heads, h, sources);
+  start_head_rows<T, D>(q_tile, q, start + i0, rows, a.heads, h);
+  start_head_rows<T, D>(g_tile, dout, start + i0, rows, a.heads, h);
+  wait_rows_loads();
 
-  const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp, warp_row = warp * 16;
+  const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp, warp_row = warp * 16, c = fragment_pair();
   for (int r = warp; r < kTileRows; r += kTileWarps) {
     float dot = 0.f;
     if (r < rows) {
@@ -221,101 +241,127 @@ __global__ void __launch_bounds__(kTileWarps * 32)
     dot = warp_reduce<Sum>(dot);
     if (lane == 0) row_delta[r] = dot;
   }
-  const int64_t first = a.window > 0 ? max(int64_t{0}, i0 - a.window + 1) : 0, last = i0 + rows - 1;
-  auto load_keys = [&](bool with_values, int64_t j0) {
-    load_rows<T, D>(k_tile, k, with_values ? v_tile : nullptr, v, start + j0, last - j0 + 1, a.kv_heads, kv_head,
-                    sources);
-  };
-  // This lane's elements lie in two of the warp's rows (fragment_row of even and odd pairs); the four lanes
-  // that share them keep the same running maximum and sum.
-  auto seen = [&](int e, int64_t j0, int t) {
-    const int r = warp_row + fragment_row(e);
-    return r < rows && sees(i0 + r, j0 + t * 16 + fragment_column(e), a.window);
-  };
-  float running_max[2] = {-INFINITY, -INFINITY}, running_sum[2] = {0.f, 0.f};
-  for (int64_t j0 = first; j0 <= last; j0 += kTileRows) {
-    load_keys(false, j0);
-    if (warp_row < rows) {
-      Accumulator scores[kTileRows / 16];
-      products<T, D>(scores, q_tile + warp_row * L::kLd, k_tile, L::kLd);
-      float tile_max[2] = {-INFINITY, -INFINITY}, tile_sum[2] = {0.f, 0.f};
+  __syncthreads();
+  const int first = a.window > 0 ? max(0, i0 - static_cast<int>(a.window) + 1) : 0, last = i0 + rows - 1;
+  bool real[2];
+  int row_first[2], row_last[2];
+  float delta_of[2];
+  for (int half = 0; half < 2; ++half) {
+    const int r = warp_row + fragment_group() + 8 * half, i = i0 + r;
+    real[half] = r < rows;
+    row_first[half] = a.window > 0 ? max(0, i - static_cast<int>(a.window) + 1) : 0;
+    row_last[half] = i;
+    delta_of[half] = row_delta[r];
+  }
+  const WarpKeys keys(real, row_first, row_last);
+  // The scores of this warp's rows against the keys of `keys_tile` (starting at key j0), scaled, and -inf where
+  // a row does not see the key.
+  const auto scores_of = [&](FragC (&scores)[kTileRows / 8], const T* keys_tile, int j0) {
+    head_products<T, D, kTileRows / 8>(scores, q_tile + warp_row * L::kLd, keys_tile, L::kLd);
+    const bool whole = keys.every(j0, kTileRows);
 #pragma unroll
-      for (int t = 0; t < kTileRows / 16; ++t) {
+    for (int t = 0; t < kTileRows / 8; ++t) {
 #pragma unroll
-        for (int e = 0; e < 8; ++e) {
-          if (seen(e, j0, t)) tile_max[(e / 2) % 2] = fmaxf(tile_max[(e / 2) % 2], scores[t].x[e] * a.scale);
-        }
+      for (int e = 0; e < 4; ++e) {
+        const bool seen = whole || keys.sees(e / 2, j0 + t * 8 + c + e % 2);
+        scores[t].x[e] = seen ? scores[t].x[e] * a.scale : -INFINITY;
+      }
+    }
+  };
+
+  // Pass 1: the log-sum-exp, the keys' tiles alternating between two buffers so that the next loads while this
+  // one is scored.
+  float running_max[2] = {-INFINITY, -INFINITY}, running_sum[2] = {0.f, 0.f};  // running_sum: this lane's part
+  const auto start_keys = [&](T* tile_buffer, int j0) {
+    start_head_rows<T, D>(tile_buffer, k, start + j0, last - j0 + 1, a.kv_heads, kv_head);
+  };
+  start_keys(k_tile, first);
+  __pipeline_commit();
+  for (int j0 = first, n = 0; j0 <= last; j0 += kTileRows, ++n) {
+    T* current = n % 2 ? v_tile : k_tile;
+    __pipeline_wait_prior(0);
+    __syncthreads();  // the current tile is in; every warp is done with the other buffer
+    if (j0 + kTileRows <= last) start_keys(n % 2 ? k_tile : v_tile, j0 + kTileRows);
+    __pipeline_commit();
+    if (keys.some(j0, kTileRows)) {
+      FragC scores[kTileRows / 8];
+      scores_of(scores, current, j0);
+      float tile_max[2] = {running_max[0], running_max[1]};
+#pragma unroll
+      for (int t = 0; t < kTileRows / 8; ++t) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) tile_max[e / 2] = fmaxf(tile_max[e / 2], scores[t].x[e]);
       }
       for (int half = 0; half < 2; ++half) {
         tile_max[half] = across_row_lanes<Max>(tile_max[half]);
-        tile_max[half] = fmaxf(running_max[half], tile_max[half]);  // the new maximum
-      }
-#pragma unroll
-      for (int t = 0; t < kTileRows / 16; ++t) {
-#pragma unroll
-        for (int e = 0; e < 8; ++e) {
-          if (seen(e, j0, t)) tile_sum[(e / 2) % 2] += expf(scores[t].x[e] * a.scale - tile_max[(e / 2) % 2]);
-        }
-      }
-      for (int half = 0; half < 2; ++half) {
-        tile_sum[half] = across_row_lanes<Sum>(tile_sum[half]);
-        running_sum[half] = (tile_max[half] == -INFINITY ? 0.f : running_sum[half] * expf(running_max[half] - tile_max[half])) +
-                            tile_sum[half];
+        if (tile_max[half] == -INFINITY) continue;
+        running_sum[half] *= expf(running_max[half] - tile_max[half]);
         running_max[half] = tile_max[half];
       }
-    }
-    __syncthreads();
-  }
-  const float row_lse[2] = {running_max[0] + logf(running_sum[0]), running_max[1] + logf(running_sum[1])};
-  if (lane % 4 == 0) {
-    for (int half = 0; half < 2; ++half) {
-      const int r = warp_row + lane / 4 + 8 * half;
-      if (r < rows) {
-        lse[(start + i0 + r) * a.heads + h] = row_lse[half];
-        delta[(start + i0 + r) * a.heads + h] = row_delta[r];
-      }
-    }
-  }
-
-  Accumulator dq_acc[D / 16];
 #pragma unroll
-  for (int t = 0; t < D / 16; ++t) nvcuda::wmma::fill_fragment(dq_acc[t], 0.f);
-  for (int64_t j0 = first; j0 <= last; j0 += kTileRows) {
-    load_keys(true, j0);
-    if (warp_row < rows) {
-      Accumulator scores[kTileRows / 16], grads[kTileRows / 16];
-      products<T, D>(scores, q_tile + warp_row * L::kLd, k_tile, L::kLd);
-      products<T, D>(grads, g_tile + warp_row * L::kLd, v_tile, L::kLd);  // dout . v
-      Weights<T> ds[kTileRows / 16];
+      for (int t = 0; t < kTileRows / 8; ++t) {
 #pragma unroll
-      for (int t = 0; t < kTileRows / 16; ++t) {
-#pragma unroll
-        for (int e = 0; e < 8; ++e) {
-          const int half = (e / 2) % 2;
-          const float p = seen(e, j0, t) ? expf(scores[t].x[e] * a.scale - row_lse[half]) : 0.f;
-          ds[t].x[e] = from_float<T>(p * (grads[t].x[e] - row_delta[warp_row + fragment_row(e)]) * a.scale);
+        for (int e = 0; e < 4; ++e) {
+          if (running_max[e / 2] != -INFINITY) running_sum[e / 2] += expf(scores[t].x[e] - running_max[e / 2]);
         }
       }
-#pragma unroll
-      for (int t = 0; t < kTileRows / 16; ++t) accumulate<T, D>(dq_acc, ds[t], k_tile + t * 16 * L::kLd, L::kLd);
     }
-    __syncthreads();
   }
-  write_rows<T, D>(dq_acc, reinterpret_cast<float*>(k_tile), warp_row, rows, dq + ((start + i0) * a.heads + h) * D,
-                   a.heads * D);
+  float row_lse[2];
+  for (int half = 0; half < 2; ++half) {
+    row_lse[half] = running_max[half] + logf(across_row_lanes<Sum>(running_sum[half]));
+    const int r = warp_row + fragment_group() + 8 * half;
+    if (c == 0 && real[half]) {
+      lse[(start + i0 + r) * a.heads + h] = row_lse[half];
+      delta[(start + i0 + r) * a.heads + h] = delta_of[half];
+    }
+  }
+  __syncthreads();  // every warp is done with both key buffers
+
+  // Pass 2: dq.
+  FragC dq_acc[D / 8] = {};
+  for (int j0 = first; j0 <= last; j0 += kTileRows) {
+    start_keys(k_tile, j0);
+    start_head_rows<T, D>(v_tile, v, start + j0, last - j0 + 1, a.kv_heads, kv_head);
+    wait_rows_loads();
+    if (keys.some(j0, kTileRows)) {
+      FragC scores[kTileRows / 8], grads[kTileRows / 8];
+      scores_of(scores, k_tile, j0);
+      head_products<T, D, kTileRows / 8>(grads, g_tile + warp_row * L::kLd, v_tile, L::kLd);  // dout . v
+#pragma unroll
+      for (int t = 0; t < kTileRows / 8; ++t) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const float p = expf(scores[t].x[e] - row_lse[e / 2]);  // 0 where not seen
+          grads[t].x[e] = p * (grads[t].x[e] - delta_of[e / 2]) * a.scale;
+        }
+      }
+      FragA ds[kTileRows / 16];
+#pragma unroll
+      for (int n = 0; n < kTileRows / 16; ++n) ds[n] = as_operand<T>(grads[2 * n], grads[2 * n + 1]);
+      weigh_rows<T, D, kTileRows / 16>(dq_acc, ds, k_tile, L::kLd);
+    }
+    __syncthreads();  // every warp is done with the tiles
+  }
+  if (warp_row < rows) {
+    write_fragments<T, D>(dq_acc, rows - warp_row, dq + ((start + i0 + warp_row) * a.heads + h) * D, a.heads * D);
+  }
 #else
   __trap();  // built only for devices with bf16 tensor cores (compute capability 8.0 and up)
 #endif
 }
 
-// One block per (64 keys of a sequence, kv head): over the heads of the kv head's group and the query tiles that
-// see the keys, dv += p^T dout and dk += ds^T q, with the rows' log-sum-exp and delta from dq_tiles_kernel.
+// One block per (64 keys of a sequence, kv head), flash attention 2's dk and dv: over the heads of the kv head's
+// group and the query tiles that see the keys, dv += p^T dout and dk += ds^T q, with the rows' log-sum-exp and
+// delta from dq_tiles_kernel. Each warp holds 16 keys' dk and dv and works through a query tile 32 rows at a
+// time, its scores transposed (a row a key): eight independent products in flight per step.
 template <typename T, int D>
 __global__ void __launch_bounds__(kTileWarps * 32)
     dkdv_tiles_kernel(AttentionBackwardArgs a, const T* q, const T* k, const T* v, const T* dout, const float* lse,
                       const float* delta, T* dk, T* dv) {
 #if __CUDA_ARCH__ >= 800
   using L = BackwardLayout<T, D>;
+  constexpr int kStep = 32;  // query rows a step
   extern __shared__ __align__(128) unsigned char smem[];
   T* k_tile = reinterpret_cast<T*>(smem);
   T* v_tile = reinterpret_cast<T*>(smem + L::kTile);
@@ -323,60 +369,76 @@ __global__ void __launch_bounds__(kTileWarps * 32)
   T* g_tile = reinterpret_cast<T*>(smem + 3 * L::kTile);
   float* row_lse = reinterpret_cast<float*>(smem + L::kStats);
   float* row_delta = row_lse + kTileRows;
-  __shared__ const T* sources[2][kTileRows];
 
   int64_t s = 0, tile = 0;
   if (!find_tile(a.query_start, a.num_seqs, blockIdx.x, s, tile)) return;
   const int64_t kv_head = blockIdx.y, group = a.heads / a.kv_heads, start = a.query_start[s];
-  const int64_t length = a.query_start[s + 1] - start, j0 = tile * kTileRows;
-  const int keys = static_cast<int>(min(static_cast<int64_t>(kTileRows), length - j0));
-  load_rows<T, D>(k_tile, k, v_tile, v, start + j0, keys, a.kv_heads, kv_head, sources);
+  const int length = static_cast<int>(a.query_start[s + 1] - start), j0 = static_cast<int>(tile * kTileRows);
+  const int keys = min(kTileRows, length - j0);
+  start_head_rows<T, D>(k_tile, k, start + j0, keys, a.kv_heads, kv_head);
+  start_head_rows<T, D>(v_tile, v, start + j0, keys, a.kv_heads, kv_head);
 
-  const int warp = threadIdx.x / kWarp, warp_row = warp * 16;
-  const int64_t last = a.window > 0 ? min(length - 1, j0 + keys - 1 + a.window - 1) : length - 1;
-  Accumulator dk_acc[D / 16], dv_acc[D / 16];
-#pragma unroll
-  for (int t = 0; t < D / 16; ++t) {
-    nvcuda::wmma::fill_fragment(dk_acc[t], 0.f);
-    nvcuda::wmma::fill_fragment(dv_acc[t], 0.f);
-  }
+  const int warp = threadIdx.x / kWarp, warp_row = warp * 16, c = fragment_pair();
+  const int window = static_cast<int>(a.window);
+  // The queries that see some key of the block; this lane's two keys (rows of its fragments) and the warp's.
+  const int last = window > 0 ? min(length - 1, j0 + keys - 1 + window - 1) : length - 1;
+  int key_of[2];
+  for (int half = 0; half < 2; ++half) key_of[half] = j0 + warp_row + fragment_group() + 8 * half;
+  const int warp_first_key = j0 + warp_row, warp_last_key = min(j0 + keys - 1, warp_first_key + 15);
+  // Query i sees key j where j <= i (and i - j < window); i <= last and j < j0 + keys hold for whatever is read.
+  const auto sees = [&](int i, int j) { return j <= i && (window <= 0 || i - j < window) && j < j0 + keys; };
+  FragC dk_acc[D / 8] = {}, dv_acc[D / 8] = {};
   for (int64_t h = kv_head * group; h < (kv_head + 1) * group; ++h) {
-    for (int64_t i0 = j0; i0 <= last; i0 += kTileRows) {
-      for (int c = threadIdx.x; c < kTileRows; c += blockDim.x) {
-        const bool in = i0 + c <= last;
-        const int64_t row = (start + i0 + c) * a.heads + h;
-        row_lse[c] = in ? lse[row] : 0.f;
-        row_delta[c] = in ? delta[row] : 0.f;
+    for (int i0 = j0; i0 <= last; i0 += kTileRows) {
+      const int queries = min(kTileRows, last - i0 + 1);
+      for (int r = threadIdx.x; r < kTileRows; r += blockDim.x) {
+        const int64_t row = (start + i0 + r) * a.heads + h;
+        row_lse[r] = r < queries ? lse[row] : 0.f;
+        row_delta[r] = r < queries ? delta[row] : 0.f;
       }
-      load_rows<T, D>(q_tile, q, g_tile, dout, start + i0, last - i0 + 1, a.heads, h, sources);
+      start_head_rows<T, D>(q_tile, q, start + i0, queries, a.heads, h);
+      start_head_rows<T, D>(g_tile, dout, start + i0, queries, a.heads, h);
+      wait_rows_loads();
       if (warp_row < keys) {
-        // 16 query rows at a time, transposed (a row a key), so that two accumulators' worth of scores are live
-        // beside dk's and dv's.
 #pragma unroll 1
-        for (int t = 0; t < kTileRows / 16; ++t) {
-          Accumulator scores[1], grads[1];
-          products<T, D, 1>(scores, k_tile + warp_row * L::kLd, q_tile + t * 16 * L::kLd, L::kLd);
-          products<T, D, 1>(grads, v_tile + warp_row * L::kLd, g_tile + t * 16 * L::kLd, L::kLd);  // dout . v
-          Weights<T> p, ds;
+        for (int q0 = 0; q0 < queries; q0 += kStep) {
+          // Skip a step no query of which sees the warp's keys; mask one that some pair of it does not.
+          const int first_query = i0 + q0, last_query = min(i0 + queries - 1, first_query + kStep - 1);
+          if (last_query < warp_first_key || (window > 0 && first_query - warp_last_key >= window)) continue;
+          const bool whole = warp_last_key <= first_query && (window <= 0 || last_query - warp_first_key < window) &&
+                             last_query - first_query == kStep - 1 && warp_last_key == warp_first_key + 15;
+          FragC scores[kStep / 8], grads[kStep / 8];
+          head_products<T, D, kStep / 8>(scores, k_tile + warp_row * L::kLd, q_tile + q0 * L::kLd, L::kLd);
+          head_products<T, D, kStep / 8>(grads, v_tile + warp_row * L::kLd, g_tile + q0 * L::kLd, L::kLd);
 #pragma unroll
-          for (int e = 0; e < 8; ++e) {
-            const int kr = warp_row + fragment_row(e), c = t * 16 + fragment_column(e);
-            const bool seen = kr < keys && i0 + c <= last && sees(i0 + c, j0 + kr, a.window);
-            const float weight = seen ? expf(scores[0].x[e] * a.scale - row_lse[c]) : 0.f;
-            p.x[e] = from_float<T>(weight);
-            ds.x[e] = from_float<T>(weight * (grads[0].x[e] - row_delta[c]) * a.scale);
+          for (int t = 0; t < kStep / 8; ++t) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+              const int column = q0 + t * 8 + c + e % 2, i = i0 + column;
+              const bool seen = whole || (i <= last && sees(i, key_of[e / 2]));
+              const float p = seen ? expf(scores[t].x[e] * a.scale - row_lse[column]) : 0.f;
+              scores[t].x[e] = p;
+              grads[t].x[e] = p * (grads[t].x[e] - row_delta[column]) * a.scale;
+            }
           }
-          accumulate<T, D>(dv_acc, p, g_tile + t * 16 * L::kLd, L::kLd);
-          accumulate<T, D>(dk_acc, ds, q_tile + t * 16 * L::kLd, L::kLd);
+          FragA p_frags[kStep / 16], ds_frags[kStep / 16];
+#pragma unroll
+          for (int n = 0; n < kStep / 16; ++n) {
+            p_frags[n] = as_operand<T>(scores[2 * n], scores[2 * n + 1]);
+            ds_frags[n] = as_operand<T>(grads[2 * n], grads[2 * n + 1]);
+          }
+          weigh_rows<T, D, kStep / 16>(dv_acc, p_frags, g_tile + q0 * L::kLd, L::kLd);
+          weigh_rows<T, D, kStep / 16>(dk_acc, ds_frags, q_tile + q0 * L::kLd, L::kLd);
         }
       }
-      __syncthreads();
+      __syncthreads();  // every warp is done with the query tile
     }
   }
-  const int64_t stride = a.kv_heads * D;
-  float* staging = reinterpret_cast<float*>(q_tile);
-  write_rows<T, D>(dk_acc, staging, warp_row, keys, dk + ((start + j0) * a.kv_heads + kv_head) * D, stride);
-  write_rows<T, D>(dv_acc, staging, warp_row, keys, dv + ((start + j0) * a.kv_heads + kv_head) * D, stride);
+  if (warp_row < keys) {
+    const int64_t stride = a.kv_heads * D, at = ((start + j0 + warp_row) * a.kv_heads + kv_head) * D;
+    write_fragments<T, D>(dk_acc, keys - warp_row, dk + at, stride);
+    write_fragments<T, D>(dv_acc, keys - warp_row, dv + at, stride);
+  }
 #else
   __trap();  // built only for devices with bf16 tensor cores (compute capability 8.0 and up)
 #endif

@@ -1,14 +1,15 @@
 // What the tensor-core attention kernels share (the prefill forward in attention.cu, the training backward in
-// attention_backward.cu): 64-row tiles of a ragged batch's sequences, tiles of head vectors copied into shared
-// memory with cp.async, and 16 x 16 x 16 WMMA products with float32 accumulation.
+// attention_backward.cu): 64-row tiles of a ragged batch's sequences, four warps of 16 rows a block, tiles of
+// head vectors copied into shared memory with cp.async, and which keys the two rows of a lane's fragments see.
+// The products themselves are mma_fragments.cuh's.
 #pragma once
 
 #include <cuda_pipeline.h>
-#include <mma.h>
 
 #include <cstdint>
 
 #include "tfm/backend/cuda/device_common.cuh"
+#include "tfm/backend/cuda/mma_fragments.cuh"
 
 namespace tfm::cuda {
 
@@ -35,95 +36,63 @@ inline unsigned tile_grid(int64_t rows, int64_t num_seqs) {
   return static_cast<unsigned>((rows + kTileRows - 1) / kTileRows + num_seqs);
 }
 
-// Starts copying rows of global memory into a shared tile of `ld`-element rows, 16 bytes at a time, without
-// waiting for them (cp.async): every load of the tile is in flight at once. `sources[r]` is row r's address,
-// or null for a row of zeros. The caller commits and waits.
-template <typename T, int D>
-__device__ void start_tile_load(T* tile, int ld, int rows, const T* const* sources) {
-  constexpr int kPiece = 16 / sizeof(T), kPieces = D / kPiece;
-  for (int i = threadIdx.x; i < rows * kPieces; i += blockDim.x) {
-    const int r = i / kPieces, p = i % kPieces;
-    T* dst = tile + r * ld + p * kPiece;
-    if (sources[r]) {
-      __pipeline_memcpy_async(dst, sources[r] + p * kPiece, 16);
+// Starts copying kTileRows rows of D elements into `tile` (rows ld apart) with cp.async, two threads a row: row r
+// from source(r), or zeros where that is null. The caller commits and waits (wait_rows_loads).
+template <typename T, int D, typename Source>
+__device__ void start_rows_load(T* tile, int ld, const Source& source) {
+  constexpr int kPiece = 16 / sizeof(T), kPieces = D / kPiece, kThreadsPerRow = kTileWarps * 32 / kTileRows;
+  const int r = static_cast<int>(threadIdx.x) / kThreadsPerRow;
+  const int part = static_cast<int>(threadIdx.x) % kThreadsPerRow;
+  const T* from = source(r);
+  T* to = tile + r * ld;
+#pragma unroll
+  for (int p = part; p < kPieces; p += kThreadsPerRow) {
+    if (from) {
+      __pipeline_memcpy_async(to + p * kPiece, from + p * kPiece, 16);
     } else {
-      *reinterpret_cast<uint4*>(dst) = make_uint4(0, 0, 0, 0);
+      *reinterpret_cast<uint4*>(to + p * kPiece) = make_uint4(0, 0, 0, 0);
     }
   }
 }
 
-__device__ inline void finish_tile_loads() {
+// Waits for every copy started so far and for every thread of the block to reach it.
+__device__ inline void wait_rows_loads() {
   __pipeline_commit();
   __pipeline_wait_prior(0);
   __syncthreads();
 }
 
-#if __CUDA_ARCH__ >= 800
-using Accumulator = nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float>;
-
-// acc[t] += A B_t on the tensor cores, for the Tiles 16-column blocks B_t of B: A is 16 rows of 16 * steps
-// (row-major at `a`), B 16 * steps rows (at `b`, stored as BLayout; step k's block starts b_step elements
-// after step k - 1's, block t's b_tile elements after block t - 1's). Each fragment of A is loaded once for
-// every block of B: shared memory's bandwidth, not the tensor cores, bounds these kernels.
-template <typename T, typename BLayout, int Tiles>
-__device__ void multiply_add(Accumulator (&acc)[Tiles], const T* a, int lda, const T* b, int ldb, int steps,
-                             int b_step, int b_tile) {
-  using namespace nvcuda;
-  for (int k = 0; k < steps; ++k) {
-    wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> a_part;
-    wmma::load_matrix_sync(a_part, a + k * 16, lda);
-#pragma unroll
-    for (int t = 0; t < Tiles; ++t) {
-      wmma::fragment<wmma::matrix_b, 16, 16, 16, T, BLayout> b_part;
-      wmma::load_matrix_sync(b_part, b + k * b_step + t * b_tile, ldb);
-      wmma::mma_sync(acc[t], a_part, b_part, acc[t]);
-    }
-  }
-}
-
-// Where element e of this lane's 16 x 16 accumulator fragment sits, and of its matrix_a fragment of 16-bit
-// elements, which is laid out alike: WMMA's m16n16k16 tiles are two m16n8k16 mma tiles on sm_80 and later (row
-// lane / 4, or 8 more; columns 2 (lane % 4) and the next, or 8 more). CUDA does not document it; the
-// conformance tests of every dtype check the kernels that rely on it. With it, scores stay in registers: the
-// softmax works on them there, and probabilities become the next product's left operand without a trip
-// through shared memory, as flash attention keeps them.
-__device__ inline int fragment_row(int e) {
-  return static_cast<int>(threadIdx.x % 32) / 4 + 8 * ((e / 2) % 2);
-}
-__device__ inline int fragment_column(int e) {
-  return 2 * static_cast<int>(threadIdx.x % 4) + e % 2 + 8 * (e / 4);
-}
-
-// v combined over the four lanes that hold the same fragment rows (fragment_row alike), every one of them
-// getting the result: a row's maximum or sum over a tile, from each lane's part of it.
+// v combined over the four lanes that hold the same fragment rows, every one of them getting the result: a
+// row's maximum or sum over a tile, from each lane's part of it.
 template <typename Combine>
 __device__ inline float across_row_lanes(float v) {
   v = Combine()(v, __shfl_xor_sync(0xffffffffu, v, 1));
   return Combine()(v, __shfl_xor_sync(0xffffffffu, v, 2));
 }
 
-// 16 rows of `a` (head vectors, D wide, rows ld apart) times the first 16 * Tiles rows of `b` transposed.
-template <typename T, int D, int Tiles = kTileRows / 16>
-__device__ void products(Accumulator (&acc)[Tiles], const T* a, const T* b, int ld) {
-#pragma unroll
-  for (int t = 0; t < Tiles; ++t) nvcuda::wmma::fill_fragment(acc[t], 0.f);
-  multiply_add<T, nvcuda::wmma::col_major>(acc, a, ld, b, ld, D / 16, 16, 16 * ld);
-}
+// The keys that the two rows of this lane's fragments (fragment_group() and 8 more) see, each a range
+// first..last (first > last: none), and over the warp's rows the keys some row sees and those every row sees:
+// so that a warp skips a tile of keys no row of it sees, and masks only a tile some row sees in part. Rows past
+// the tile's (`real` false) see nothing and take no part: the kernels leave their results unwritten. Every lane
+// of the warp constructs it.
+struct WarpKeys {
+  int first[2], last[2];
+  int some_first, some_last, every_first, every_last;
 
-// acc[] (16 rows of a D-wide result) += `weights` (16 rows by 16) times 16 rows of `tile` (rows ld apart).
-template <typename T, int D, typename Weights>
-__device__ void accumulate(Accumulator (&acc)[D / 16], const Weights& weights, const T* tile, int ld) {
-  using namespace nvcuda;
-#pragma unroll
-  for (int t = 0; t < D / 16; ++t) {
-    wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::row_major> b_part;
-    wmma::load_matrix_sync(b_part, tile + t * 16, ld);
-    wmma::mma_sync(acc[t], weights, b_part, acc[t]);
+  __device__ WarpKeys(const bool (&real)[2], const int (&row_first)[2], const int (&row_last)[2]) {
+    for (int half = 0; half < 2; ++half) {
+      first[half] = real[half] ? row_first[half] : INT32_MAX;
+      last[half] = real[half] ? row_last[half] : -1;
+    }
+    some_first = __reduce_min_sync(~0u, min(first[0], first[1]));
+    some_last = __reduce_max_sync(~0u, max(last[0], last[1]));
+    every_first = __reduce_max_sync(~0u, max(real[0] ? first[0] : 0, real[1] ? first[1] : 0));
+    every_last = __reduce_min_sync(~0u, min(real[0] ? last[0] : INT32_MAX, real[1] ? last[1] : INT32_MAX));
   }
-}
-
-template <typename T>
-using Weights = nvcuda::wmma::fragment<nvcuda::wmma::matrix_a, 16, 16, 16, T, nvcuda::wmma::row_major>;
-#endif
+  // Whether some row sees one of the keys j0 .. j0 + count - 1; whether every row sees them all.
+  __device__ bool some(int j0, int count) const { return j0 <= some_last && j0 + count - 1 >= some_first; }
+  __device__ bool every(int j0, int count) const { return j0 >= every_first && j0 + count - 1 <= every_last; }
+  __device__ bool sees(int half, int j) const { return j >= first[half] && j <= last[half]; }
+};
 
 }  // namespace tfm::cuda
