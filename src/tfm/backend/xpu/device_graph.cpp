@@ -13,9 +13,11 @@ Fn entry_point(cl_platform_id platform, const char* name) {
 
 using ClEvent = ClHandle<cl_event, clReleaseEvent>;
 
-// The headers declare the extension's provisional entry points as they were before revision 0.9.5, which gave
-// every command a properties argument: a device of a later revision would be called with the wrong arguments.
-constexpr cl_version kFirstUnsupportedRevision = CL_MAKE_VERSION(0, 9, 5);
+// Revision 0.9.5 gave every command a properties argument; 1.0 is the ratified form. A later major revision
+// may change the entry points again, so tfm records no graphs there rather than call them with the wrong
+// arguments.
+constexpr cl_version kFirstRevisionWithCommandProperties = CL_MAKE_VERSION(0, 9, 5);
+constexpr cl_version kFirstUnknownRevision = CL_MAKE_VERSION(2, 0, 0);
 
 // The revision of extension `name` the device reports (CL_DEVICE_EXTENSIONS_WITH_VERSION, OpenCL 3.0).
 cl_version extension_version(cl_device_id device, std::string_view name) {
@@ -81,11 +83,10 @@ std::optional<CommandBufferApi> CommandBufferApi::load(cl_platform_id platform, 
     why_not = "the device does not offer " CL_KHR_COMMAND_BUFFER_EXTENSION_NAME;
     return std::nullopt;
   }
-  if (const cl_version revision = extension_version(device, CL_KHR_COMMAND_BUFFER_EXTENSION_NAME);
-      revision >= kFirstUnsupportedRevision) {
+  const cl_version revision = extension_version(device, CL_KHR_COMMAND_BUFFER_EXTENSION_NAME);
+  if (revision >= kFirstUnknownRevision) {
     why_not = "its " CL_KHR_COMMAND_BUFFER_EXTENSION_NAME " is revision " + revision_name(revision) +
-              ", and tfm's OpenCL headers declare the entry points of revisions before " +
-              revision_name(kFirstUnsupportedRevision);
+              ", and tfm knows the entry points of revisions before " + revision_name(kFirstUnknownRevision);
     return std::nullopt;
   }
   const auto required = device_value<cl_command_queue_properties>(
@@ -102,9 +103,17 @@ std::optional<CommandBufferApi> CommandBufferApi::load(cl_platform_id platform, 
       .release = entry_point<clReleaseCommandBufferKHR_fn>(platform, "clReleaseCommandBufferKHR"),
       .enqueue = entry_point<clEnqueueCommandBufferKHR_fn>(platform, "clEnqueueCommandBufferKHR"),
       .kernel = entry_point<clCommandNDRangeKernelKHR_fn>(platform, "clCommandNDRangeKernelKHR"),
-      .copy = entry_point<clCommandCopyBufferKHR_fn>(platform, "clCommandCopyBufferKHR"),
+      .copy = nullptr,
+      .copy_with_properties = nullptr,
   };
-  if (!api.create || !api.finalize || !api.release || !api.enqueue || !api.kernel || !api.copy) {
+  if (revision >= kFirstRevisionWithCommandProperties) {
+    api.copy_with_properties =
+        entry_point<CommandCopyBufferWithPropertiesFn>(platform, "clCommandCopyBufferKHR");
+  } else {
+    api.copy = entry_point<clCommandCopyBufferKHR_fn>(platform, "clCommandCopyBufferKHR");
+  }
+  if (!api.create || !api.finalize || !api.release || !api.enqueue || !api.kernel ||
+      !(api.copy || api.copy_with_properties)) {
     why_not = "the platform does not give the entry points of " CL_KHR_COMMAND_BUFFER_EXTENSION_NAME;
     return std::nullopt;
   }
@@ -154,9 +163,13 @@ void Recording::copy(cl_mem src, size_t src_offset, cl_mem dst, size_t dst_offse
   retain(src);
   retain(dst);
   cl_sync_point_khr done = 0;
-  cl_check(api_.copy(commands_, nullptr, src, dst, src_offset, dst_offset, bytes, waits(), wait_list(), &done,
-                     nullptr),
-           "clCommandCopyBufferKHR", where_);
+  const cl_int status =
+      api_.copy_with_properties
+          ? api_.copy_with_properties(commands_, nullptr, nullptr, src, dst, src_offset, dst_offset, bytes,
+                                      waits(), wait_list(), &done, nullptr)
+          : api_.copy(commands_, nullptr, src, dst, src_offset, dst_offset, bytes, waits(), wait_list(),
+                      &done, nullptr);
+  cl_check(status, "clCommandCopyBufferKHR", where_);
   previous_ = done;
   has_previous_ = true;
 }

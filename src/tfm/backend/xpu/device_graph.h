@@ -24,7 +24,18 @@ namespace tfm::xpu {
 
 struct XpuDevice;
 
-// The extension's entry points, which the ICD loader hands out per platform.
+// clCommandCopyBufferKHR as revisions 0.9.5 to 1.0 of the extension declare it: every command took a
+// properties list after the queue (the headers tfm builds with declare the earlier form,
+// clCommandCopyBufferKHR_fn).
+using CommandCopyBufferWithPropertiesFn = cl_int(CL_API_CALL*)(cl_command_buffer_khr, cl_command_queue,
+                                                               const cl_properties*, cl_mem, cl_mem, size_t,
+                                                               size_t, size_t, cl_uint,
+                                                               const cl_sync_point_khr*, cl_sync_point_khr*,
+                                                               cl_mutable_command_khr*);
+
+// The extension's entry points, which the ICD loader hands out per platform. Of the ones tfm calls, only the
+// copy changed its arguments between the provisional revisions and 1.0 (clCommandNDRangeKernelKHR always took
+// a properties list there): one of `copy` and `copy_with_properties` is set, by the device's revision.
 struct CommandBufferApi {
   clCreateCommandBufferKHR_fn create;
   clFinalizeCommandBufferKHR_fn finalize;
@@ -32,6 +43,7 @@ struct CommandBufferApi {
   clEnqueueCommandBufferKHR_fn enqueue;
   clCommandNDRangeKernelKHR_fn kernel;
   clCommandCopyBufferKHR_fn copy;
+  CommandCopyBufferWithPropertiesFn copy_with_properties;
 
   // The entry points when `device` offers cl_khr_command_buffer for a queue without properties (the backend's
   // in-order queue); otherwise nullopt, and `why_not` says what is missing.
