@@ -1049,14 +1049,18 @@ TEST_P(Conformance, MatchesTheReferenceOnTheSameInputs) {
     std::vector<Tensor> ref_inputs, want;
     for (const Tensor& t : inputs) ref_inputs.push_back(placed(t, DType::float32, Device{}));
     ASSERT_TRUE(c.run(ref_inputs, Device{}, DType::float32, reference, want)) << c.what << ": the reference refused";
-    std::vector<Tensor> dev_inputs, got;
-    for (const Tensor& t : inputs) dev_inputs.push_back(placed(t, k.dtype, *device));
-    if (!c.run(dev_inputs, *device, k.dtype, kernel, got)) continue;  // a shape this variant does not take
-    ++ran;
-    ASSERT_EQ(got.size(), want.size());
-    for (size_t i = 0; i < got.size(); ++i) {
-      const Tensor expected = want[i].dtype() == DType::int32 ? want[i] : as_floats(want[i]);
-      expect_close(got[i], expected, tolerance(k.dtype), c.what + " output " + std::to_string(i));
+    // Twice, from fresh copies of the inputs: a kernel that keeps state between launches (the arrival counters
+    // of work split over blocks) must leave it as it found it.
+    for (const char* launch : {"", " (again)"}) {
+      std::vector<Tensor> dev_inputs, got;
+      for (const Tensor& t : inputs) dev_inputs.push_back(placed(t, k.dtype, *device));
+      if (!c.run(dev_inputs, *device, k.dtype, kernel, got)) break;  // a shape this variant does not take
+      if (*launch == '\0') ++ran;
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t i = 0; i < got.size(); ++i) {
+        const Tensor expected = want[i].dtype() == DType::int32 ? want[i] : as_floats(want[i]);
+        expect_close(got[i], expected, tolerance(k.dtype), c.what + launch + " output " + std::to_string(i));
+      }
     }
   }
   EXPECT_GT(ran, 0) << "the kernel accepted none of the cases";

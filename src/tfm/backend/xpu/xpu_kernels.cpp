@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "tfm/backend/kernel_registry.h"
 #include "tfm/backend/xpu/onednn_matmul.h"
@@ -122,6 +123,8 @@ struct XpuKernels::Devices {
     std::map<std::pair<const Program*, std::string_view>, ClKernel> kernels;
     ClBuffer scratch;  // attention's scores or partial states, training kernels' partial sums
     size_t scratch_capacity = 0;
+    ClBuffer arrivals;  // counters of split work (decode attention's parts), zero between launches
+    size_t arrivals_capacity = 0;
   };
 
   // Kernel `name` of `program` (prefixed with common.cl) on the device of `on`, created once per device.
@@ -161,6 +164,24 @@ struct XpuKernels::Devices {
       state.scratch_capacity = bytes;
     }
     return state.scratch.get();
+  }
+
+  // At least `count` arrival counters on the device of `on`, zero: a kernel that counts on one sets it back to
+  // zero when its last arrival has come. Made from zeros on the host, so no queued fill (which a graph being
+  // recorded could not order).
+  cl_mem arrivals(const Tensor& on, size_t count) {
+    State& state = states[on.device().index];
+    if (state.arrivals_capacity < count) {
+      const XpuDevice& device = backend.device(on.device().index);
+      std::vector<cl_int> zeros(count, 0);
+      cl_int status = CL_SUCCESS;
+      ClBuffer buffer(clCreateBuffer(device.context.get(), CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,
+                                     count * sizeof(cl_int), zeros.data(), &status));
+      cl_check(status, "clCreateBuffer", device.where + ": " + std::to_string(count) + " arrival counters");
+      state.arrivals = std::move(buffer);
+      state.arrivals_capacity = count;
+    }
+    return state.arrivals.get();
   }
 
   // out[i] = x[rows[i]]: gather_rows, and embedding with x the table.
@@ -376,14 +397,10 @@ void XpuKernels::run(const op::PagedAttention& a, AttentionForm form) {
     const int64_t groups = T * heads, splits = attention_splits(a, devices_->backend.device(a.out.device().index));
     const size_t state_bytes = static_cast<size_t>(groups * splits * (a.q.size(2) + 2)) * sizeof(float);
     const cl_mem partial = splits > 1 ? devices_->scratch(a.out, state_bytes) : cl_mem{nullptr};
+    const cl_mem arrivals = splits > 1 ? devices_->arrivals(a.out, static_cast<size_t>(groups)) : cl_mem{nullptr};
     Launch launch = devices_->kernel(a.out, program, "attention_flash", kAttentionGroup);
-    common(launch, partial);
+    common(launch, partial, arrivals);
     launch.run({static_cast<size_t>(groups) * kAttentionGroup, static_cast<size_t>(splits)}, {kAttentionGroup, 1});
-    if (splits > 1) {
-      devices_->kernel(a.out, program, "attention_combine", kAttentionGroup)
-          .args(partial, to_int(splits, "splits"), a.out)
-          .run({static_cast<size_t>(groups) * kAttentionGroup, 1}, {kAttentionGroup, 1});
-    }
     return;
   }
   if (T == 0) return;

@@ -69,13 +69,38 @@ float key_dot(__local const float* q, __global const ELEM* cache_k, long k_row) 
   barrier(CLK_LOCAL_MEM_FENCE);                                                                          \
   const long o = out_off + ((long)row * heads + head) * HEAD_DIM
 
+// The output of a (row, head) from the `splits` partial states (maximum, denominator, unnormalised output)
+// its parts wrote to `states`: each part's sums rescaled to the largest maximum. A row with no keys (all parts
+// empty) gets zeros. The states are read as volatile: other work-groups wrote them, and a cache of this one's
+// must not answer for them.
+void combine_splits(__global volatile const float* states, int splits, int lid, __global ELEM* out, long o) {
+  float overall = -INFINITY;
+  for (int s = 0; s < splits; ++s) overall = fmax(overall, states[s * (HEAD_DIM + 2)]);
+  float denom = 0.0f;
+  for (int s = 0; s < splits; ++s) {
+    const float m = states[s * (HEAD_DIM + 2)];
+    if (m > -INFINITY) denom += states[s * (HEAD_DIM + 2) + 1] * exp(m - overall);
+  }
+  const float inv = denom > 0.0f ? 1.0f / denom : 0.0f;
+  for (int dim = lid; dim < HEAD_DIM; dim += ATT_GROUP) {
+    float a = 0.0f;
+    for (int s = 0; s < splits; ++s) {
+      const float m = states[s * (HEAD_DIM + 2)];
+      if (m > -INFINITY) a += states[s * (HEAD_DIM + 2) + 2 + dim] * exp(m - overall);
+    }
+    STORE(a * inv, out, o + dim);
+  }
+}
+
 // The fused form (flash, as sdpa): one pass with a running maximum, in float but for the weights of the values,
 // ATT_GROUP keys at a time: each item scores one key of the tile, then every item rescales what it summed under
 // the old maximum and adds the tile's values for its dimensions. A row's keys may be split into
 // get_num_groups(1) equal parts (a decode step has too few rows to fill the device): each part then writes its
-// state (maximum, denominator, unnormalised output) to `partial`, and attention_combine merges them.
+// state (maximum, denominator, unnormalised output) to `partial`, and the last part of the row and head to
+// arrive (counted in `arrivals`, zero between launches) merges them: one launch, no wait between work-groups.
 __kernel __attribute__((reqd_work_group_size(ATT_GROUP, 1, 1))) void attention_flash(ATTENTION_ARGS,
-                                                                                     __global float* partial) {
+                                                                                     __global float* partial,
+                                                                                     __global int* arrivals) {
   ATTENTION_PROLOGUE(get_group_id(0));
   const int split = get_group_id(1), splits = get_num_groups(1);
   const int chunk = (keys.last - keys.first + 1 + splits - 1) / splits;
@@ -117,22 +142,36 @@ __kernel __attribute__((reqd_work_group_size(ATT_GROUP, 1, 1))) void attention_f
     max_score = new_max;
     barrier(CLK_LOCAL_MEM_FENCE);  // p and rows are rewritten by the next tile
   }
-  if (splits > 1) {
-    __global float* state = partial + ((long)get_group_id(0) * splits + split) * (HEAD_DIM + 2);
+  __global float* states = partial + (long)get_group_id(0) * splits * (HEAD_DIM + 2);
+  if (splits == 1) {
+    const float inv = end > begin ? 1.0f / denom : 0.0f;
+    for (int d = 0; d < DIMS_PER_ITEM; ++d) {
+      const int dim = lid + d * ATT_GROUP;
+      if (dim < HEAD_DIM) STORE(acc[d] * inv, out, o + dim);
+    }
+  } else {
     if (lid == 0) {
-      state[0] = max_score;
-      state[1] = denom;
+      states[split * (HEAD_DIM + 2)] = max_score;
+      states[split * (HEAD_DIM + 2) + 1] = denom;
     }
     for (int d = 0; d < DIMS_PER_ITEM; ++d) {
       const int dim = lid + d * ATT_GROUP;
-      if (dim < HEAD_DIM) state[2 + dim] = acc[d];
+      if (dim < HEAD_DIM) states[split * (HEAD_DIM + 2) + 2 + dim] = acc[d];
     }
-    return;
   }
-  const float inv = end > begin ? 1.0f / denom : 0.0f;
-  for (int d = 0; d < DIMS_PER_ITEM; ++d) {
-    const int dim = lid + d * ATT_GROUP;
-    if (dim < HEAD_DIM) STORE(acc[d] * inv, out, o + dim);
+  // Each item's state reaches global memory before its part counts itself as arrived. Every item passes the
+  // barriers, split or not.
+  mem_fence(CLK_GLOBAL_MEM_FENCE);
+  __local int last;
+  barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+  if (lid == 0) {
+    last = splits > 1 && atomic_inc(arrivals + get_group_id(0)) == splits - 1;
+    if (last) arrivals[get_group_id(0)] = 0;  // every other part has arrived: ready for the next launch
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (last) {
+    mem_fence(CLK_GLOBAL_MEM_FENCE);
+    combine_splits(states, splits, lid, out, o);
   }
 }
 
@@ -287,30 +326,6 @@ __kernel __attribute__((reqd_work_group_size(ATT_GROUP, 1, 1))) void attention_t
   }
 }
 #endif
-
-// The output of (row, head) group from the `splits` partial states attention_flash wrote for it: each split's
-// sums rescaled to the largest maximum. A row with no keys (all splits empty) gets zeros.
-__kernel __attribute__((reqd_work_group_size(ATT_GROUP, 1, 1))) void attention_combine(
-    __global const float* partial, int splits, __global ELEM* out, long out_off) {
-  const int lid = get_local_id(0), group = get_group_id(0);
-  __global const float* states = partial + (long)group * splits * (HEAD_DIM + 2);
-  float overall = -INFINITY;
-  for (int s = 0; s < splits; ++s) overall = fmax(overall, states[s * (HEAD_DIM + 2)]);
-  float denom = 0.0f;
-  for (int s = 0; s < splits; ++s) {
-    const float m = states[s * (HEAD_DIM + 2)];
-    if (m > -INFINITY) denom += states[s * (HEAD_DIM + 2) + 1] * exp(m - overall);
-  }
-  const float inv = denom > 0.0f ? 1.0f / denom : 0.0f;
-  for (int dim = lid; dim < HEAD_DIM; dim += ATT_GROUP) {
-    float a = 0.0f;
-    for (int s = 0; s < splits; ++s) {
-      const float m = states[s * (HEAD_DIM + 2)];
-      if (m > -INFINITY) a += states[s * (HEAD_DIM + 2) + 2 + dim] * exp(m - overall);
-    }
-    STORE(a * inv, out, out_off + (long)group * HEAD_DIM + dim);
-  }
-}
 
 // The eager form, as Transformers' eager_attention_forward: every score of the row, rounded to the dtype
 // after q . k and again after the scale, into `scores` (max_context floats per work-group, of a launch
