@@ -161,6 +161,10 @@ if want xpu; then
   xpu_latency --model /tmp/qwen3-0.6b --dtype float32 --batch-size 1 --input-len 128 --output-len 256 --use-kernels
   xpu_latency --model /tmp/qwen3-8b --dtype bfloat16 --batch-size 1 --input-len 128 --output-len 128 --use-kernels
   xpu_latency --model /tmp/qwen3-0.6b --dtype bfloat16 --batch-size 1 --input-len 2048 --output-len 1 --use-kernels
+  step "where a 0.6B decode step's time goes on xpu: kernels' device time and the idle time between them"
+  TFM_XPU_TIMELINE=1 TFM_XPU_PLATFORM="NVIDIA CUDA" timeout 120 $b/bin/tfm bench latency --device xpu \
+    --dtype bfloat16 --model /tmp/qwen3-0.6b --batch-size 1 --input-len 128 --output-len 64 --repeat 1 \
+    --use-kernels 2>&1 | grep -A30 "kernel timeline"
   for model in qwen3-0.6b qwen3-8b; do
     timeout 200 $b/bin/tfm bench latency --device cuda --dtype bfloat16 --json --model /tmp/$model --batch-size 1 \
       --input-len 128 --output-len 128 --use-kernels 2>&1 | tail -1

@@ -87,6 +87,26 @@ TEST(Cli, ProfileOpsRunsStepsWithoutDeviceGraphs) {
   EXPECT_EQ(profiled.out.find("device graph"), std::string::npos) << profiled.out;
 }
 
+// TFM_XPU_TIMELINE=1 prints the xpu kernels' device time at exit, from the queue's own timestamps, and
+// changes no result. Steps replayed from a graph run no timed launch; the prompt's forward pass always
+// launches.
+TEST(Cli, XpuTimelineReportsTheKernelsARunLaunched) {
+  const std::string run = "TFM_XPU_PLATFORM=\"" + tfm::xpu::test_platform() + "\" " +
+                          std::string(TFM_BINARY) + " generate --model " + kModel +
+                          " --ids 1,17,42 --max-new-tokens 3 --device xpu --dtype float32 --json";
+  const Result plain = shell(run + " 2>/dev/null");
+  if (plain.status != 0 && plain.out.find("is not available") != std::string::npos) GTEST_SKIP() << plain.out;
+  const Result timed = shell("TFM_XPU_TIMELINE=1 " + run + " 2>&1 >/dev/null");
+  const Result timed_out = shell("TFM_XPU_TIMELINE=1 " + run + " 2>/dev/null");
+  ASSERT_EQ(plain.status, 0) << plain.out;
+  ASSERT_EQ(timed.status, 0) << timed.out;
+  EXPECT_EQ(ints(tfm::json::parse(timed_out.out).at("ids")), ints(tfm::json::parse(plain.out).at("ids")));
+  EXPECT_NE(timed.out.find("kernel timeline (TFM_XPU_TIMELINE)"), std::string::npos) << timed.out;
+  EXPECT_NE(timed.out.find(" attention_"), std::string::npos) << timed.out;
+  EXPECT_EQ(shell(run + " 2>&1 >/dev/null").out.find("kernel timeline"),
+            std::string::npos);  // off unless asked
+}
+
 const std::string& kDemo = tfm::test_support::kDemoModel;
 
 TEST(Cli, GenerateUsesTheDemoModelByDefaultAndStreamsTransformersText) {

@@ -1,5 +1,6 @@
 #include "tfm/backend/xpu/device_graph.h"
 
+#include "tfm/backend/xpu/kernel_timeline.h"
 #include "tfm/backend/xpu/xpu_backend.h"
 #include "tfm/core/logging.h"
 
@@ -186,9 +187,12 @@ void enqueue_kernel(XpuDevice& device, cl_kernel kernel, const char* name, const
     device.recording->kernel(kernel, name, args, global, group);
     return;
   }
+  cl_event done = nullptr;
   const cl_int status =
-      clEnqueueNDRangeKernel(device.queue.get(), kernel, 2, nullptr, global.data(), group.data(), 0, nullptr, nullptr);
+      clEnqueueNDRangeKernel(device.queue.get(), kernel, 2, nullptr, global.data(), group.data(), 0, nullptr,
+                             kernel_timeline_enabled() ? &done : nullptr);
   if (status != CL_SUCCESS) cl_check(status, std::string("clEnqueueNDRangeKernel(") + name + ")", device.where);
+  if (done) kernel_timeline_add(name, done);
 }
 
 void refuse_while_recording(const XpuDevice& device, std::string_view what) {

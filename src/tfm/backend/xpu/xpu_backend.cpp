@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 
+#include "tfm/backend/xpu/kernel_timeline.h"
 #include "tfm/core/error.h"
 
 namespace tfm::xpu {
@@ -129,7 +130,10 @@ ClContext create_context(cl_platform_id platform, cl_device_id id, const std::st
 
 ClQueue create_queue(cl_context context, cl_device_id id, const std::string& where) {
   cl_int status = CL_SUCCESS;
-  ClQueue queue(clCreateCommandQueueWithProperties(context, id, nullptr, &status));  // in order by default
+  // In order by default; profiling its commands only for the kernel timeline.
+  const cl_queue_properties profiling[] = {CL_QUEUE_PROPERTIES, CL_QUEUE_PROFILING_ENABLE, 0};
+  ClQueue queue(clCreateCommandQueueWithProperties(context, id,
+                                                   kernel_timeline_enabled() ? profiling : nullptr, &status));
   cl_check(status, "clCreateCommandQueueWithProperties", where);
   return queue;
 }
