@@ -2,6 +2,8 @@
 
 #include <CL/cl_ext.h>
 
+#include <algorithm>
+
 #include "tfm/backend/xpu/opencl.h"
 
 namespace tfm::xpu {
@@ -19,6 +21,10 @@ std::vector<size_t> sub_group_sizes(cl_device_id device) {
 }
 
 }  // namespace
+
+bool DeviceCapabilities::offers_sub_group(size_t size) const {
+  return std::find(sub_group_sizes.begin(), sub_group_sizes.end(), size) != sub_group_sizes.end();
+}
 
 int DeviceCapabilities::dpas_sub_group_size() const {
   if (!dpas) return 0;

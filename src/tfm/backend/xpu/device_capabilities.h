@@ -38,6 +38,10 @@ struct DeviceCapabilities {
   // The sub-group size the DPAS kernels are built for: 8 where the device offers it (Xe-HPG executes DPAS
   // at SIMD8), else 16 (Xe-HPC and later have no SIMD8). 0 without DPAS.
   int dpas_sub_group_size() const;
+  // Whether a kernel may require sub-groups of `size` lanes here.
+  bool offers_sub_group(size_t size) const;
+  // Whether the Intel sub-group kernels (block reads, reductions) run here at `size` lanes.
+  bool runs_intel_subgroups(size_t size) const { return intel_subgroups && offers_sub_group(size); }
 };
 
 // The inputs of the classification, as the driver reports them.

@@ -21,15 +21,10 @@ bool rows_block_aligned(const Tensor& t, int64_t K) {
   return bytes(t.offset()) % 16 == 0 && bytes(K) % 16 == 0;
 }
 
-bool offers_sub_group(const DeviceCapabilities& device, size_t size) {
-  return std::find(device.sub_group_sizes.begin(), device.sub_group_sizes.end(), size) !=
-         device.sub_group_sizes.end();
-}
-
 // DPAS multiplies bf16 and f16 here, at a sub-group size the device must accept as required.
 bool runs_dpas(DType d, const DeviceCapabilities& device) {
   return device.dpas && (d == DType::bfloat16 || d == DType::float16) &&
-         offers_sub_group(device, static_cast<size_t>(device.dpas_sub_group_size()));
+         device.offers_sub_group(static_cast<size_t>(device.dpas_sub_group_size()));
 }
 
 const Program& gemv_program(DType d) {
@@ -62,7 +57,7 @@ bool intel_linear_supports(LinearVariant variant, const op::Linear& a, const Dev
   const int64_t M = a.x.size(0), K = a.x.size(1);
   switch (variant) {
     case LinearVariant::intel_subgroup:
-      return device.intel_subgroups && offers_sub_group(device, kGemvSubGroup) && M >= 1 && M <= kRowsMax &&
+      return device.runs_intel_subgroups(kGemvSubGroup) && M >= 1 && M <= kRowsMax &&
              rows_block_aligned(a.w, K);
     case LinearVariant::dpas:
       return runs_dpas(a.dtype(), device) && M >= 1 && K % kDpasK == 0 && rows_block_aligned(a.x, K) &&
@@ -106,7 +101,7 @@ std::optional<IntelLinearLaunch> intel_linear_launch(LinearVariant variant, cons
 
 std::vector<Program> intel_linear_programs(DType d, const DeviceCapabilities& device) {
   std::vector<Program> programs;
-  if (device.intel_subgroups && offers_sub_group(device, kGemvSubGroup)) programs.push_back(gemv_program(d));
+  if (device.runs_intel_subgroups(kGemvSubGroup)) programs.push_back(gemv_program(d));
   if (runs_dpas(d, device)) programs.push_back(dpas_program(d, device.dpas_sub_group_size()));
   return programs;
 }

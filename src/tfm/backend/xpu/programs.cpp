@@ -79,6 +79,16 @@ const Program& attention_program(DType d, int64_t head_dim) {
       d, head_dim);
 }
 
+const Program& intel_attention_program(DType d, int64_t head_dim) {
+  return interned(
+      [&] {
+        return Program{
+            "intel_attention", kernel_sources::attention,
+            attention_options(d, head_dim) + " -DATT_SUB_GROUP=" + std::to_string(kAttentionSubGroup)};
+      },
+      d, head_dim);
+}
+
 const Program& attention_backward_program(DType d, int64_t head_dim) {
   return interned(
       [&] {
@@ -126,6 +136,8 @@ std::vector<Program> every_program(const DeviceCapabilities& device) {
     for (int64_t head_dim : {64, 80, 96, 128, 256}) {
       programs.push_back(attention_program(d, head_dim));
       programs.push_back(attention_backward_program(d, head_dim));
+      if (device.runs_intel_subgroups(kAttentionSubGroup) && head_dim % kAttentionSubGroup == 0)
+        programs.push_back(intel_attention_program(d, head_dim));
     }
     for (Program& p : intel_linear_programs(d, device)) programs.push_back(std::move(p));
   }

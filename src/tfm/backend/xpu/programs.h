@@ -36,6 +36,7 @@ inline constexpr size_t kRowsLanes = 32;       // 32 of them on each output colu
 static_assert(kRowsMax <= kRowsLanes, "linear_rows writes one output row per lane");
 inline constexpr int64_t kNormRows = 4096;     // norm_linear_rows: rows x K normalised values in local memory
 inline constexpr size_t kAttentionGroup = 64;  // items per (query row, head)
+inline constexpr size_t kAttentionSubGroup = 16;  // attention_subgroup (Intel): lanes per (query row, head)
 // The tiled attention kernels: a work-group owns `rows` rows of a sequence (query rows; keys in the dk/dv
 // kernel) and meets `partners` of the other side at a time in local memory, items in 8 groups of 8. Their
 // local memory, `sides` tiles of each (rows + partners) head vectors of head_dim + 1 floats and of rows x
@@ -93,6 +94,8 @@ const Program& pointwise_program(DType d);
 // backward runs the tiled product of the default.
 const Program& linear_program(DType d, int64_t rows_max = kRowsMax);
 const Program& attention_program(DType d, int64_t head_dim);
+// attention_subgroup, the flash form on devices with Intel's sub-groups (kAttentionSubGroup lanes).
+const Program& intel_attention_program(DType d, int64_t head_dim);
 const Program& attention_backward_program(DType d, int64_t head_dim);
 const Program& sampling_program(DType d);
 // embedding's backward, cross_entropy, sum_squares and adamw (whose dtype is its param copy's).

@@ -105,6 +105,17 @@ bool uses_tiles(const op::PagedAttention& a) {
   return a.q.size(2) <= kMaxTileHeadDim && a.q.size(0) > 2 * a.meta.context_lens.size(0);
 }
 
+// attention_subgroup takes `a` where the device has Intel sub-groups of kAttentionSubGroup lanes, the head
+// size is a whole number of block reads a lane (at most 16 of them) and both caches start 16-byte aligned.
+bool subgroup_attention_fits(const op::PagedAttention& a, const DeviceCapabilities& device) {
+  const int64_t D = a.q.size(2), lanes = static_cast<int64_t>(kAttentionSubGroup);
+  const auto aligned = [](const Tensor& t) {
+    return t.offset() * static_cast<int64_t>(dtype_size(t.dtype())) % 16 == 0;
+  };
+  return device.runs_intel_subgroups(kAttentionSubGroup) && D % lanes == 0 && D / lanes <= 16 &&
+         aligned(a.cache_k) && aligned(a.cache_v);
+}
+
 int64_t attention_splits(const op::PagedAttention& a, const XpuDevice& device) {
   const int64_t groups = std::max<int64_t>(1, a.q.size(0) * a.q.size(1));
   const int64_t capacity = a.meta.block_tables.size(1) * a.cache_k.size(1);
@@ -393,14 +404,21 @@ void XpuKernels::run(const op::PagedAttention& a, AttentionForm form) {
                {kAttentionGroup, 1});
     return;
   }
-  if (form == AttentionForm::flash) {
-    const int64_t groups = T * heads, splits = attention_splits(a, devices_->backend.device(a.out.device().index));
+  if (form != AttentionForm::eager) {
+    // Rows (and parts of their keys) a work-group each: attention_flash's items, or one Intel sub-group.
+    const XpuDevice& device = devices_->backend.device(a.out.device().index);
+    const bool subgroup =
+        form == AttentionForm::intel_subgroup || subgroup_attention_fits(a, device.capabilities);
+    const size_t group_items = subgroup ? kAttentionSubGroup : kAttentionGroup;
+    const int64_t groups = T * heads, splits = attention_splits(a, device);
     const size_t state_bytes = static_cast<size_t>(groups * splits * (a.q.size(2) + 2)) * sizeof(float);
     const cl_mem partial = splits > 1 ? devices_->scratch(a.out, state_bytes) : cl_mem{nullptr};
     const cl_mem arrivals = splits > 1 ? devices_->arrivals(a.out, static_cast<size_t>(groups)) : cl_mem{nullptr};
-    Launch launch = devices_->kernel(a.out, program, "attention_flash", kAttentionGroup);
+    Launch launch = subgroup ? devices_->kernel(a.out, intel_attention_program(a.dtype(), a.q.size(2)),
+                                                "attention_subgroup", group_items)
+                             : devices_->kernel(a.out, program, "attention_flash", group_items);
     common(launch, partial, arrivals);
-    launch.run({static_cast<size_t>(groups) * kAttentionGroup, static_cast<size_t>(splits)}, {kAttentionGroup, 1});
+    launch.run({static_cast<size_t>(groups) * group_items, static_cast<size_t>(splits)}, {group_items, 1});
     return;
   }
   if (T == 0) return;
@@ -607,6 +625,10 @@ void attention_on_xpu(const op::PagedAttention& a) {
   xpu_kernels().run(a, Form);
 }
 
+bool xpu_subgroup_attention_fits(const op::PagedAttention& a) {
+  return subgroup_attention_fits(a, xpu_backend().device(a.out.device().index).capabilities);
+}
+
 // Linears of more rows than linear_rows serves go to oneDNN on the devices it takes (onednn_matmul.h).
 void linear_on_onednn(const op::Linear& a) {
   onednn_linear().run(a);
@@ -661,6 +683,9 @@ void register_kernels(KernelRegistry& r) {
     r.add<op::PagedAttention>(xpu, d, "flash",
                               {.run = attention_on_xpu<AttentionForm::flash>, .is_default = true});
     r.add<op::PagedAttention>(xpu, d, "eager", {.run = attention_on_xpu<AttentionForm::eager>});
+    r.add<op::PagedAttention>(
+        xpu, d, "intel_subgroup",
+        {.run = attention_on_xpu<AttentionForm::intel_subgroup>, .supports = xpu_subgroup_attention_fits});
     r.add<op::ConcatColumns>(xpu, d, "default", {.run = run_on_xpu<op::ConcatColumns>, .is_default = true});
     r.add<op::AddScaledColumns>(xpu, d, "default",
                                 {.run = run_on_xpu<op::AddScaledColumns>, .is_default = true});

@@ -21,7 +21,10 @@ class XpuBackend;
 // running as many rows at a time as fit.
 inline constexpr size_t kDefaultScoresBytes = size_t{64} << 20;
 
-enum class AttentionForm { flash, eager };
+// How paged attention is computed: flash (one pass, the default: tiles for prefill, split rows for decode, on
+// Intel sub-groups where the device has them), eager (Transformers' scores), or intel_subgroup
+// (attention_subgroup for every row, as a variant to test).
+enum class AttentionForm { flash, eager, intel_subgroup };
 
 class XpuKernels {
  public:

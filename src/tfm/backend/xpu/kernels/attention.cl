@@ -72,8 +72,9 @@ float key_dot(__local const float* q, __global const ELEM* cache_k, long k_row) 
 // The output of a (row, head) from the `splits` partial states (maximum, denominator, unnormalised output)
 // its parts wrote to `states`: each part's sums rescaled to the largest maximum. A row with no keys (all parts
 // empty) gets zeros. The states are read as volatile: other work-groups wrote them, and a cache of this one's
-// must not answer for them.
-void combine_splits(__global volatile const float* states, int splits, int lid, __global ELEM* out, long o) {
+// must not answer for them. The caller's items take dimensions first, first + stride, ...
+void combine_splits(__global volatile const float* states, int splits, int first, int stride, __global ELEM* out,
+                    long o) {
   float overall = -INFINITY;
   for (int s = 0; s < splits; ++s) overall = fmax(overall, states[s * (HEAD_DIM + 2)]);
   float denom = 0.0f;
@@ -82,7 +83,7 @@ void combine_splits(__global volatile const float* states, int splits, int lid, 
     if (m > -INFINITY) denom += states[s * (HEAD_DIM + 2) + 1] * exp(m - overall);
   }
   const float inv = denom > 0.0f ? 1.0f / denom : 0.0f;
-  for (int dim = lid; dim < HEAD_DIM; dim += ATT_GROUP) {
+  for (int dim = first; dim < HEAD_DIM; dim += stride) {
     float a = 0.0f;
     for (int s = 0; s < splits; ++s) {
       const float m = states[s * (HEAD_DIM + 2)];
@@ -171,7 +172,7 @@ __kernel __attribute__((reqd_work_group_size(ATT_GROUP, 1, 1))) void attention_f
   barrier(CLK_LOCAL_MEM_FENCE);
   if (last) {
     mem_fence(CLK_GLOBAL_MEM_FENCE);
-    combine_splits(states, splits, lid, out, o);
+    combine_splits(states, splits, lid, ATT_GROUP, out, o);
   }
 }
 
@@ -325,6 +326,88 @@ __kernel __attribute__((reqd_work_group_size(ATT_GROUP, 1, 1))) void attention_t
     }
   }
 }
+#endif
+
+#ifdef ATT_SUB_GROUP
+#if !defined(cl_intel_subgroups) || !defined(cl_intel_subgroups_short) || \
+    !defined(cl_intel_required_subgroup_size)
+#error "attention_subgroup needs cl_intel_subgroups, cl_intel_subgroups_short and cl_intel_required_subgroup_size"
+#endif
+#define SG ATT_SUB_GROUP
+#define DIMS_PER_LANE (HEAD_DIM / SG)
+// The flash form on Intel GPUs: a work-group is one sub-group of SG lanes for a (row, head) and part of its keys,
+// as attention_flash's work-groups are. Lane l holds dimensions l, l + SG, ... of q and of the output; a key or
+// value row comes in block reads of SG consecutive elements, and a score is a sub-group sum. Keys come SG at a
+// time and lane i keeps the score of key i, so a chunk's maximum, its weights' sum and each weight's broadcast
+// are sub-group operations: no local memory, and no barrier but the parts' arrival. The host launches it where
+// HEAD_DIM is a multiple of SG and both caches start 16-byte aligned (every row does then).
+__kernel __attribute__((reqd_work_group_size(SG, 1, 1))) __attribute__((intel_reqd_sub_group_size(SG))) void
+attention_subgroup(ATTENTION_ARGS, __global float* partial, __global int* arrivals) {
+  const int lane = get_sub_group_local_id(), group = get_group_id(0);
+  const int row = group / heads, head = group % heads;
+  const Keys keys = keys_of(query_start + query_start_off, context_lens + context_lens_off,
+                            block_tables + block_tables_off, positions + positions_off, num_seqs, heads, kv_heads,
+                            max_blocks, window, row, head);
+  const long o = out_off + ((long)row * heads + head) * HEAD_DIM;
+  float qv[DIMS_PER_LANE], acc[DIMS_PER_LANE];
+  for (int b = 0; b < DIMS_PER_LANE; ++b) {
+    qv[b] = LOAD(q, q_off + ((long)row * heads + head) * HEAD_DIM + b * SG + lane);
+    acc[b] = 0.0f;
+  }
+  const int split = get_group_id(1), splits = get_num_groups(1);
+  const int chunk = (keys.last - keys.first + 1 + splits - 1) / splits;
+  const int begin = keys.first + split * chunk, end = min(keys.last + 1, begin + chunk);
+  float max_score = -INFINITY, denom = 0.0f;
+  for (int j0 = begin; j0 < end; j0 += SG) {
+    const int count = min(SG, end - j0);
+    float mine = -INFINITY;  // the score of key j0 + lane
+    for (int i = 0; i < count; ++i) {
+      __global const ELEM* k = cache_k + cache_k_off + cache_row(&keys, j0 + i, block_size, kv_heads);
+      float d = 0.0f;
+      for (int b = 0; b < DIMS_PER_LANE; ++b) d += qv[b] * BLOCK_LOAD(k, b * SG);
+      const float score = sub_group_reduce_add(d) * scale;
+      if (lane == i) mine = score;
+    }
+    const float new_max = fmax(max_score, sub_group_reduce_max(mine));
+    const float p = lane < count ? exp(mine - new_max) : 0.0f;
+    const float c = exp(max_score - new_max);  // 0 on the first chunk
+    denom = denom * c + sub_group_reduce_add(p);
+    // The weights multiply the values rounded to the dtype, as in attention_flash.
+    const float weight = ROUND(p);
+    for (int b = 0; b < DIMS_PER_LANE; ++b) acc[b] *= c;
+    for (int i = 0; i < count; ++i) {
+      const float w = sub_group_broadcast(weight, i);
+      __global const ELEM* v = cache_v + cache_v_off + cache_row(&keys, j0 + i, block_size, kv_heads);
+      for (int b = 0; b < DIMS_PER_LANE; ++b) acc[b] += w * BLOCK_LOAD(v, b * SG);
+    }
+    max_score = new_max;
+  }
+  __global float* states = partial + (long)group * splits * (HEAD_DIM + 2);
+  int arrived = 0;
+  if (splits == 1) {
+    const float inv = end > begin ? 1.0f / denom : 0.0f;
+    for (int b = 0; b < DIMS_PER_LANE; ++b) STORE(acc[b] * inv, out, o + b * SG + lane);
+  } else {
+    if (lane == 0) {
+      states[split * (HEAD_DIM + 2)] = max_score;
+      states[split * (HEAD_DIM + 2) + 1] = denom;
+    }
+    for (int b = 0; b < DIMS_PER_LANE; ++b) states[split * (HEAD_DIM + 2) + 2 + b * SG + lane] = acc[b];
+    mem_fence(CLK_GLOBAL_MEM_FENCE);  // each lane's state reaches global memory before the part arrives
+    sub_group_barrier(CLK_GLOBAL_MEM_FENCE);
+    if (lane == 0) {
+      arrived = atomic_inc(arrivals + group) + 1;
+      if (arrived == splits) arrivals[group] = 0;  // every other part has arrived: ready for the next launch
+    }
+    arrived = sub_group_broadcast(arrived, 0);
+  }
+  if (arrived == splits) {  // the last part merges them all
+    mem_fence(CLK_GLOBAL_MEM_FENCE);
+    combine_splits(states, splits, lane, SG, out, o);
+  }
+}
+#undef DIMS_PER_LANE
+#undef SG
 #endif
 
 // The eager form, as Transformers' eager_attention_forward: every score of the row, rounded to the dtype

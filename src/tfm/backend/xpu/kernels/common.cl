@@ -137,3 +137,16 @@ ulong splitmix64(ulong z) {
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBul;
   return z ^ (z >> 31);
 }
+
+#if defined(cl_intel_subgroups) && defined(cl_intel_subgroups_short)
+float half_bits_to_float(ushort bits) {
+  return vload_half(0, (__private const half*)&bits);
+}
+
+// Element k + lane of p, for each lane of the sub-group, as a float: one block read (the Intel variants; p + k
+// 16-byte aligned, which their hosts check).
+#define f32_BLOCK_LOAD(p, k) as_float(intel_sub_group_block_read((const __global uint*)((p) + (k))))
+#define bf16_BLOCK_LOAD(p, k) bf16_to_float(intel_sub_group_block_read_us((const __global ushort*)((p) + (k))))
+#define f16_BLOCK_LOAD(p, k) half_bits_to_float(intel_sub_group_block_read_us((const __global ushort*)((p) + (k))))
+#define BLOCK_LOAD(p, k) CAT(DTYPE, _BLOCK_LOAD)(p, k)
+#endif

@@ -10,16 +10,6 @@
 #error "intel_gemv.cl needs cl_intel_subgroups, cl_intel_subgroups_short and cl_intel_required_subgroup_size"
 #endif
 
-float half_bits_to_float(ushort bits) {
-  return vload_half(0, (__private const half*)&bits);
-}
-
-// Element k + lane of p, for each lane of the sub-group, as a float: one block read.
-#define f32_BLOCK_LOAD(p, k) as_float(intel_sub_group_block_read((const __global uint*)((p) + (k))))
-#define bf16_BLOCK_LOAD(p, k) bf16_to_float(intel_sub_group_block_read_us((const __global ushort*)((p) + (k))))
-#define f16_BLOCK_LOAD(p, k) half_bits_to_float(intel_sub_group_block_read_us((const __global ushort*)((p) + (k))))
-#define BLOCK_LOAD(p, k) CAT(DTYPE, _BLOCK_LOAD)(p, k)
-
 __kernel __attribute__((reqd_work_group_size(SUB_GROUP * SG_COLUMNS, 1, 1)))
 __attribute__((intel_reqd_sub_group_size(SUB_GROUP))) void linear_subgroup_rows(
     __global const ELEM* x, long x_off, __global const ELEM* w, long w_off, __global const ELEM* bias,
