@@ -53,7 +53,7 @@ if want tests; then
   gtest 120 $b/bin/test_kernels --gtest_filter='*cuda*'
   TFM_XPU_PLATFORM="NVIDIA CUDA" gtest 120 $b/bin/test_kernels --gtest_filter='*xpu*'
   step "whole models on cuda and on xpu (NVIDIA OpenCL) against Transformers, float32, bfloat16, float16"
-  TFM_XPU_PLATFORM="NVIDIA CUDA" gtest 240 $b/bin/test_device_ops
+  TFM_XPU_PLATFORM="NVIDIA CUDA" gtest 420 $b/bin/test_device_ops
   step "the engine on every device"
   TFM_XPU_PLATFORM="NVIDIA CUDA" gtest 120 $b/bin/test_engine
 fi
