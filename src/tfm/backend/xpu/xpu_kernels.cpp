@@ -86,9 +86,6 @@ class Launch {
   KernelArgs args_;
 };
 
-// Parts each query row's keys are split into for the flash form: enough work-groups for two per compute unit
-// when the rows alone are too few (a decode step), no part shorter than kMinSplitKeys of the longest context
-// the block tables hold. Depends only on shapes, so a recorded command sequence stays valid.
 // The work-groups of linear_rows and norm_linear_rows for `columns` outputs, ROWS_GROUP / ROWS_LANES a group,
 // and their program, built for the bound on the rows that covers M.
 int64_t rows_groups(int64_t columns) {
@@ -116,11 +113,14 @@ bool subgroup_attention_fits(const op::PagedAttention& a, const DeviceCapabiliti
          aligned(a.cache_k) && aligned(a.cache_v);
 }
 
-int64_t attention_splits(const op::PagedAttention& a, const XpuDevice& device) {
+// Parts each query row's keys are split into for the flash form: enough work-groups for `per_unit` a compute
+// unit when the rows alone are too few (a decode step), no part shorter than kMinSplitKeys of the longest
+// context the block tables hold. Depends only on shapes, so a recorded command sequence stays valid.
+int64_t attention_splits(const op::PagedAttention& a, const XpuDevice& device, int64_t per_unit) {
   const int64_t groups = std::max<int64_t>(1, a.q.size(0) * a.q.size(1));
   const int64_t capacity = a.meta.block_tables.size(1) * a.cache_k.size(1);
   const int64_t by_length = (capacity + kMinSplitKeys - 1) / kMinSplitKeys;
-  const int64_t by_device = (2 * device.capabilities.eu_count + groups - 1) / groups;
+  const int64_t by_device = (per_unit * device.capabilities.eu_count + groups - 1) / groups;
   return std::clamp<int64_t>(std::min(by_length, by_device), 1, kMaxSplits);
 }
 
@@ -410,7 +410,9 @@ void XpuKernels::run(const op::PagedAttention& a, AttentionForm form) {
     const bool subgroup =
         form == AttentionForm::intel_subgroup || subgroup_attention_fits(a, device.capabilities);
     const size_t group_items = subgroup ? kAttentionSubGroup : kAttentionGroup;
-    const int64_t groups = T * heads, splits = attention_splits(a, device);
+    // Two of attention_flash's 64-item work-groups a compute unit; an Intel EU runs eight threads, each a
+    // sub-group of attention_subgroup.
+    const int64_t groups = T * heads, splits = attention_splits(a, device, subgroup ? 8 : 2);
     const size_t state_bytes = static_cast<size_t>(groups * splits * (a.q.size(2) + 2)) * sizeof(float);
     const cl_mem partial = splits > 1 ? devices_->scratch(a.out, state_bytes) : cl_mem{nullptr};
     const cl_mem arrivals = splits > 1 ? devices_->arrivals(a.out, static_cast<size_t>(groups)) : cl_mem{nullptr};
