@@ -14,13 +14,6 @@ constexpr size_t kDpasRows = 8;       // rows of a DPAS tile (M of matrix_mad_k1
 constexpr int64_t kDpasK = 16;        // K per matrix_mad_k16
 constexpr size_t kDpasSubGroups = 4;  // tiles per work-group, along the rows
 
-// Block reads, and DPAS operands read as pairs, start where both the buffer offset and every row are 16-byte
-// aligned: the strictest reading of cl_intel_subgroups' alignment rule, cheap for model-sized K.
-bool rows_block_aligned(const Tensor& t, int64_t K) {
-  const auto bytes = [&](int64_t elements) { return static_cast<size_t>(elements) * dtype_size(t.dtype()); };
-  return bytes(t.offset()) % 16 == 0 && bytes(K) % 16 == 0;
-}
-
 // DPAS multiplies bf16 and f16 here, at a sub-group size the device must accept as required.
 bool runs_dpas(DType d, const DeviceCapabilities& device) {
   return device.dpas && (d == DType::bfloat16 || d == DType::float16) &&
@@ -52,6 +45,11 @@ size_t blocks(int64_t size, size_t block) {
 }
 
 }  // namespace
+
+bool rows_block_aligned(const Tensor& t, int64_t K) {
+  const auto bytes = [&](int64_t elements) { return static_cast<size_t>(elements) * dtype_size(t.dtype()); };
+  return bytes(t.offset()) % 16 == 0 && bytes(K) % 16 == 0;
+}
 
 bool intel_linear_supports(LinearVariant variant, const op::Linear& a, const DeviceCapabilities& device) {
   const int64_t M = a.x.size(0), K = a.x.size(1);

@@ -30,6 +30,11 @@ struct IntelLinearLaunch {
   std::array<size_t, 2> group;
 };
 
+// Whether block reads may read `t`'s rows of K elements: its offset and every row 16-byte aligned, the
+// strictest reading of cl_intel_subgroups' alignment rule (DPAS operands read as pairs too), cheap for
+// model-sized K.
+bool rows_block_aligned(const Tensor& t, int64_t K);
+
 // Whether the Intel kernel of `variant` (intel_subgroup or dpas) runs `a` on a device with `device`.
 bool intel_linear_supports(LinearVariant variant, const op::Linear& a, const DeviceCapabilities& device);
 

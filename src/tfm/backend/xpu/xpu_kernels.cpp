@@ -106,11 +106,8 @@ bool uses_tiles(const op::PagedAttention& a) {
 // size is a whole number of block reads a lane (at most 16 of them) and both caches start 16-byte aligned.
 bool subgroup_attention_fits(const op::PagedAttention& a, const DeviceCapabilities& device) {
   const int64_t D = a.q.size(2), lanes = static_cast<int64_t>(kAttentionSubGroup);
-  const auto aligned = [](const Tensor& t) {
-    return t.offset() * static_cast<int64_t>(dtype_size(t.dtype())) % 16 == 0;
-  };
   return device.runs_intel_subgroups(kAttentionSubGroup) && D % lanes == 0 && D / lanes <= 16 &&
-         aligned(a.cache_k) && aligned(a.cache_v);
+         rows_block_aligned(a.cache_k, D) && rows_block_aligned(a.cache_v, D);
 }
 
 // Parts each query row's keys are split into for the flash form: enough work-groups for `per_unit` a compute
@@ -124,6 +121,12 @@ int64_t attention_splits(const op::PagedAttention& a, const XpuDevice& device, i
   return std::clamp<int64_t>(std::min(by_length, by_device), 1, kMaxSplits);
 }
 
+// A device buffer kept between launches and grown as they need (XpuKernels::Devices::grown).
+struct GrownBuffer {
+  ClBuffer buffer;
+  size_t bytes = 0;
+};
+
 }  // namespace
 
 struct XpuKernels::Devices {
@@ -132,10 +135,8 @@ struct XpuKernels::Devices {
   struct State {
     // By program (kept for the process: programs.h) and kernel name (a string literal).
     std::map<std::pair<const Program*, std::string_view>, ClKernel> kernels;
-    ClBuffer scratch;  // attention's scores or partial states, training kernels' partial sums
-    size_t scratch_capacity = 0;
-    ClBuffer arrivals;  // counters of split work (decode attention's parts), zero between launches
-    size_t arrivals_capacity = 0;
+    GrownBuffer scratch;   // attention's scores or partial states, training kernels' partial sums
+    GrownBuffer arrivals;  // counters of split work (decode attention's parts), zero between launches
   };
 
   // Kernel `name` of `program` (prefixed with common.cl) on the device of `on`, created once per device.
@@ -161,38 +162,35 @@ struct XpuKernels::Devices {
     return Launch(device, it->second.get(), name);
   }
 
-  // A scratch buffer of at least `bytes` on the device of `on`, kept and grown. A buffer replaced while
-  // launches still use it lives until they finish (OpenCL defers the release).
+  // A scratch buffer of at least `bytes` on the device of `on`.
   cl_mem scratch(const Tensor& on, size_t bytes) {
-    State& state = states[on.device().index];
-    if (state.scratch_capacity < bytes) {
-      const XpuDevice& device = backend.device(on.device().index);
-      cl_int status = CL_SUCCESS;
-      ClBuffer buffer(clCreateBuffer(device.context.get(), CL_MEM_READ_WRITE, bytes, nullptr, &status));
-      cl_check(status, "clCreateBuffer",
-               device.where + ": kernel scratch of " + std::to_string(bytes) + " bytes");
-      state.scratch = std::move(buffer);
-      state.scratch_capacity = bytes;
-    }
-    return state.scratch.get();
+    return grown(on, states[on.device().index].scratch, bytes, false, "kernel scratch");
   }
 
-  // At least `count` arrival counters on the device of `on`, zero: a kernel that counts on one sets it back to
-  // zero when its last arrival has come. Made from zeros on the host, so no queued fill (which a graph being
-  // recorded could not order).
+  // At least `count` arrival counters on the device of `on`, zero: a kernel that counts on one sets it back
+  // to zero when its last arrival has come.
   cl_mem arrivals(const Tensor& on, size_t count) {
-    State& state = states[on.device().index];
-    if (state.arrivals_capacity < count) {
+    return grown(on, states[on.device().index].arrivals, count * sizeof(cl_int), true, "arrival counters");
+  }
+
+  // `b`, on the device of `on`, with at least `bytes`: kept, and replaced by a larger one when too small
+  // (made from zeros on the host where `zeroed`, so no queued fill, which a graph being recorded could not
+  // order). A buffer replaced while launches still use it lives until they finish (OpenCL defers the
+  // release).
+  cl_mem grown(const Tensor& on, GrownBuffer& b, size_t bytes, bool zeroed, const char* what) {
+    if (b.bytes < bytes) {
       const XpuDevice& device = backend.device(on.device().index);
-      std::vector<cl_int> zeros(count, 0);
+      std::vector<unsigned char> zeros(zeroed ? bytes : 0, 0);
       cl_int status = CL_SUCCESS;
-      ClBuffer buffer(clCreateBuffer(device.context.get(), CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,
-                                     count * sizeof(cl_int), zeros.data(), &status));
-      cl_check(status, "clCreateBuffer", device.where + ": " + std::to_string(count) + " arrival counters");
-      state.arrivals = std::move(buffer);
-      state.arrivals_capacity = count;
+      ClBuffer buffer(clCreateBuffer(device.context.get(),
+                                     CL_MEM_READ_WRITE | (zeroed ? CL_MEM_COPY_HOST_PTR : 0), bytes,
+                                     zeroed ? zeros.data() : nullptr, &status));
+      cl_check(status, "clCreateBuffer",
+               device.where + ": " + what + " of " + std::to_string(bytes) + " bytes");
+      b.buffer = std::move(buffer);
+      b.bytes = bytes;
     }
-    return state.arrivals.get();
+    return b.buffer.get();
   }
 
   // out[i] = x[rows[i]]: gather_rows, and embedding with x the table.

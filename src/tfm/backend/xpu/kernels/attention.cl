@@ -93,6 +93,37 @@ void combine_splits(__global volatile const float* states, int splits, int first
   }
 }
 
+// The end of one part of a (row, head)'s keys for the caller's items, which hold the output's dimensions first,
+// first + stride, ... (acc[d] for dimension first + d * stride, `count` of them): where the keys are not split,
+// the output itself (zeros for a row without keys); else the part's state, written by `leader` for the maximum
+// and denominator and by every item for its dimensions, into `states` at `split`.
+void finish_part(const float* acc, int count, int first, int stride, bool leader, float max_score, float denom,
+                 bool has_keys, int split, int splits, __global float* states, __global ELEM* out, long o) {
+  const float inv = has_keys ? 1.0f / denom : 0.0f;
+  __global float* state = states + split * (HEAD_DIM + 2);
+  if (splits > 1 && leader) {
+    state[0] = max_score;
+    state[1] = denom;
+  }
+  for (int d = 0; d < count; ++d) {
+    const int dim = first + d * stride;
+    if (dim >= HEAD_DIM) break;
+    if (splits == 1) {
+      STORE(acc[d] * inv, out, o + dim);
+    } else {
+      state[2 + dim] = acc[d];
+    }
+  }
+}
+
+// Counts one more of a (row, head)'s `splits` parts in at `counter`: true for the last to arrive, which sets the
+// counter back to zero for the next launch. One item a part calls it, after every item's state is visible.
+bool arrive_last(__global int* counter, int splits) {
+  const bool last = atomic_inc(counter) == splits - 1;
+  if (last) *counter = 0;
+  return last;
+}
+
 // The fused form (flash, as sdpa): one pass with a running maximum, in float but for the weights of the values,
 // ATT_GROUP keys at a time: each item scores one key of the tile, then every item rescales what it summed under
 // the old maximum and adds the tile's values for its dimensions. A row's keys may be split into
@@ -144,31 +175,14 @@ __kernel __attribute__((reqd_work_group_size(ATT_GROUP, 1, 1))) void attention_f
     barrier(CLK_LOCAL_MEM_FENCE);  // p and rows are rewritten by the next tile
   }
   __global float* states = partial + (long)get_group_id(0) * splits * (HEAD_DIM + 2);
-  if (splits == 1) {
-    const float inv = end > begin ? 1.0f / denom : 0.0f;
-    for (int d = 0; d < DIMS_PER_ITEM; ++d) {
-      const int dim = lid + d * ATT_GROUP;
-      if (dim < HEAD_DIM) STORE(acc[d] * inv, out, o + dim);
-    }
-  } else {
-    if (lid == 0) {
-      states[split * (HEAD_DIM + 2)] = max_score;
-      states[split * (HEAD_DIM + 2) + 1] = denom;
-    }
-    for (int d = 0; d < DIMS_PER_ITEM; ++d) {
-      const int dim = lid + d * ATT_GROUP;
-      if (dim < HEAD_DIM) states[split * (HEAD_DIM + 2) + 2 + dim] = acc[d];
-    }
-  }
+  finish_part(acc, DIMS_PER_ITEM, lid, ATT_GROUP, lid == 0, max_score, denom, end > begin, split, splits, states,
+              out, o);
   // Each item's state reaches global memory before its part counts itself as arrived. Every item passes the
   // barriers, split or not.
   mem_fence(CLK_GLOBAL_MEM_FENCE);
   __local int last;
   barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
-  if (lid == 0) {
-    last = splits > 1 && atomic_inc(arrivals + get_group_id(0)) == splits - 1;
-    if (last) arrivals[get_group_id(0)] = 0;  // every other part has arrived: ready for the next launch
-  }
+  if (lid == 0) last = splits > 1 && arrive_last(arrivals + get_group_id(0), splits);
   barrier(CLK_LOCAL_MEM_FENCE);
   if (last) {
     mem_fence(CLK_GLOBAL_MEM_FENCE);
@@ -383,25 +397,16 @@ attention_subgroup(ATTENTION_ARGS, __global float* partial, __global int* arriva
     max_score = new_max;
   }
   __global float* states = partial + (long)group * splits * (HEAD_DIM + 2);
-  int arrived = 0;
-  if (splits == 1) {
-    const float inv = end > begin ? 1.0f / denom : 0.0f;
-    for (int b = 0; b < DIMS_PER_LANE; ++b) STORE(acc[b] * inv, out, o + b * SG + lane);
-  } else {
-    if (lane == 0) {
-      states[split * (HEAD_DIM + 2)] = max_score;
-      states[split * (HEAD_DIM + 2) + 1] = denom;
-    }
-    for (int b = 0; b < DIMS_PER_LANE; ++b) states[split * (HEAD_DIM + 2) + 2 + b * SG + lane] = acc[b];
+  finish_part(acc, DIMS_PER_LANE, lane, SG, lane == 0, max_score, denom, end > begin, split, splits, states, out,
+              o);
+  int last = 0;
+  if (splits > 1) {
     mem_fence(CLK_GLOBAL_MEM_FENCE);  // each lane's state reaches global memory before the part arrives
     sub_group_barrier(CLK_GLOBAL_MEM_FENCE);
-    if (lane == 0) {
-      arrived = atomic_inc(arrivals + group) + 1;
-      if (arrived == splits) arrivals[group] = 0;  // every other part has arrived: ready for the next launch
-    }
-    arrived = sub_group_broadcast(arrived, 0);
+    if (lane == 0) last = arrive_last(arrivals + group, splits);
+    last = sub_group_broadcast(last, 0);
   }
-  if (arrived == splits) {  // the last part merges them all
+  if (last) {  // the last part merges them all
     mem_fence(CLK_GLOBAL_MEM_FENCE);
     combine_splits(states, splits, lane, SG, out, o);
   }
