@@ -409,23 +409,17 @@ __global__ void __launch_bounds__(kTileWarps * 32) tiles_kernel(PagedAttentionAr
     const bool active = keys.some(j0, kTileKeys);
     FragA weights[kTileKeys / 16];
     if (active) {
-      FragC scores[kTileKeys / 8] = {};
-#pragma unroll
-      for (int kk = 0; kk < D / 16; ++kk) {
-        FragA q_frag;
-        if constexpr (kQInRegisters) {
-          q_frag = q_frags[kk];
-        } else {
-          q_frag = load_a(q_tile + warp_row * L::kLd + kk * 16, L::kLd);
-        }
-#pragma unroll
-        for (int n = 0; n < kTileKeys / 16; ++n) {
-          FragB left, right;
-          load_b_pair<true>(left, right, k_tile + n * 16 * L::kLd + kk * 16, L::kLd);
-          mma<T>(scores[2 * n], q_frag, left);
-          mma<T>(scores[2 * n + 1], q_frag, right);
-        }
-      }
+      FragC scores[kTileKeys / 8];
+      products_with<T, D>(
+          scores,
+          [&](int kk) {
+            if constexpr (kQInRegisters) {
+              return q_frags[kk];
+            } else {
+              return load_a(q_tile + warp_row * L::kLd + kk * 16, L::kLd);
+            }
+          },
+          k_tile, L::kLd);
       const bool whole = keys.every(j0, kTileKeys);
       float new_max[2] = {row_max[0], row_max[1]};
 #pragma unroll
@@ -465,18 +459,7 @@ __global__ void __launch_bounds__(kTileWarps * 32) tiles_kernel(PagedAttentionAr
     wait_rows_loads();  // the values are in; every warp is done with the keys
     if (j0 + kTileKeys <= last) start_rows_load<T, D>(k_tile, L::kLd, keys_from(a.cache_k, j0 + kTileKeys));
     __pipeline_commit();
-    if (active) {
-#pragma unroll
-      for (int n = 0; n < kTileKeys / 16; ++n) {
-#pragma unroll
-        for (int dp = 0; dp < D / 16; ++dp) {
-          FragB left, right;
-          load_b_pair<false>(left, right, v_tile + n * 16 * L::kLd + dp * 16, L::kLd);
-          mma<T>(out[2 * dp], weights[n], left);
-          mma<T>(out[2 * dp + 1], weights[n], right);
-        }
-      }
-    }
+    if (active) weigh_rows<T, D, kTileKeys / 16>(out, weights, v_tile, L::kLd);
     wait_rows_loads();  // the next keys are in; every warp is done with the values
   }
   for (int half = 0; half < 2; ++half) {

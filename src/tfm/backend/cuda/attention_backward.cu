@@ -169,41 +169,6 @@ __device__ void write_fragments(const FragC (&acc)[D / 8], int rows, T* dst, int
   }
 }
 
-// acc[t] = (16 rows of `a`) (8 * Tiles rows of `b`)^T for head vectors of D, rows ld apart: each row of a dotted
-// with each row of b.
-template <typename T, int D, int Tiles>
-__device__ void head_products(FragC (&acc)[Tiles], const T* a, const T* b, int ld) {
-#pragma unroll
-  for (int t = 0; t < Tiles; ++t) acc[t] = FragC{};
-#pragma unroll
-  for (int kk = 0; kk < D / 16; ++kk) {
-    const FragA a_frag = load_a(a + kk * 16, ld);
-#pragma unroll
-    for (int n = 0; n < Tiles / 2; ++n) {
-      FragB left, right;
-      load_b_pair<true>(left, right, b + n * 16 * ld + kk * 16, ld);
-      mma<T>(acc[2 * n], a_frag, left);
-      mma<T>(acc[2 * n + 1], a_frag, right);
-    }
-  }
-}
-
-// acc (16 rows of D) += weights (16 rows of 16 * Steps, as A fragments) times 16 * Steps rows of `b` (D wide,
-// rows ld apart).
-template <typename T, int D, int Steps>
-__device__ void weigh_rows(FragC (&acc)[D / 8], const FragA (&weights)[Steps], const T* b, int ld) {
-#pragma unroll
-  for (int k = 0; k < Steps; ++k) {
-#pragma unroll
-    for (int dp = 0; dp < D / 16; ++dp) {
-      FragB left, right;
-      load_b_pair<false>(left, right, b + k * 16 * ld + dp * 16, ld);
-      mma<T>(acc[2 * dp], weights[k], left);
-      mma<T>(acc[2 * dp + 1], weights[k], right);
-    }
-  }
-}
-
 // One block per (64 query rows of a sequence, head), flash attention 2's dq: the rows' log-sum-exp in a first pass
 // over the key tiles, then dq = sum over keys of ds k with ds = p (dout . v - delta) scale in a second. Each warp
 // keeps its 16 rows' scores and dq in registers; the operands stay in shared memory, so that three blocks fit a

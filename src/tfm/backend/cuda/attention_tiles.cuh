@@ -62,6 +62,49 @@ __device__ inline void wait_rows_loads() {
   __syncthreads();
 }
 
+// acc[t] = A (8 * Tiles rows of `b`)^T, for head vectors of D (rows of b ld apart): A is 16 rows of D whose
+// k-step kk (columns 16 kk ..) `a_frag(kk)` gives as an A fragment, from registers or from shared memory.
+template <typename T, int D, int Tiles, typename AFragment>
+__device__ void products_with(FragC (&acc)[Tiles], const AFragment& a_frag, const T* b, int ld) {
+#pragma unroll
+  for (int t = 0; t < Tiles; ++t) acc[t] = FragC{};
+#pragma unroll
+  for (int kk = 0; kk < D / 16; ++kk) {
+    const FragA a = a_frag(kk);
+#pragma unroll
+    for (int n = 0; n < Tiles / 2; ++n) {
+      FragB left, right;
+      load_b_pair<true>(left, right, b + n * 16 * ld + kk * 16, ld);
+      mma<T>(acc[2 * n], a, left);
+      mma<T>(acc[2 * n + 1], a, right);
+    }
+  }
+}
+
+// acc[t] = (16 rows of `a`) (8 * Tiles rows of `b`)^T for head vectors of D, rows ld apart: each row of a
+// dotted with each row of b.
+template <typename T, int D, int Tiles>
+__device__ void head_products(FragC (&acc)[Tiles], const T* a, const T* b, int ld) {
+  products_with<T, D>(
+      acc, [&](int kk) { return load_a(a + kk * 16, ld); }, b, ld);
+}
+
+// acc (16 rows of D) += weights (16 rows of 16 * Steps, as A fragments) times 16 * Steps rows of `b` (D wide,
+// rows ld apart).
+template <typename T, int D, int Steps>
+__device__ void weigh_rows(FragC (&acc)[D / 8], const FragA (&weights)[Steps], const T* b, int ld) {
+#pragma unroll
+  for (int k = 0; k < Steps; ++k) {
+#pragma unroll
+    for (int dp = 0; dp < D / 16; ++dp) {
+      FragB left, right;
+      load_b_pair<false>(left, right, b + k * 16 * ld + dp * 16, ld);
+      mma<T>(acc[2 * dp], weights[k], left);
+      mma<T>(acc[2 * dp + 1], weights[k], right);
+    }
+  }
+}
+
 // v combined over the four lanes that hold the same fragment rows, every one of them getting the result: a
 // row's maximum or sum over a tile, from each lane's part of it.
 template <typename Combine>

@@ -17,6 +17,15 @@ void use_device_of(const Tensor& t) {
   use_device(t.device().index_or_zero());
 }
 
+// A launcher's device workspace of `bytes` on the device of `on`, or none when it needs none: it lives as
+// long as the returned tensor, and workspace_pointer hands it to the launcher.
+Tensor workspace_beside(const Tensor& on, int64_t bytes) {
+  return bytes ? empty({bytes}, DType::uint8, on.device()) : Tensor();
+}
+void* workspace_pointer(const Tensor& workspace) {
+  return workspace.defined() ? workspace.raw() : nullptr;
+}
+
 // Copies of whole rows do not look at the values: one kernel per op serves every dtype.
 void embedding(const op::Embedding& a) {
   use_device_of(a.out);
@@ -76,20 +85,21 @@ void cast(const op::Cast& a) {
 template <typename T>
 void argmax_rows(const op::ArgmaxRows& a) {
   use_device_of(a.x);
-  const int64_t bytes = launch::argmax_rows_workspace_bytes(a.x.size(0), a.x.size(1));
-  const Tensor workspace = bytes ? empty({bytes}, DType::uint8, a.x.device()) : Tensor();
+  const Tensor workspace =
+      workspace_beside(a.x, launch::argmax_rows_workspace_bytes(a.x.size(0), a.x.size(1)));
   launch::argmax_rows(a.x.data<T>(), a.x.size(0), a.x.size(1), a.ids.data<int32_t>(),
-                      bytes ? workspace.raw() : nullptr);
+                      workspace_pointer(workspace));
 }
 
 template <typename T>
 void sample_rows(const op::SampleRows& a) {
   use_device_of(a.logits);
-  const int64_t bytes = launch::sample_rows_workspace_bytes(a.logits.size(0), a.logits.size(1));
-  const Tensor workspace = bytes ? empty({bytes}, DType::uint8, a.logits.device()) : Tensor();
+  const Tensor workspace =
+      workspace_beside(a.logits, launch::sample_rows_workspace_bytes(a.logits.size(0), a.logits.size(1)));
   launch::sample_rows(a.logits.data<T>(), a.logits.size(0), a.logits.size(1),
-                      reinterpret_cast<const SampleSettings*>(a.settings.data<int32_t>()), a.penalties.data<int32_t>(),
-                      a.penalties.size(0), a.ids.data<int32_t>(), bytes ? workspace.raw() : nullptr);
+                      reinterpret_cast<const SampleSettings*>(a.settings.data<int32_t>()),
+                      a.penalties.data<int32_t>(), a.penalties.size(0), a.ids.data<int32_t>(),
+                      workspace_pointer(workspace));
 }
 
 template <typename T>
@@ -133,9 +143,9 @@ template <typename T, bool Eager>
 void paged_attention(const op::PagedAttention& a) {
   use_device_of(a.out);
   const PagedAttentionArgs args = paged_attention_args(a);
-  const int64_t floats = launch::paged_attention_workspace<T>(args, Eager);
-  const Tensor workspace = floats ? empty({floats}, DType::float32, a.out.device()) : Tensor();
-  launch::paged_attention<T>(args, Eager, floats ? workspace.data<float>() : nullptr);
+  const Tensor workspace = workspace_beside(
+      a.out, launch::paged_attention_workspace<T>(args, Eager) * static_cast<int64_t>(sizeof(float)));
+  launch::paged_attention<T>(args, Eager, static_cast<float*>(workspace_pointer(workspace)));
 }
 
 }  // namespace
