@@ -132,6 +132,15 @@ TEST(NormLinear, IsAddRmsNormLinearAndSiluMulWithTheNewResidualApart) {
   EXPECT_EQ(std::memcmp(y.raw(), act.raw(), act.nbytes()), 0);
   EXPECT_NE(std::memcmp(residual.raw(), summed.raw(), summed.nbytes()), 0) << "the residual itself is kept";
 
+  // Without the norm (the layer ran it apart), the gate alone folds: silu_mul(linear(rows)).
+  Tensor unused, gated = Tensor::cpu({M, N / 2}, DType::float32);
+  ASSERT_TRUE(ops::norm_linear(normed, Tensor(), Tensor(), 0.f, w, bias, true, unused, gated, "fused"));
+  EXPECT_EQ(std::memcmp(gated.raw(), act.raw(), act.nbytes()), 0);
+  EXPECT_NE(error_of([&] {
+              ops::norm_linear(residual, x, Tensor(), 0.f, w, bias, true, residual_out, y, "");
+            }).find("needs the norm after it"),
+            std::string::npos);
+
   Tensor wrong = Tensor::cpu({M, N}, DType::float32);
   EXPECT_NE(error_of([&] { ops::norm_linear(residual, x, norm, 1e-6f, w, bias, true, residual_out, wrong, ""); })
                 .find("norm_linear: shapes"),

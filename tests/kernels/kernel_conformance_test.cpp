@@ -228,31 +228,37 @@ std::vector<Case> add_rms_norm_cases(std::mt19937& rng) {
   return cases;
 }
 
-// Decode's rows, layer 0's (no pending) and later layers', plain and gated, with and without a bias; cuda takes
-// rows of whole 16-byte pieces up to 47 KB of normalised rows (K 70 and the float32 rows of 5 x 4096 it refuses).
+// Decode's rows, layer 0's (no pending) and later layers', plain and gated, with and without a bias, and
+// without the norm (the SiLU gate alone folded); cuda takes rows of whole 16-byte pieces up to 47 KB of
+// normalised rows (K 70 and the float32 rows of 5 x 4096 it refuses).
 std::vector<Case> norm_linear_cases(std::mt19937& rng) {
   struct Geometry {
     int64_t M, K, N;
-    bool pending, gated, bias;
+    bool pending, gated, bias, normed = true;
   };
   std::vector<Case> cases;
-  for (const Geometry c : {Geometry{1, 1024, 48, true, true, false}, Geometry{1, 64, 40, false, false, true},
-                        Geometry{3, 256, 70, true, false, true}, Geometry{8, 1024, 64, true, true, true},
-                        Geometry{4, 72, 30, true, true, false}, Geometry{2, 70, 20, true, false, false},
-                        Geometry{5, 4096, 24, true, true, false}, Geometry{5, 128, 16, false, true, true}}) {
+  for (const Geometry c :
+       {Geometry{1, 1024, 48, true, true, false}, Geometry{1, 64, 40, false, false, true},
+        Geometry{3, 256, 70, true, false, true}, Geometry{8, 1024, 64, true, true, true},
+        Geometry{4, 72, 30, true, true, false}, Geometry{2, 70, 20, true, false, false},
+        Geometry{5, 4096, 24, true, true, false}, Geometry{5, 128, 16, false, true, true},
+        Geometry{1, 4096, 64, false, true, false, false}, Geometry{3, 264, 34, false, true, true, false},
+        Geometry{8, 1024, 40, false, false, false, false}, Geometry{2, 70, 20, false, true, false, false}}) {
     std::vector<Tensor> in{random_floats({c.M, c.K}, rng, 3.f), random_floats({c.K}, rng),
                            random_floats({c.N, c.K}, rng, 0.3f), random_floats({c.M, c.K}, rng),
                            random_floats({c.N}, rng)};
     cases.push_back(make_case<op::NormLinear>(
         "norm_linear " + shape_text({c.M, c.K, c.N}) + (c.pending ? " after a block" : " first") +
-            (c.gated ? " gated" : "") + (c.bias ? " with bias" : ""),
-        std::move(in), [c](std::vector<Tensor>& in, Device device, DType dtype, auto kernel, std::vector<Tensor>& out) {
+            (c.normed ? "" : " without the norm") + (c.gated ? " gated" : "") + (c.bias ? " with bias" : ""),
+        std::move(in),
+        [c](std::vector<Tensor>& in, Device device, DType dtype, auto kernel, std::vector<Tensor>& out) {
           Tensor residual_out = poisoned({c.M, c.K}, dtype, device);
           Tensor y = poisoned({c.M, c.gated ? c.N / 2 : c.N}, dtype, device);
           const Tensor none;
           const Tensor& pending = c.pending ? in[3] : none;
+          const Tensor& norm = c.normed ? in[1] : none;
           const Tensor& bias = c.bias ? in[4] : none;
-          if (!kernel(op::NormLinear{in[0], pending, in[1], 1e-6f, in[2], bias, c.gated, residual_out, y}))
+          if (!kernel(op::NormLinear{in[0], pending, norm, 1e-6f, in[2], bias, c.gated, residual_out, y}))
             return false;
           out = c.pending ? std::vector<Tensor>{y, residual_out} : std::vector<Tensor>{y};
           return true;

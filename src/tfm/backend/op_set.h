@@ -78,13 +78,15 @@ struct AddRmsNorm {
   auto tensors() const { return tensor_list(residual, x, weight, out); }
 };
 
-// A decoder block's entry in one pass where a kernel does it (decode's few rows): add_rms_norm folded into the
-// linear layer after it and, with `gated`, silu_mul after that. With x defined, r = residual + x rounded, written
-// to residual_out (a buffer of its own: every block of a kernel reads residual); else r = residual and
-// residual_out is not written. y = linear(rms_norm(r, norm_weight, eps), w, bias), or silu_mul of that when
-// gated (w's rows [gate | up]), rounded where those ops round.
-//                 residual, x, residual_out (M, K), norm_weight (K), w (N, K), bias (N) or undefined,
-//                 y (M, N), or (M, N / 2) when gated
+// A decoder block's entry in one pass where a kernel does it (decode's few rows): add_rms_norm folded into
+// the linear layer after it and, with `gated`, silu_mul after that. With x defined, r = residual + x rounded,
+// written to residual_out (a buffer of its own: every block of a kernel reads residual); else r = residual
+// and residual_out is not written. y = linear(rms_norm(r, norm_weight, eps), w, bias), or silu_mul of that
+// when gated (w's rows [gate | up]), rounded where those ops round. Without norm_weight (and x) there is no
+// norm: y = linear(residual, w, bias), gated or not, for where the norm ran on its own because folding it
+// does not pay but the SiLU gate still folds into the linear.
+//                 residual, x, residual_out (M, K), norm_weight (K) or undefined, w (N, K), bias (N) or
+//                 undefined, y (M, N), or (M, N / 2) when gated
 // Optional, and a kernel may refuse arguments: the layer then runs add_rms_norm, linear and silu_mul.
 struct NormLinear {
   static constexpr std::string_view name = "norm_linear", layer = "RMSNorm";

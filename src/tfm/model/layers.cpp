@@ -62,19 +62,34 @@ void Linear::forward_into(const Tensor& x, Tensor& y, const StepContext& ctx) co
   weight_->forward(x, bias_, y, ctx.kernels.of("Linear"));
 }
 
-Tensor Linear::forward_folded(const BlockInput& in, bool gated, const StepContext& ctx) const {
+const Tensor* Linear::foldable(int64_t rows, bool gated, const StepContext& ctx) const {
   const Tensor* w = weight_->dense();
-  const int64_t rows = in.residual.size(0);
   if (ctx.saved || !w || rows > op::NormLinear::kMaxRows || ctx.kernels.of("RMSNorm") != "fused" ||
       !ctx.kernels.of("Linear").empty() || (gated && !ctx.kernels.of("SiLUAndMul").empty()) ||
       !ops::norm_linear_runs_on(ctx.device.type, ctx.dtype, "fused"))
-    return {};
+    return nullptr;
+  return w;
+}
+
+Tensor Linear::forward_folded(const BlockInput& in, bool gated, const StepContext& ctx) const {
+  const int64_t rows = in.residual.size(0);
+  const Tensor* w = foldable(rows, gated, ctx);
+  if (!w) return {};
   Tensor y = ctx.empty({rows, gated ? w->size(0) / 2 : w->size(0)});
   Tensor residual = in.pending.defined() ? ctx.empty(in.residual.shape()) : in.residual;
   if (!ops::norm_linear(in.residual, in.pending, in.norm.weight(), in.norm.eps(), *w, bias_, gated, residual, y,
                         "fused"))
     return {};
   in.residual = residual;
+  return y;
+}
+
+Tensor Linear::forward_gated(const Tensor& x, const StepContext& ctx) const {
+  const Tensor* w = foldable(x.size(0), true, ctx);
+  if (!w) return {};
+  Tensor y = ctx.empty({x.size(0), w->size(0) / 2});
+  Tensor no_residual;
+  if (!ops::norm_linear(x, Tensor(), Tensor(), 0.f, *w, bias_, true, no_residual, y, "fused")) return {};
   return y;
 }
 
@@ -192,10 +207,14 @@ Tensor Attention::backward(const Tensor& dy, const BackwardContext& ctx) const {
 Tensor MLP::forward(const BlockInput& in, const StepContext& ctx) const {
   Tensor act = gate_up_proj_.forward_folded(in, true, ctx);
   if (!act.defined()) {
-    const Tensor gate_up = gate_up_proj_.forward(in.normalized(ctx), ctx);  // rows of [gate | up]
-    ctx.keep(name_, "gate_up", gate_up);
-    act = ctx.empty({gate_up.size(0), gate_up.size(1) / 2});
-    ops::silu_mul(gate_up, act, ctx.kernels.of("SiLUAndMul"));
+    const Tensor x = in.normalized(ctx);
+    act = gate_up_proj_.forward_gated(x, ctx);
+    if (!act.defined()) {
+      const Tensor gate_up = gate_up_proj_.forward(x, ctx);  // rows of [gate | up]
+      ctx.keep(name_, "gate_up", gate_up);
+      act = ctx.empty({gate_up.size(0), gate_up.size(1) / 2});
+      ops::silu_mul(gate_up, act, ctx.kernels.of("SiLUAndMul"));
+    }
   }
   return down_proj_.forward(act, ctx);
 }

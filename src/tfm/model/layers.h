@@ -131,6 +131,9 @@ class Linear {
   // use_kernels' fused RMSNorm and the default Linear, a few rows, dense weights, no training); gated, with
   // silu_mul after it. in.residual becomes the new residual stream. Undefined, having done nothing, elsewhere.
   Tensor forward_folded(const BlockInput& in, bool gated, const StepContext& ctx) const;
+  // silu_mul(forward(x)) in one kernel under forward_folded's conditions, for where the norm's fold did not
+  // pay: x (T, in) -> (T, out / 2). Undefined, having done nothing, elsewhere.
+  Tensor forward_gated(const Tensor& x, const StepContext& ctx) const;
   // dy (T, out) -> dx (T, in); with need_dx false only the parameters' gradients.
   Tensor backward(const Tensor& dy, const BackwardContext& ctx, bool need_dx = true) const;
   const LinearWeight& weight() const { return *weight_; }
@@ -144,6 +147,10 @@ class Linear {
   const std::string& name() const { return name_; }
 
  private:
+  // The dense weight that forward_folded and forward_gated hand to op::NormLinear, where their conditions
+  // hold.
+  const Tensor* foldable(int64_t rows, bool gated, const StepContext& ctx) const;
+
   std::string name_;
   std::unique_ptr<LinearWeight> weight_;
   Tensor bias_;

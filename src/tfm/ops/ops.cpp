@@ -169,18 +169,21 @@ bool norm_linear(const Tensor& residual, const Tensor& x, const Tensor& norm_wei
   const op::NormLinear a{residual, x, norm_weight, eps, w, bias, gated, residual_out, y};
   const DType d = compute_dtype(a);
   expect(residual, d, a.name, "residual");
-  expect(norm_weight, d, a.name, "norm weight");
   expect(w, d, a.name, "w");
   expect(y, d, a.name, "y");
+  if (norm_weight.defined()) expect(norm_weight, d, a.name, "norm weight");
   if (x.defined()) {
+    if (!norm_weight.defined())
+      throw_error("norm_linear: a residual add (x) needs the norm after it (norm_weight)");
     expect(x, d, a.name, "x");
     expect(residual_out, d, a.name, "residual_out");
   }
   if (bias.defined()) expect(bias, d, a.name, "bias");
-  const bool matrices = residual.dim() == 2 && norm_weight.dim() == 1 && w.dim() == 2 && y.dim() == 2;
+  const bool matrices = residual.dim() == 2 && (!norm_weight.defined() || norm_weight.dim() == 1) &&
+                        w.dim() == 2 && y.dim() == 2;
   const int64_t M = matrices ? residual.size(0) : 0, K = matrices ? residual.size(1) : 0;
   const int64_t N = matrices ? w.size(0) : 0;
-  if (!(matrices && norm_weight.size(0) == K && w.size(1) == K &&
+  if (!(matrices && (!norm_weight.defined() || norm_weight.size(0) == K) && w.size(1) == K &&
         (!x.defined() || (x.shape() == residual.shape() && residual_out.shape() == residual.shape())) &&
         (!bias.defined() || bias.shape() == Shape{N}) && (!gated || N % 2 == 0) && y.size(0) == M &&
         y.size(1) == (gated ? N / 2 : N)))

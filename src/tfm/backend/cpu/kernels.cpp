@@ -227,15 +227,18 @@ void silu_mul(const op::SiluMul& a) {
 template <typename T>
 void norm_linear(const op::NormLinear& a) {
   const int64_t M = a.residual.size(0), K = a.residual.size(1), N = a.w.size(0);
-  Tensor normed = empty({M, K}, a.dtype(), a.y.device());
-  if (a.x.defined()) {
-    std::memcpy(a.residual_out.raw(), a.residual.raw(), a.residual.nbytes());
-    add_rms_norm_fused<T>(op::AddRmsNorm{a.residual_out, a.x, a.norm_weight, a.eps, normed});
-  } else {
-    rms_norm<T>(op::RmsNorm{a.residual, a.norm_weight, a.eps, normed});
+  Tensor rows = a.residual;  // without a norm, the linear's rows as given
+  if (a.norm_weight.defined()) {
+    rows = empty({M, K}, a.dtype(), a.y.device());
+    if (a.x.defined()) {
+      std::memcpy(a.residual_out.raw(), a.residual.raw(), a.residual.nbytes());
+      add_rms_norm_fused<T>(op::AddRmsNorm{a.residual_out, a.x, a.norm_weight, a.eps, rows});
+    } else {
+      rms_norm<T>(op::RmsNorm{a.residual, a.norm_weight, a.eps, rows});
+    }
   }
   Tensor gate_up = a.gated ? empty({M, N}, a.dtype(), a.y.device()) : a.y;
-  kernel_registry().run(op::Linear{normed, a.w, a.bias, gate_up}, DeviceType::cpu);
+  kernel_registry().run(op::Linear{rows, a.w, a.bias, gate_up}, DeviceType::cpu);
   if (a.gated) silu_mul<T>(op::SiluMul{gate_up, a.y});
 }
 

@@ -7,7 +7,8 @@
 // The same kernel serves norm_linear (op_set.h), which saves a decode layer three kernels: with a norm,
 // each block makes the M rows itself from the residual stream (residual add and RMSNorm, rounded as
 // add_rms_norm rounds) into shared memory before its products, a few KB from L2 against the kernel launch it
-// replaces; gated, a warp streams the gate's row n and the up's row n and writes silu(gate) * up.
+// replaces; gated, a warp streams the gate's row n and the up's row n and writes silu(gate) * up (with or
+// without the norm: the Qwen3-8B shape's gate/up folds the gate alone, its norm running apart).
 #include <type_traits>
 #include <utility>
 
@@ -188,13 +189,10 @@ bool one_wave(const Gemv<T>& a) {
 template <typename T, typename Launch, int... Ms>
 void with_kernel(const Gemv<T>& a, Launch&& launch, std::integer_sequence<int, Ms...>) {
   auto pick = [&](auto m) {
-    if (!a.norm_weight) {
-      launch(m, std::false_type(), std::false_type());
-    } else if (a.gated) {
-      launch(m, std::true_type(), std::true_type());
-    } else {
-      launch(m, std::true_type(), std::false_type());
-    }
+    const auto gated = [&](auto normed) {
+      a.gated ? launch(m, normed, std::true_type()) : launch(m, normed, std::false_type());
+    };
+    a.norm_weight ? gated(std::true_type()) : gated(std::false_type());
   };
   with_constant<(Ms + 1)...>(a.M, pick);
 }
@@ -229,8 +227,8 @@ bool gemv_takes(const Gemv<T>& a) {
                                          aligned(a.residual_out) &&
                                          a.M * a.K * static_cast<int64_t>(sizeof(T)) <= kMaxNormedBytes
                                    : aligned(a.x);
-  if (!(a.M >= 1 && a.M <= kMaxGemvRows && a.K % (16 / static_cast<int64_t>(sizeof(T))) == 0 && aligned(a.w) &&
-        rows_aligned && (!a.gated || (normed && a.N % 2 == 0))))
+  if (!(a.M >= 1 && a.M <= kMaxGemvRows && a.K % (16 / static_cast<int64_t>(sizeof(T))) == 0 &&
+        aligned(a.w) && rows_aligned && (!a.gated || a.N % 2 == 0)))
     return false;
   if (!normed) return true;
   const Gemv<device_t<T>> d = on_device(a);
@@ -248,7 +246,7 @@ void gemv(const Gemv<T>& a) {
   with_kernel(
       d, [&](auto m, auto normed, auto gated) { launch_rows<device_t<T>, m(), normed(), gated()>(d); },
       std::make_integer_sequence<int, kMaxGemvRows>());
-  check_launch(a.norm_weight ? "norm_linear (gemv)" : "linear (gemv)");
+  check_launch(a.norm_weight || a.gated ? "norm_linear (gemv)" : "linear (gemv)");
 }
 
 #define TFM_GEMV_LAUNCHERS(T)                  \

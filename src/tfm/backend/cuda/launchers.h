@@ -42,8 +42,8 @@ void rope(T* x, const T* cos, const T* sin, int64_t rows, int64_t heads, int64_t
 
 // y (M, N) = x (M, K) @ w (N, K)^T + bias (N, or null) for M <= kMaxGemvRows, when gemv_takes says the
 // shape and addresses suit it (16-byte pieces of every row). With norm_weight, op::NormLinear: the rows are
-// rms_norm(residual [+ pending]) (x unused; residual_out gets residual + pending when pending is given) and,
-// gated, y (M, N / 2) = silu_mul of the product.
+// rms_norm(residual [+ pending]) (x unused; residual_out gets residual + pending when pending is given).
+// Gated (with a norm or without), y (M, N / 2) = silu_mul of the product.
 constexpr int kMaxGemvRows = 8;
 template <typename T>
 struct Gemv {

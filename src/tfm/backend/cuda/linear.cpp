@@ -182,16 +182,17 @@ launch::Gemv<T> gemv_of(const op::Linear& a) {
 
 template <typename T>
 launch::Gemv<T> gemv_of(const op::NormLinear& a) {
-  return {.x = nullptr,
+  const bool normed = a.norm_weight.defined();
+  return {.x = normed ? nullptr : a.residual.data<T>(),
           .w = a.w.data<T>(),
           .bias = data_or_null<T>(a.bias),
           .y = a.y.data<T>(),
           .M = a.residual.size(0),
           .K = a.residual.size(1),
           .N = a.w.size(0),
-          .residual = a.residual.data<T>(),
+          .residual = normed ? a.residual.data<T>() : nullptr,
           .pending = data_or_null<T>(a.x),
-          .norm_weight = a.norm_weight.data<T>(),
+          .norm_weight = data_or_null<T>(a.norm_weight),
           .eps = a.eps,
           .residual_out = data_or_null<T>(a.residual_out),
           .gated = a.gated};

@@ -262,7 +262,7 @@ void XpuKernels::run(const op::Linear& a, LinearVariant variant) {
         .run(intel->items, intel->group);
   } else if (M <= kRowsMax) {
     devices_->kernel(a.y, rows_program(a.dtype(), M), "linear_rows", kRowsGroup)
-        .args(a.x, a.w, a.bias, a.y, m, k, n)
+        .args(a.x, a.w, a.bias, a.y, m, k, n, int32_t{0})
         .run({static_cast<size_t>(rows_groups(N)) * kRowsGroup, 1}, {kRowsGroup, 1});
   } else {
     const auto tiles = [](int64_t size) {
@@ -277,10 +277,18 @@ void XpuKernels::run(const op::Linear& a, LinearVariant variant) {
 void XpuKernels::run(const op::NormLinear& a) {
   std::lock_guard lock(devices_->mutex);
   const int64_t M = a.residual.size(0), K = a.residual.size(1), N = a.w.size(0);
+  const size_t items = static_cast<size_t>(rows_groups(a.gated ? N / 2 : N)) * kRowsGroup;
+  if (!a.norm_weight.defined()) {
+    devices_->kernel(a.y, rows_program(a.dtype(), M), "linear_rows", kRowsGroup)
+        .args(a.residual, a.w, a.bias, a.y, to_int(M, "rows"), to_int(K, "inner size"), to_int(N, "columns"),
+              static_cast<int32_t>(a.gated))
+        .run({items, 1}, {kRowsGroup, 1});
+    return;
+  }
   devices_->kernel(a.y, rows_program(a.dtype(), M), "norm_linear_rows", kRowsGroup)
       .args(a.residual, a.x, a.norm_weight, a.eps, a.w, a.bias, a.residual_out, a.y, to_int(M, "rows"),
             to_int(K, "inner size"), to_int(N, "columns"), static_cast<int32_t>(a.gated))
-      .run({static_cast<size_t>(rows_groups(a.gated ? N / 2 : N)) * kRowsGroup, 1}, {kRowsGroup, 1});
+      .run({items, 1}, {kRowsGroup, 1});
 }
 
 void XpuKernels::run(const op::RmsNorm& a) {
@@ -640,13 +648,16 @@ bool onednn_takes(const op::Linear& a) {
 
 // norm_linear_rows keeps the normalised rows in local memory, and each work-group pays for the norm: the fold
 // pays where the work-groups fit the device about at once (four a compute unit). On the H200 through OpenCL,
-// batch-1 decode with use_kernels (folded) against without (norms and SiLU gate apart): the 0.6B shape (qkv and
-// gate/up 512 and 384 groups) 306-361 against 213-222 tokens/s; the 8B shape (768, 1,536) 106 against 131.
+// batch-1 decode with use_kernels (folded) against without (norms and SiLU gate apart): the 0.6B shape (qkv
+// and gate/up 512 and 384 groups) 306-361 against 213-222 tokens/s; the 8B shape (768, 1,536) 106 against
+// 131. Without a norm (the gate alone folded) the rows come from global memory as linear_rows reads them.
 bool norm_linear_fits(const op::NormLinear& a) {
   const int64_t M = a.residual.size(0), K = a.residual.size(1);
+  if (!(M >= 1 && M <= kRowsMax)) return false;
+  if (!a.norm_weight.defined()) return true;
   const int64_t groups = rows_groups(a.gated ? a.w.size(0) / 2 : a.w.size(0));
   const int64_t units = xpu_backend().device(a.y.device().index).capabilities.eu_count;
-  return M >= 1 && M <= kRowsMax && M * K <= kNormRows && groups <= 4 * units;
+  return M * K <= kNormRows && groups <= 4 * units;
 }
 
 }  // namespace

@@ -135,24 +135,12 @@ void local_row_dots(__global const ELEM* w, long w_row, bool vector, __local con
   }
 }
 
-// A few rows of x (M <= ROWS_MAX, a decode step): tiles would mostly hold padding, and the time goes into
-// reading w once. A work-group of ROWS_GROUP items computes ROWS_GROUP / ROWS_LANES columns: ROWS_LANES items
-// stream each column's row of w eight elements (16 bytes in the 2-byte dtypes) at a time, neighbouring items
-// reading neighbouring bytes, then sum their partial dot products in local memory. Runs over
-// (ceil(N / (ROWS_GROUP / ROWS_LANES)) * ROWS_GROUP).
-__kernel __attribute__((reqd_work_group_size(ROWS_GROUP, 1, 1))) void linear_rows(
-    __global const ELEM* x, long x_off, __global const ELEM* w, long w_off, __global const ELEM* bias,
-    long bias_off, __global ELEM* y, long y_off, int M, int K, int N) {
-  __local float partial[ROWS_MAX][ROWS_GROUP];
-  const int lid = get_local_id(0), lane = lid % ROWS_LANES;
-  const int n = get_group_id(0) * (ROWS_GROUP / ROWS_LANES) + lid / ROWS_LANES;
-  const long w_row = w_off + (long)n * K;
-  float acc[ROWS_MAX];
+// This item's share of the dot products of w's row at w_row with the M rows of x in global memory (K apart),
+// as local_row_dots; eight elements at a time where `vector` (x's and w's rows start on multiples of eight).
+void global_row_dots(__global const ELEM* x, long x_off, __global const ELEM* w, long w_row, bool vector, int M,
+                     int K, int k_end, int lane, float acc[ROWS_MAX]) {
   for (int m = 0; m < ROWS_MAX; ++m) acc[m] = 0.0f;
-  // Items past the last column skip the loops but not the barriers. Eight elements at a time needs every row
-  // of x and w to start on a multiple of eight; else one at a time.
-  const int k_end = n < N ? K : 0;
-  const int vector_end = ((x_off | w_off | K) & 7) == 0 ? k_end : 0;
+  const int vector_end = vector ? k_end : 0;
   // Unrolled so that each item has several loads in flight.
 #pragma unroll 4
   for (int k = lane * 8; k < vector_end; k += ROWS_LANES * 8) {
@@ -165,8 +153,40 @@ __kernel __attribute__((reqd_work_group_size(ROWS_GROUP, 1, 1))) void linear_row
     for (int m = 0; m < ROWS_MAX; ++m)
       if (m < M) acc[m] += LOAD(x, x_off + (long)m * K + k) * wk;
   }
-  const float sum = column_sum(acc, partial);
-  if (n < N && lane < M) STORE(sum + (bias ? LOAD(bias, bias_off + n) : 0.0f), y, y_off + (long)lane * N + n);
+}
+
+// silu(gate) * up from a gate column's and its up column's float sums, rounded as linear and silu_mul round.
+float silu_gate(float gate_sum, float up_sum) {
+  const float gate = ROUND(gate_sum);
+  return ROUND(gate / (1.0f + exp(-gate))) * ROUND(up_sum);
+}
+
+// A few rows of x (M <= ROWS_MAX, a decode step): tiles would mostly hold padding, and the time goes into
+// reading w once. A work-group of ROWS_GROUP items computes ROWS_GROUP / ROWS_LANES columns: ROWS_LANES items
+// stream each column's row of w eight elements (16 bytes in the 2-byte dtypes) at a time, neighbouring items
+// reading neighbouring bytes, then sum their partial dot products in local memory. Gated (norm_linear without
+// its norm), the items take the gate's row n and the up's row n + N / 2 of w and write silu(gate) * up. Runs
+// over (ceil(columns / (ROWS_GROUP / ROWS_LANES)) * ROWS_GROUP).
+__kernel __attribute__((reqd_work_group_size(ROWS_GROUP, 1, 1))) void linear_rows(
+    __global const ELEM* x, long x_off, __global const ELEM* w, long w_off, __global const ELEM* bias,
+    long bias_off, __global ELEM* y, long y_off, int M, int K, int N, int gated) {
+  __local float partial[ROWS_MAX][ROWS_GROUP];
+  const int lid = get_local_id(0), lane = lid % ROWS_LANES;
+  const int columns = gated ? N / 2 : N;
+  const int n = get_group_id(0) * (ROWS_GROUP / ROWS_LANES) + lid / ROWS_LANES;
+  // Items past the last column skip the loops but not the barriers. Eight elements at a time needs every row
+  // of x and w to start on a multiple of eight; else one at a time.
+  const int k_end = n < columns ? K : 0;
+  const bool vector = ((x_off | w_off | K) & 7) == 0;
+  float acc[ROWS_MAX];
+  global_row_dots(x, x_off, w, w_off + (long)n * K, vector, M, K, k_end, lane, acc);
+  float value = column_sum(acc, partial) + (bias && n < columns ? LOAD(bias, bias_off + n) : 0.0f);
+  if (gated) {
+    global_row_dots(x, x_off, w, w_off + (long)(n + columns) * K, vector, M, K, k_end, lane, acc);
+    value = silu_gate(value,
+                      column_sum(acc, partial) + (bias && n < columns ? LOAD(bias, bias_off + n + columns) : 0.0f));
+  }
+  if (n < columns && lane < M) STORE(value, y, y_off + (long)lane * columns + n);
 }
 
 // op::NormLinear for a few rows: linear_rows whose work-group first makes its input rows itself, in local
@@ -209,9 +229,8 @@ __kernel __attribute__((reqd_work_group_size(ROWS_GROUP, 1, 1))) void norm_linea
   float value = column_sum(acc, partial) + (bias && n < columns ? LOAD(bias, bias_off + n) : 0.0f);
   if (gated) {
     local_row_dots(w, w_off + (long)(n + columns) * K, vector, rows, M, K, k_end, lane, acc);
-    const float up = column_sum(acc, partial) + (bias && n < columns ? LOAD(bias, bias_off + n + columns) : 0.0f);
-    const float gate = ROUND(value);
-    value = ROUND(gate / (1.0f + exp(-gate))) * ROUND(up);
+    value = silu_gate(value,
+                      column_sum(acc, partial) + (bias && n < columns ? LOAD(bias, bias_off + n + columns) : 0.0f));
   }
   if (n < columns && lane < M) STORE(value, y, y_off + (long)lane * columns + n);
 }
