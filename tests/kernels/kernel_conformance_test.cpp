@@ -482,6 +482,57 @@ AttentionCase batched_decode(int64_t heads, int64_t kv_heads, int64_t head_dim, 
   return c;
 }
 
+// The cache blocks and metadata of an attention case: block tables drawn from a shuffled pool with two blocks
+// no sequence uses, each sequence's rows at its newest positions with their cache slots. A sequence of cached
+// -1 is a padding row, as a captured graph's bucket has: no context and slot -1.
+struct PagedBatch {
+  int64_t T = 0, S = 0, blocks = 2, max_blocks = 1;
+  int32_t max_context = 0;
+  std::vector<int32_t> query_start{0}, context_lens, tables, positions, slots;
+};
+
+PagedBatch paged_batch(const AttentionCase& c, std::mt19937& rng) {
+  PagedBatch b;
+  b.S = static_cast<int64_t>(c.seqs.size());
+  const auto blocks_of = [&](const SequenceShape& s) {
+    return s.cached < 0 ? int64_t{0} : (s.cached + s.fresh + c.block_size - 1) / c.block_size;
+  };
+  for (const auto& s : c.seqs) {
+    b.blocks += blocks_of(s);
+    b.max_blocks = std::max(b.max_blocks, blocks_of(s));
+  }
+  std::vector<int32_t> pool(static_cast<size_t>(b.blocks));
+  std::iota(pool.begin(), pool.end(), 0);
+  std::shuffle(pool.begin(), pool.end(), rng);
+  b.tables.assign(static_cast<size_t>(b.S * b.max_blocks), 0);
+  size_t next_block = 0;
+  for (int64_t s = 0; s < b.S; ++s) {
+    const auto& seq = c.seqs[static_cast<size_t>(s)];
+    b.query_start.push_back(b.query_start.back() + seq.fresh);
+    b.context_lens.push_back(seq.cached < 0 ? 0 : seq.cached + seq.fresh);
+    int32_t* table = b.tables.data() + s * b.max_blocks;
+    for (int64_t i = 0; i < blocks_of(seq); ++i) table[i] = pool.at(next_block++);
+    for (int32_t i = 0; i < seq.fresh; ++i) {
+      const int32_t p = std::max(seq.cached, 0) + i;
+      b.positions.push_back(seq.cached < 0 ? 0 : p);
+      b.slots.push_back(
+          seq.cached < 0 ? -1
+                         : static_cast<int32_t>(table[p / c.block_size] * c.block_size + p % c.block_size));
+    }
+  }
+  b.T = b.query_start.back();
+  b.max_context = *std::max_element(b.context_lens.begin(), b.context_lens.end());
+  return b;
+}
+
+std::string attention_text(const AttentionCase& c) {
+  std::string what = "attention heads " + std::to_string(c.heads) + "/" + std::to_string(c.kv_heads) +
+                     " dim " + std::to_string(c.head_dim) + " block " + std::to_string(c.block_size) +
+                     " window " + std::to_string(c.window) + " seqs";
+  for (const auto& s : c.seqs) what += " " + std::to_string(s.cached) + "+" + std::to_string(s.fresh);
+  return what;
+}
+
 std::vector<Case> paged_attention_cases(std::mt19937& rng) {
   const AttentionCase shapes[] = {
       batched_decode(8, 2, 128, 256),
@@ -535,44 +586,71 @@ std::vector<Case> paged_attention_cases(std::mt19937& rng) {
   }
   std::vector<Case> cases;
   for (const AttentionCase& c : drawn) {
-    const int64_t S = static_cast<int64_t>(c.seqs.size());
-    int64_t blocks = 2, max_blocks = 1;  // two blocks no sequence uses
-    for (const auto& s : c.seqs) {
-      blocks += (s.cached + s.fresh + c.block_size - 1) / c.block_size;
-      max_blocks = std::max(max_blocks, (s.cached + s.fresh + c.block_size - 1) / c.block_size);
-    }
-    std::vector<int32_t> pool(static_cast<size_t>(blocks));
-    std::iota(pool.begin(), pool.end(), 0);
-    std::shuffle(pool.begin(), pool.end(), rng);
-    std::vector<int32_t> query_start{0}, context_lens, tables(static_cast<size_t>(S * max_blocks), 0), positions;
-    size_t next_block = 0;
-    for (int64_t s = 0; s < S; ++s) {
-      const auto& seq = c.seqs[static_cast<size_t>(s)];
-      query_start.push_back(query_start.back() + seq.fresh);
-      context_lens.push_back(seq.cached + seq.fresh);
-      for (int64_t b = 0; b < (seq.cached + seq.fresh + c.block_size - 1) / c.block_size; ++b)
-        tables[static_cast<size_t>(s * max_blocks + b)] = pool.at(next_block++);
-      for (int32_t i = 0; i < seq.fresh; ++i) positions.push_back(seq.cached + i);
-    }
-    const int64_t T = query_start.back();
-    const int32_t max_context = *std::max_element(context_lens.begin(), context_lens.end());
-    std::string what = "attention heads " + std::to_string(c.heads) + "/" + std::to_string(c.kv_heads) + " dim " +
-                       std::to_string(c.head_dim) + " block " + std::to_string(c.block_size) + " window " +
-                       std::to_string(c.window) + " seqs";
-    for (const auto& s : c.seqs) what += " " + std::to_string(s.cached) + "+" + std::to_string(s.fresh);
+    const PagedBatch b = paged_batch(c, rng);
     const float scale = 1.f / std::sqrt(static_cast<float>(c.head_dim));
     cases.push_back(make_case<op::PagedAttention>(
-        what,
-        {random_floats({T, c.heads, c.head_dim}, rng, 2.f),
-         random_floats({blocks, c.block_size, c.kv_heads, c.head_dim}, rng, 2.f),
-         random_floats({blocks, c.block_size, c.kv_heads, c.head_dim}, rng), ints(query_start, {S + 1}),
-         ints(context_lens, {S}), ints(tables, {S, max_blocks}), ints(positions, {T}),
-         ints(std::vector<int32_t>(static_cast<size_t>(T), 0), {T})},
-        [c, T, scale, max_context](std::vector<Tensor>& in, Device device, DType dtype, auto kernel,
-                                   std::vector<Tensor>& out) {
-          op::AttentionMetadata meta{in[3], in[4], in[5], in[6], in[7], max_context};
-          out = {poisoned({T, c.heads, c.head_dim}, dtype, device)};
+        attention_text(c),
+        {random_floats({b.T, c.heads, c.head_dim}, rng, 2.f),
+         random_floats({b.blocks, c.block_size, c.kv_heads, c.head_dim}, rng, 2.f),
+         random_floats({b.blocks, c.block_size, c.kv_heads, c.head_dim}, rng), ints(b.query_start, {b.S + 1}),
+         ints(b.context_lens, {b.S}), ints(b.tables, {b.S, b.max_blocks}), ints(b.positions, {b.T}),
+         ints(b.slots, {b.T})},
+        [c, b, scale](std::vector<Tensor>& in, Device device, DType dtype, auto kernel,
+                      std::vector<Tensor>& out) {
+          op::AttentionMetadata meta{in[3], in[4], in[5], in[6], in[7], b.max_context};
+          out = {poisoned({b.T, c.heads, c.head_dim}, dtype, device)};
           return kernel(op::PagedAttention{in[0], in[1], in[2], meta, scale, c.window, out[0]});
+        }));
+  }
+  return cases;
+}
+
+// Decode steps (one row a sequence) straight from the fused projection: contexts split across blocks,
+// windows, GQA grouped by the batch's size or not, rotary over part of the head, Qwen3's q/k norms or none, a
+// padding row (no context, slot -1) as a captured graph's bucket has, and a head size the one-pass kernels do
+// not take.
+std::vector<Case> qkv_attention_cases(std::mt19937& rng) {
+  struct Shape {
+    AttentionCase attention;
+    int64_t rot;
+    bool norms;
+  };
+  const Shape shapes[] = {
+      {{2, 1, 64, 16, 0, {{400, 1}, {5, 1}, {0, 1}}}, 64, true},
+      {{4, 2, 128, 16, 0, {{300, 1}, {33, 1}, {-1, 1}}}, 128, true},
+      {{2, 2, 256, 16, 100, {{200, 1}, {0, 1}}}, 256, false},
+      {{8, 2, 128, 16, 0, {{90, 1}, {0, 1}}}, 64, true},
+      {{16, 8, 128, 16, 0, {{150, 1}}}, 32, true},
+      {batched_decode(8, 2, 128, 256), 128, true},
+      {{4, 4, 16, 4, 0, {{0, 1}, {69, 1}}}, 16, true},
+  };
+  std::vector<Case> cases;
+  for (const auto& [c, rot, norms] : shapes) {
+    const PagedBatch b = paged_batch(c, rng);
+    const float scale = 1.f / std::sqrt(static_cast<float>(c.head_dim));
+    const int64_t width = (c.heads + 2 * c.kv_heads) * c.head_dim;
+    std::vector<Tensor> in{random_floats({b.T, width}, rng, 2.f),
+                           random_floats({b.T, rot}, rng),
+                           random_floats({b.T, rot}, rng),
+                           random_floats({b.blocks, c.block_size, c.kv_heads, c.head_dim}, rng, 2.f),
+                           random_floats({b.blocks, c.block_size, c.kv_heads, c.head_dim}, rng),
+                           ints(b.query_start, {b.S + 1}),
+                           ints(b.context_lens, {b.S}),
+                           ints(b.tables, {b.S, b.max_blocks}),
+                           ints(b.positions, {b.T}),
+                           ints(b.slots, {b.T}),
+                           random_floats({c.head_dim}, rng),
+                           random_floats({c.head_dim}, rng)};
+    cases.push_back(make_case<op::QkvAttention>(
+        "qkv_" + attention_text(c) + " rot " + std::to_string(rot) + (norms ? " with norms" : ""),
+        std::move(in),
+        [c, b, scale, norms](std::vector<Tensor>& in, Device device, DType dtype, auto kernel,
+                             std::vector<Tensor>& out) {
+          const op::AttentionMetadata meta{in[5], in[6], in[7], in[8], in[9], b.max_context, true};
+          out = {poisoned({b.T, c.heads, c.head_dim}, dtype, device), in[3], in[4]};
+          const Tensor none;
+          return kernel(op::QkvAttention{in[0], norms ? in[10] : none, norms ? in[11] : none, 1e-6f, in[1],
+                                         in[2], meta, scale, c.window, out[1], out[2], out[0]});
         }));
   }
   return cases;
@@ -938,6 +1016,7 @@ const std::map<std::string_view, std::vector<Case>>& all_cases() {
     m[op::KvCacheWrite::name] = kv_cache_write_cases(rng);
     m[op::QkvRopeCache::name] = qkv_rope_cache_cases(rng);
     m[op::PagedAttention::name] = paged_attention_cases(rng);
+    m[op::QkvAttention::name] = qkv_attention_cases(rng);
     m[op::ConcatColumns::name] = concat_columns_cases(rng);
     m[op::LinearBackward::name] = linear_backward_cases(rng);
     m[op::RmsNormBackward::name] = rms_norm_backward_cases(rng);

@@ -219,6 +219,7 @@ struct AttentionMetadata {
   Tensor positions;     // (T): position of each row in its sequence
   Tensor slots;         // (T): cache slot of each row (block * block_size + offset)
   int64_t max_context_len = 0;
+  bool one_row_per_sequence = false;  // T == S and query_start[s] == s (decode): what qkv_attention takes
 };
 
 // cache[slots[t]] = k[t], v[t]; a negative slot (a padding row) writes nothing
@@ -281,6 +282,33 @@ struct PagedAttention {
                       meta.block_tables,
                       meta.positions,
                       out);
+  }
+};
+
+// qkv_rope_cache and paged_attention's "flash" form in one pass, for a step of one query row a sequence
+// (meta.one_row_per_sequence: decode): a row's query and its own new key and value come from qkv, normalised
+// and rotated as qkv_rope_cache does them, the keys and values before it from the cache, into which the new
+// ones are written at meta.slots. Fields as those two ops'. Optional: where it is missing or refuses the
+// arguments, the layer runs qkv_rope_cache and paged_attention.
+struct QkvAttention {
+  static constexpr std::string_view name = "qkv_attention", layer = "Attention";
+  static constexpr bool optional = true;
+  const Tensor& qkv;
+  const Tensor& q_norm;
+  const Tensor& k_norm;
+  float eps;
+  const Tensor& cos;
+  const Tensor& sin;
+  const AttentionMetadata& meta;
+  float scale;
+  int64_t window;
+  Tensor& cache_k;
+  Tensor& cache_v;
+  Tensor& out;
+  DType dtype() const { return qkv.dtype(); }
+  auto tensors() const {
+    return tensor_list(qkv, q_norm, k_norm, cos, sin, meta.query_start, meta.context_lens, meta.block_tables,
+                       meta.positions, meta.slots, cache_k, cache_v, out);
   }
 };
 
@@ -472,10 +500,11 @@ constexpr bool is_optional() {
 }
 
 // Every op of the set, for code that visits them all: f.template operator()<Op>() for each.
-using All = std::tuple<Embedding, Linear, RmsNorm, AddRmsNorm, NormLinear, Rope, SiluMul, Add, Cast, SplitColumns,
-                       GatherRows, ArgmaxRows, KvCacheWrite, QkvRopeCache, PagedAttention, LinearBackward,
-                       RmsNormBackward, SiluMulBackward, EmbeddingBackward, AttentionBackward, CrossEntropy,
-                       SumSquares, AdamW, ConcatColumns, AddScaledColumns, Dropout, SampleRows>;
+using All =
+    std::tuple<Embedding, Linear, RmsNorm, AddRmsNorm, NormLinear, Rope, SiluMul, Add, Cast, SplitColumns,
+               GatherRows, ArgmaxRows, KvCacheWrite, QkvRopeCache, PagedAttention, QkvAttention,
+               LinearBackward, RmsNormBackward, SiluMulBackward, EmbeddingBackward, AttentionBackward,
+               CrossEntropy, SumSquares, AdamW, ConcatColumns, AddScaledColumns, Dropout, SampleRows>;
 template <typename F>
 void for_each_op(F&& f) {
   [&]<typename... Op>(std::tuple<Op...>*) { (f.template operator()<Op>(), ...); }(static_cast<All*>(nullptr));

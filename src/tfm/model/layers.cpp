@@ -158,12 +158,20 @@ Tensor Attention::forward(const BlockInput& in, LayerCache& cache, const StepCon
   Tensor qkv = qkv_proj_.forward_folded(in, false, ctx);  // rows of [q | k | v]
   if (!qkv.defined()) qkv = qkv_proj_.forward(in.normalized(ctx), ctx);
   const int64_t T = qkv.size(0);
-  Tensor q = ctx.empty({T, heads, head_dim});
   const std::string_view attention = ctx.kernels.of("Attention");
+  const Tensor none;
+  const Tensor& q_norm = q_norm_ ? q_norm_->weight() : none;
+  const Tensor& k_norm = k_norm_ ? k_norm_->weight() : none;
+  const float eps = q_norm_ ? q_norm_->eps() : 0.f;
+  Tensor out = ctx.empty({T, heads, head_dim});
+  if (!ctx.saved && ctx.meta.one_row_per_sequence &&
+      ops::qkv_attention(qkv, q_norm, k_norm, eps, ctx.cos, ctx.sin, ctx.meta, scale_, window, cache.key,
+                         cache.value, out, attention))
+    return o_proj_.forward(out.reshape({T, heads * head_dim}), ctx);
+  Tensor q = ctx.empty({T, heads, head_dim});
   if (!ctx.saved && ops::qkv_rope_cache_runs_on(ctx.device.type, ctx.dtype)) {
     // One pass where the device has it; a training step keeps the norms' inputs, which only the steps below give.
-    ops::qkv_rope_cache(qkv, q_norm_ ? q_norm_->weight() : Tensor(), k_norm_ ? k_norm_->weight() : Tensor(),
-                        q_norm_ ? q_norm_->eps() : 0.f, ctx.cos, ctx.sin, ctx.meta.slots, q, cache.key, cache.value,
+    ops::qkv_rope_cache(qkv, q_norm, k_norm, eps, ctx.cos, ctx.sin, ctx.meta.slots, q, cache.key, cache.value,
                         attention);
   } else {
     Tensor k = ctx.empty({T, kv_heads, head_dim}), v = ctx.empty({T, kv_heads, head_dim});
@@ -179,7 +187,6 @@ Tensor Attention::forward(const BlockInput& in, LayerCache& cache, const StepCon
     ctx.keep(name_, "value", v);
   }
   ctx.keep(name_, "query", q);
-  Tensor out = ctx.empty({T, heads, head_dim});
   ops::paged_attention(q, cache.key, cache.value, ctx.meta, scale_, window, out, attention);
   return o_proj_.forward(out.reshape({T, heads * head_dim}), ctx);
 }

@@ -25,6 +25,16 @@ std::vector<Part> parts(const ForwardBatch& b) {
           {&b.slots, {T}}};
 }
 
+// Whether each sequence of `b` brings one query row (decode), row s being sequence s's.
+bool one_row_per_sequence(const ForwardBatch& b) {
+  const int64_t S = length(b.context_lens);
+  if (length(b.token_ids) != S || length(b.query_start) != S + 1) return false;
+  for (int64_t s = 0; s < S; ++s) {
+    if (b.query_start[static_cast<size_t>(s)] != s) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 StepInputs allocate_step_inputs(const ForwardBatch& batch, Device device) {
@@ -48,6 +58,7 @@ StepInputs allocate_step_inputs(const ForwardBatch& batch, Device device) {
   in.meta.slots = views[6];
   const auto longest = std::max_element(batch.context_lens.begin(), batch.context_lens.end());
   in.meta.max_context_len = longest == batch.context_lens.end() ? 0 : *longest;
+  in.meta.one_row_per_sequence = one_row_per_sequence(batch);
   return in;
 }
 
@@ -64,9 +75,9 @@ void upload_step_inputs(const ForwardBatch& batch, StepInputs& inputs) {
 
 bool is_decode_batch(const ForwardBatch& b) {
   const int64_t S = length(b.context_lens);
-  if (length(b.token_ids) != S || length(b.logits_rows) != S) return false;
+  if (!one_row_per_sequence(b) || length(b.logits_rows) != S) return false;
   for (int64_t s = 0; s < S; ++s) {
-    if (b.query_start[static_cast<size_t>(s)] != s || b.logits_rows[static_cast<size_t>(s)] != s) return false;
+    if (b.logits_rows[static_cast<size_t>(s)] != s) return false;
   }
   return true;
 }

@@ -325,36 +325,62 @@ bool qkv_rope_cache_runs_on(DeviceType device, DType dtype) {
   return kernel_registry().find<op::QkvRopeCache>(device, dtype) != nullptr;
 }
 
+namespace {
+
+// qkv_rope_cache's inputs (and qkv_attention's) for queries shaped as `q` (T, heads, D).
+void check_qkv_inputs(std::string_view op, DType d, const Tensor& qkv, const Tensor& q_norm,
+                      const Tensor& k_norm, const Tensor& cos, const Tensor& sin, const Tensor& slots,
+                      const Tensor& q, const Tensor& cache_k, const Tensor& cache_v) {
+  for (const auto& [t, what] :
+       {std::pair{&qkv, "qkv"}, {&cos, "cos"}, {&sin, "sin"}, {&cache_k, "cache_k"}, {&cache_v, "cache_v"}})
+    expect(*t, d, op, what);
+  expect(slots, DType::int32, op, "slots");
+  if (!(q.dim() == 3 && cache_k.dim() == 4 && cache_k.shape() == cache_v.shape() &&
+        cache_k.size(3) == q.size(2)))
+    throw_error(op, ": q ", q.str(), " and the cache ", cache_k.str(), " do not match");
+  const int64_t T = q.size(0), heads = q.size(1), D = q.size(2), kv_heads = cache_k.size(2);
+  if (!(qkv.dim() == 2 && qkv.size(0) == T && qkv.size(1) == (heads + 2 * kv_heads) * D && slots.dim() == 1 &&
+        slots.size(0) == T))
+    throw_error(op, ": qkv ", qkv.str(), " and slots ", slots.str(), " do not match q ", q.str(), " and ",
+                kv_heads, " kv heads");
+  if (!(cos.dim() == 2 && cos.shape() == sin.shape() && cos.size(0) == T && cos.size(1) <= D &&
+        cos.size(1) % 2 == 0))
+    throw_error(op, ": cos ", cos.str(), " does not match q ", q.str());
+  for (const Tensor* norm : {&q_norm, &k_norm}) {
+    if (!norm->defined()) continue;
+    expect(*norm, d, op, "norm weight");
+    if (!(norm->dim() == 1 && norm->size(0) == D))
+      throw_error(op, ": norm weight ", norm->str(), " is not (", D, ")");
+  }
+}
+
+// paged_attention's queries `q` (T, heads, D), caches, metadata and output (qkv_attention's too).
+void check_attention(std::string_view op, DType d, const Tensor& q, const Tensor& cache_k,
+                     const Tensor& cache_v, const AttentionMetadata& meta, const Tensor& out) {
+  expect(out, d, op, "out");
+  expect(cache_k, d, op, "key cache");
+  expect(cache_v, d, op, "value cache");
+  for (const Tensor* t : {&meta.query_start, &meta.context_lens, &meta.block_tables, &meta.positions}) {
+    expect(*t, DType::int32, op, "metadata");
+  }
+  const int64_t S = meta.context_lens.size(0);
+  if (!(q.dim() == 3 && out.shape() == q.shape() && cache_k.dim() == 4 && cache_k.size(3) == q.size(2) &&
+        cache_k.size(2) > 0 && q.size(1) % cache_k.size(2) == 0 && cache_v.shape() == cache_k.shape()))
+    throw_error("attention: shapes ", q.str(), ", cache ", cache_k.str(), " -> ", out.str(), " do not match");
+  check(meta.query_start.size(0) == S + 1 && meta.positions.size(0) == q.size(0) &&
+            meta.block_tables.dim() == 2 && meta.block_tables.size(0) == S,
+        "attention: metadata does not describe ", q.size(0), " rows");
+}
+
+}  // namespace
+
 void qkv_rope_cache(const Tensor& qkv, const Tensor& q_norm, const Tensor& k_norm, float eps,
                     const Tensor& cos, const Tensor& sin, const Tensor& slots, Tensor& q, Tensor& cache_k,
                     Tensor& cache_v, std::string_view variant) {
   const op::QkvRopeCache a{qkv, q_norm, k_norm, eps, cos, sin, slots, q, cache_k, cache_v};
   const DType d = compute_dtype(a);
-  for (const auto& [t, what] : {std::pair{&qkv, "qkv"},
-                                {&cos, "cos"},
-                                {&sin, "sin"},
-                                {&q, "q"},
-                                {&cache_k, "cache_k"},
-                                {&cache_v, "cache_v"}})
-    expect(*t, d, a.name, what);
-  expect(slots, DType::int32, a.name, "slots");
-  if (!(q.dim() == 3 && cache_k.dim() == 4 && cache_k.shape() == cache_v.shape() &&
-        cache_k.size(3) == q.size(2)))
-    throw_error("qkv_rope_cache: q ", q.str(), " and the cache ", cache_k.str(), " do not match");
-  const int64_t T = q.size(0), heads = q.size(1), D = q.size(2), kv_heads = cache_k.size(2);
-  if (!(qkv.dim() == 2 && qkv.size(0) == T && qkv.size(1) == (heads + 2 * kv_heads) * D && slots.dim() == 1 &&
-        slots.size(0) == T))
-    throw_error("qkv_rope_cache: qkv ", qkv.str(), " and slots ", slots.str(), " do not match q ", q.str(),
-                " and ", kv_heads, " kv heads");
-  if (!(cos.dim() == 2 && cos.shape() == sin.shape() && cos.size(0) == T && cos.size(1) <= D &&
-        cos.size(1) % 2 == 0))
-    throw_error("qkv_rope_cache: cos ", cos.str(), " does not match q ", q.str());
-  for (const Tensor* norm : {&q_norm, &k_norm}) {
-    if (!norm->defined()) continue;
-    expect(*norm, d, a.name, "norm weight");
-    check(norm->dim() == 1 && norm->size(0) == D, "qkv_rope_cache: norm weight ", norm->str(), " is not (", D,
-          ")");
-  }
+  expect(q, d, a.name, "q");
+  check_qkv_inputs(a.name, d, qkv, q_norm, k_norm, cos, sin, slots, q, cache_k, cache_v);
   dispatch(a, variant);
 }
 
@@ -364,20 +390,25 @@ void paged_attention(const Tensor& q, const Tensor& cache_k, const Tensor& cache
   const op::PagedAttention a{q, cache_k, cache_v, meta, scale, window, out};
   const DType d = compute_dtype(a);
   expect(q, d, a.name, "q");
-  expect(out, d, a.name, "out");
-  expect(cache_k, d, a.name, "key cache");
-  expect(cache_v, d, a.name, "value cache");
-  for (const Tensor* t : {&meta.query_start, &meta.context_lens, &meta.block_tables, &meta.positions}) {
-    expect(*t, DType::int32, a.name, "metadata");
-  }
-  const int64_t S = meta.context_lens.size(0);
-  if (!(q.dim() == 3 && out.shape() == q.shape() && cache_k.dim() == 4 && cache_k.size(3) == q.size(2) &&
-        cache_k.size(2) > 0 && q.size(1) % cache_k.size(2) == 0 && cache_v.shape() == cache_k.shape()))
-    throw_error("attention: shapes ", q.str(), ", cache ", cache_k.str(), " -> ", out.str(), " do not match");
-  check(meta.query_start.size(0) == S + 1 && meta.positions.size(0) == q.size(0) &&
-            meta.block_tables.dim() == 2 && meta.block_tables.size(0) == S,
-        "attention: metadata does not describe ", q.size(0), " rows");
+  check_attention(a.name, d, q, cache_k, cache_v, meta, out);
   dispatch(a, variant);
+}
+
+bool qkv_attention(const Tensor& qkv, const Tensor& q_norm, const Tensor& k_norm, float eps,
+                   const Tensor& cos, const Tensor& sin, const AttentionMetadata& meta, float scale,
+                   int64_t window, Tensor& cache_k, Tensor& cache_v, Tensor& out, std::string_view variant) {
+  const op::QkvAttention a{qkv, q_norm, k_norm, eps, cos, sin, meta, scale, window, cache_k, cache_v, out};
+  const DType d = compute_dtype(a);
+  check_attention(a.name, d, out, cache_k, cache_v, meta, out);
+  check_qkv_inputs(a.name, d, qkv, q_norm, k_norm, cos, sin, meta.slots, out, cache_k, cache_v);
+  if (!(meta.one_row_per_sequence && meta.context_lens.size(0) == out.size(0)))
+    throw_error("qkv_attention: the step is not one query row a sequence (", out.size(0), " rows, ",
+                meta.context_lens.size(0), " sequences)");
+  const Device device = device_of(a);
+  const Kernel<op::QkvAttention>* kernel = kernel_registry().find<op::QkvAttention>(device.type, d, variant);
+  if (!kernel || (kernel->supports && !kernel->supports(a))) return false;
+  timed(a, variant, device, [&] { kernel->run(a); });
+  return true;
 }
 
 namespace {

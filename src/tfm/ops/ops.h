@@ -51,6 +51,11 @@ void qkv_rope_cache(const Tensor& qkv, const Tensor& q_norm, const Tensor& k_nor
 bool qkv_rope_cache_runs_on(DeviceType device, DType dtype);
 void paged_attention(const Tensor& q, const Tensor& cache_k, const Tensor& cache_v, const AttentionMetadata& meta,
                      float scale, int64_t window, Tensor& out, std::string_view variant = {});
+// op::QkvAttention where the Attention variant `variant` has a kernel for it that takes the arguments (no
+// other variant stands in); false, having done nothing, elsewhere.
+bool qkv_attention(const Tensor& qkv, const Tensor& q_norm, const Tensor& k_norm, float eps,
+                   const Tensor& cos, const Tensor& sin, const AttentionMetadata& meta, float scale,
+                   int64_t window, Tensor& cache_k, Tensor& cache_v, Tensor& out, std::string_view variant);
 
 // Training (op_set.h describes each). Gradients of parameters are float32 accumulators (+=); an undefined
 // output is not computed.

@@ -330,6 +330,16 @@ void paged_attention(const op::PagedAttention& op_args) {
       });
 }
 
+// qkv_attention as the two ops it folds: the reference of the devices' one-pass kernels, and what the cpu
+// runs where a model asks for it.
+template <typename T>
+void qkv_attention(const op::QkvAttention& a) {
+  Tensor q = empty(a.out.shape(), a.dtype(), a.out.device());
+  qkv_rope_cache<T>(op::QkvRopeCache{a.qkv, a.q_norm, a.k_norm, a.eps, a.cos, a.sin, a.meta.slots, q,
+                                     a.cache_k, a.cache_v});
+  paged_attention<T, false>(op::PagedAttention{q, a.cache_k, a.cache_v, a.meta, a.scale, a.window, a.out});
+}
+
 }  // namespace
 
 void register_pointwise_kernels(KernelRegistry& r) {
@@ -352,6 +362,7 @@ void register_pointwise_kernels(KernelRegistry& r) {
       r.add<op::SiluMul>(cpu, d, "default", {.run = silu_mul<T>, .is_default = true});
       r.add<op::PagedAttention>(cpu, d, "flash", {.run = paged_attention<T, false>, .is_default = true});
       r.add<op::PagedAttention>(cpu, d, "eager", {.run = paged_attention<T, true>});
+      r.add<op::QkvAttention>(cpu, d, "flash", {.run = qkv_attention<T>, .is_default = true});
     });
   }
 }

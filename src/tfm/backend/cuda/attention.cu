@@ -1,13 +1,18 @@
 // Paged attention, in three kernels:
-// - rows: one block per (query row, head), keys visited in blocks of kKeyBlock as the CPU's kernels.cpp (after
+// - rows: one block per (query row, head), keys visited in blocks of kKeyBlock as the CPU's kernels.cpp
+// (after
 //   torch's CPU kernel) takes them. It serves eager attention (whose roundings it reproduces) and head sizes
 //   the other two do not take.
-// - split rows (decode): one block per (query row, the query heads of a kv head, split of the keys); each group
-//   of lanes scores a key for every head from 16-byte loads of it, keeps their running softmaxes, and the last
-//   split of a row to finish combines them. Enough splits to fill the device even for one sequence.
+// - split rows (decode): one block per (query row, the query heads of a kv head, split of the keys); each
+// group
+//   of lanes scores a key for every head from 16-byte loads of it, keeps their running softmaxes, and the
+//   last split of a row to finish combines them. Enough splits to fill the device even for one sequence. It
+//   also serves op::QkvAttention, making its queries and the row's new key and value from the fused
+//   projection.
 // - tiles (prefill, bf16 and fp16): one block per 64 query rows of a sequence and a head; 64-key tiles of K
-//   and V in shared memory, q k^T and p v on the tensor cores (mma.sync, float32 accumulation) with the scores
-//   and weights in registers, the softmax in float32 with a running maximum (flash attention 2's forward).
+//   and V in shared memory, q k^T and p v on the tensor cores (mma.sync, float32 accumulation) with the
+//   scores and weights in registers, the softmax in float32 with a running maximum (flash attention 2's
+//   forward).
 // The one-pass forms round each weight to T where it multiplies V, against the running maximum of the keys
 // visited so far, as the "flash" variant is specified; only where that maximum moves differs between them.
 #include <type_traits>
@@ -173,22 +178,86 @@ __device__ void combine_splits(const PagedAttentionArgs& a, int64_t out_index, i
   }
 }
 
+// Lane `sub`'s kDims dimensions of a head (from sub * kDims on) as floats, from 16-byte loads.
+template <typename T, int kDims>
+__device__ void load_dims(const T* head, int sub, float (&out)[kDims]) {
+  constexpr int kPiece = 16 / sizeof(T);
+#pragma unroll
+  for (int p = 0; p < kDims / kPiece; ++p) {
+    const uint4 piece = *reinterpret_cast<const uint4*>(head + sub * kDims + p * kPiece);
+    const T* values = reinterpret_cast<const T*>(&piece);
+#pragma unroll
+    for (int e = 0; e < kPiece; ++e) out[p * kPiece + e] = to_float(values[e]);
+  }
+}
+
+// A q or k head of row `row` of the fused projection made as qkv_rope_cache makes it: normalised with `norm`
+// (when there is one) and rotated, rounded to T where that kernel rounds. The kLanes lanes of a group hold
+// the head, lane `sub` its kDims dimensions from sub * kDims on; the norm's sum and each dimension's rotary
+// partner cross lanes by shuffles, so the whole warp calls this. The host saw to it that a lane's dimensions
+// are all in one half of the rotated part or all past it (rot / 2 a multiple of kDims).
+template <typename T, int kLanes, int kDims>
+__device__ void normalise_and_rotate(const QkvRopeCacheArgs& in, int64_t row, const void* norm_weight,
+                                     int sub, float (&v)[kDims]) {
+  if (norm_weight) {
+    const T* norm = static_cast<const T*>(norm_weight) + sub * kDims;
+    float squares = 0.f;
+#pragma unroll
+    for (int i = 0; i < kDims; ++i) squares += v[i] * v[i];
+#pragma unroll
+    for (int offset = kLanes / 2; offset > 0; offset >>= 1)
+      squares += __shfl_xor_sync(0xffffffffu, squares, offset);
+    const float inv = 1.f / sqrtf(squares / static_cast<float>(kLanes * kDims) + in.eps);
+#pragma unroll
+    for (int i = 0; i < kDims; ++i) v[i] = round_to<T>(to_float(norm[i]) * round_to<T>(v[i] * inv));
+  }
+  const int64_t half = in.rot / 2, first = static_cast<int64_t>(sub) * kDims;
+  const bool rotated = first < in.rot, first_half = first < half;
+  const int lane = threadIdx.x % 32, shift = static_cast<int>(half / kDims);
+  const int partner = !rotated ? lane : first_half ? lane + shift : lane - shift;
+  const T* cos = static_cast<const T*>(in.cos) + row * in.rot + first;
+  const T* sin = static_cast<const T*>(in.sin) + row * in.rot + first;
+#pragma unroll
+  for (int i = 0; i < kDims; ++i) {
+    const float other = __shfl_sync(0xffffffffu, v[i], partner);
+    if (!rotated) continue;
+    const float c = to_float(cos[i]), s = to_float(sin[i]);
+    v[i] = round_to<T>(first_half ? round_to<T>(c * v[i]) + round_to<T>(-other * s)
+                                  : round_to<T>(v[i] * c) + round_to<T>(other * s));
+  }
+}
+
+// kDims floats that hold values of T, as the 16-byte pieces of T they came from.
+template <typename T, int kDims>
+__device__ void pack_dims(const float (&v)[kDims], uint4 (&pieces)[kDims * sizeof(T) / 16]) {
+  constexpr int kPiece = 16 / sizeof(T);
+#pragma unroll
+  for (int p = 0; p < kDims / kPiece; ++p) {
+    T* values = reinterpret_cast<T*>(&pieces[p]);
+#pragma unroll
+    for (int e = 0; e < kPiece; ++e) values[e] = from_float<T>(v[p * kPiece + e]);
+  }
+}
+
 constexpr int kSplitWarps = 4;
 constexpr int kMaxSplits = 32;
 constexpr int64_t kMinSplitKeys = 64;
 constexpr int kRoundsInFlight = 4;
 
 // One block per (row, group of G query heads that share a kv head) and split blockIdx.y of the row's keys, so
-// that each key and value is read once for the G heads (GQA's group where heads_per_block chooses it, else 1).
-// A group of kLanes lanes takes one key at a time: each lane holds kDims of each query's dimensions, the group
-// sums the G dot products by shuffles, and each lane keeps G running softmaxes and their dimensions of the
-// weighted values. The block's groups are merged in shared memory; with one split the block writes the
-// outputs, else its partial states, and the last of the splits to arrive (counted in `arrivals`, which it sets
-// back to zero) combines them. Each head's result is what a block of its own would give: the same keys in the
-// same order.
-template <typename T, int D, int G>
+// that each key and value is read once for the G heads (GQA's group where heads_per_block chooses it, else
+// 1). A group of kLanes lanes takes one key at a time: each lane holds kDims of each query's dimensions, the
+// group sums the G dot products by shuffles, and each lane keeps G running softmaxes and their dimensions of
+// the weighted values. The block's groups are merged in shared memory; with one split the block writes the
+// outputs, else its partial states, and the last of the splits to arrive (counted in `arrivals`, which it
+// sets back to zero) combines them. Each head's result is what a block of its own would give: the same keys
+// in the same order. FromQkv (op::QkvAttention, one row a sequence): the queries come from the fused
+// projection `in.qkv`, made as qkv_rope_cache makes them, and so does the row's own new key and value, which
+// the split that holds the row's position takes from registers where the others' keys come from the cache;
+// the first split of the kv head's first query head writes them into the cache, for the steps after this one.
+template <typename T, int D, int G, bool FromQkv>
 __global__ void __launch_bounds__(kSplitWarps * 32)
-    split_rows_kernel(PagedAttentionArgs a, float* partial, unsigned* arrivals) {
+    split_rows_kernel(PagedAttentionArgs a, QkvRopeCacheArgs in, float* partial, unsigned* arrivals) {
   constexpr int kPiece = 16 / sizeof(T);
   constexpr int kPiecesPerKey = D / kPiece;
   constexpr int kLanes = kPiecesPerKey < 32 ? kPiecesPerKey : 32;
@@ -212,16 +281,41 @@ __global__ void __launch_bounds__(kSplitWarps * 32)
   const int64_t kv_head = h0 / (a.heads / a.kv_heads);
   const int group = threadIdx.x / kLanes, sub = threadIdx.x % kLanes;
 
+  const T* qkv_row = FromQkv ? static_cast<const T*>(in.qkv) + row * (a.heads + 2 * a.kv_heads) * D : nullptr;
   float q[G][kDims];
 #pragma unroll
   for (int g = 0; g < G; ++g) {
-    const T* q_row = static_cast<const T*>(a.q) + (row * a.heads + h0 + g) * D + sub * kDims;
+    if constexpr (FromQkv) {
+      load_dims(qkv_row + (h0 + g) * D, sub, q[g]);
+      normalise_and_rotate<T, kLanes>(in, row, in.q_norm, sub, q[g]);
+    } else {
+      load_dims(static_cast<const T*>(a.q) + (row * a.heads + h0 + g) * D, sub, q[g]);
+    }
+  }
+  // FromQkv: the row's new key and value, for the split whose keys include its position and for the writer.
+  const int64_t position = a.positions[row];
+  const bool uses_new = FromQkv && begin <= position && position < end;
+  uint4 new_k[kPiecesPerLane], new_v[kPiecesPerLane];
+  if constexpr (FromQkv) {
+    const int64_t slot = in.slots[row];
+    const bool writes = split == 0 && h0 % (a.heads / a.kv_heads) == 0 && slot >= 0;
+    if (uses_new || writes) {  // the same for the whole block
+      float k[kDims];
+      load_dims(qkv_row + (a.heads + kv_head) * D, sub, k);
+      normalise_and_rotate<T, kLanes>(in, row, in.k_norm, sub, k);
+      pack_dims<T>(k, new_k);
+      const T* v_head = qkv_row + (a.heads + a.kv_heads + kv_head) * D + sub * kDims;
 #pragma unroll
-    for (int p = 0; p < kPiecesPerLane; ++p) {
-      const uint4 piece = *reinterpret_cast<const uint4*>(q_row + p * kPiece);
-      const T* values = reinterpret_cast<const T*>(&piece);
+      for (int p = 0; p < kPiecesPerLane; ++p)
+        new_v[p] = *reinterpret_cast<const uint4*>(v_head + p * kPiece);
+      if (writes && group == 0) {
+        const int64_t at = (slot * a.kv_heads + kv_head) * D + sub * kDims;
 #pragma unroll
-      for (int e = 0; e < kPiece; ++e) q[g][p * kPiece + e] = to_float(values[e]);
+        for (int p = 0; p < kPiecesPerLane; ++p) {
+          reinterpret_cast<uint4*>(static_cast<T*>(in.cache_k) + at)[p] = new_k[p];
+          reinterpret_cast<uint4*>(static_cast<T*>(in.cache_v) + at)[p] = new_v[p];
+        }
+      }
     }
   }
   float running_max[G], sum[G], acc[G][kDims];
@@ -241,6 +335,14 @@ __global__ void __launch_bounds__(kSplitWarps * 32)
     for (int r = 0; r < kRoundsInFlight; ++r) {
       const int64_t j = first + r * kGroups + group;
       if (j >= end) continue;
+      if (uses_new && j == position) {
+#pragma unroll
+        for (int p = 0; p < kPiecesPerLane; ++p) {
+          k_pieces[r][p] = new_k[p];
+          v_pieces[r][p] = new_v[p];
+        }
+        continue;
+      }
       const T* key = cache_entry<T>(a, a.cache_k, blocks, j, kv_head) + sub * kDims;
       const T* value = cache_entry<T>(a, a.cache_v, blocks, j, kv_head) + sub * kDims;
 #pragma unroll
@@ -510,15 +612,17 @@ int64_t split_count(const PagedAttentionArgs& a) {
   return std::clamp<int64_t>(std::min(by_length, by_device), 1, kMaxSplits);
 }
 
-template <typename T, int D>
-void launch_split_rows(const PagedAttentionArgs& a, int64_t splits, float* partial) {
+template <typename T, int D, bool FromQkv>
+void launch_split_rows(const PagedAttentionArgs& a, const QkvRopeCacheArgs& in, float* partial) {
+  const int64_t splits = split_count(a);
   with_constant<1, 2, 4, 8>(heads_per_block(a), [&](auto heads) {
     const int64_t blocks = a.num_rows * a.heads / heads();
     const dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(splits));
     unsigned* arrivals = splits > 1 ? arrival_counters(blocks, "paged_attention") : nullptr;
-    launch_chained(split_rows_kernel<T, D, heads()>, grid, kSplitWarps * 32, 0, a, partial, arrivals);
+    launch_chained(split_rows_kernel<T, D, heads(), FromQkv>, grid, kSplitWarps * 32, 0, a, in, partial,
+                   arrivals);
   });
-  check_launch("paged_attention (split rows)");
+  check_launch(FromQkv ? "qkv_attention (split rows)" : "paged_attention (split rows)");
 }
 
 template <typename T, int D>
@@ -562,7 +666,8 @@ void paged_attention(const PagedAttentionArgs& args, bool eager, float* workspac
     }
   }
   if (!eager && one_pass_dim(args.head_dim)) {
-    with_head_dim(args.head_dim, [&](auto d) { launch_split_rows<Element, d()>(args, split_count(args), workspace); });
+    with_head_dim(args.head_dim,
+                  [&](auto d) { launch_split_rows<Element, d(), false>(args, {}, workspace); });
     return;
   }
   if (args.head_dim > kThreads * kDimsPerThread) {
@@ -579,9 +684,28 @@ void paged_attention(const PagedAttentionArgs& args, bool eager, float* workspac
   check_launch("paged_attention");
 }
 
-#define TFM_ATTENTION_LAUNCHERS(T)                                                 \
-  template int64_t paged_attention_workspace<T>(const PagedAttentionArgs&, bool); \
-  template void paged_attention<T>(const PagedAttentionArgs&, bool, float*);
+template <typename T>
+bool qkv_attention_takes(const QkvRopeCacheArgs& in, const PagedAttentionArgs& a) {
+  if (!one_pass_dim(a.head_dim) || uses_tiles<T>(a) || reinterpret_cast<uintptr_t>(in.qkv) % 16 != 0)
+    return false;
+  // split_rows_kernel's dimensions a lane (kDims): the rotary half must be whole lanes of them
+  const int64_t piece = 16 / static_cast<int64_t>(sizeof(T)), pieces = a.head_dim / piece;
+  const int64_t dims = pieces / std::min<int64_t>(pieces, 32) * piece;
+  return in.rot <= a.head_dim && (in.rot / 2) % dims == 0;
+}
+
+template <typename T>
+void qkv_attention(const QkvRopeCacheArgs& in, const PagedAttentionArgs& args, float* workspace) {
+  if (args.num_rows * args.heads == 0) return;
+  with_head_dim(args.head_dim,
+                [&](auto d) { launch_split_rows<device_t<T>, d(), true>(args, in, workspace); });
+}
+
+#define TFM_ATTENTION_LAUNCHERS(T)                                                          \
+  template int64_t paged_attention_workspace<T>(const PagedAttentionArgs&, bool);           \
+  template void paged_attention<T>(const PagedAttentionArgs&, bool, float*);                \
+  template bool qkv_attention_takes<T>(const QkvRopeCacheArgs&, const PagedAttentionArgs&); \
+  template void qkv_attention<T>(const QkvRopeCacheArgs&, const PagedAttentionArgs&, float*);
 TFM_ATTENTION_LAUNCHERS(float)
 TFM_ATTENTION_LAUNCHERS(bfloat16)
 TFM_ATTENTION_LAUNCHERS(float16)

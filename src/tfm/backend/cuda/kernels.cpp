@@ -125,12 +125,28 @@ void rope(const op::Rope& a) {
                a.cos.size(1));
 }
 
+launch::QkvRopeCacheArgs qkv_rope_cache_args(const op::QkvRopeCache& a) {
+  return {a.qkv.raw(),
+          raw_or_null(a.q_norm),
+          raw_or_null(a.k_norm),
+          a.eps,
+          a.cos.raw(),
+          a.sin.raw(),
+          a.slots.data<int32_t>(),
+          a.q.raw(),
+          a.cache_k.raw(),
+          a.cache_v.raw(),
+          a.q.size(0),
+          a.q.size(1),
+          a.cache_k.size(2),
+          a.q.size(2),
+          a.cos.size(1)};
+}
+
 template <typename T>
 void qkv_rope_cache(const op::QkvRopeCache& a) {
   use_device_of(a.q);
-  launch::qkv_rope_cache<T>({a.qkv.raw(), raw_or_null(a.q_norm), raw_or_null(a.k_norm), a.eps, a.cos.raw(), a.sin.raw(),
-                             a.slots.data<int32_t>(), a.q.raw(), a.cache_k.raw(), a.cache_v.raw(), a.q.size(0),
-                             a.q.size(1), a.cache_k.size(2), a.q.size(2), a.cos.size(1)});
+  launch::qkv_rope_cache<T>(qkv_rope_cache_args(a));
 }
 
 template <typename T>
@@ -146,6 +162,34 @@ void paged_attention(const op::PagedAttention& a) {
   const Tensor workspace = workspace_beside(
       a.out, launch::paged_attention_workspace<T>(args, Eager) * static_cast<int64_t>(sizeof(float)));
   launch::paged_attention<T>(args, Eager, static_cast<float*>(workspace_pointer(workspace)));
+}
+
+// qkv_attention as the two ops it folds, whose queries it never writes (out stands in for their shape).
+launch::QkvRopeCacheArgs inputs_of(const op::QkvAttention& a) {
+  launch::QkvRopeCacheArgs p = qkv_rope_cache_args(op::QkvRopeCache{
+      a.qkv, a.q_norm, a.k_norm, a.eps, a.cos, a.sin, a.meta.slots, a.out, a.cache_k, a.cache_v});
+  p.q = nullptr;
+  return p;
+}
+PagedAttentionArgs attention_of(const op::QkvAttention& a) {
+  PagedAttentionArgs p =
+      paged_attention_args(op::PagedAttention{a.out, a.cache_k, a.cache_v, a.meta, a.scale, a.window, a.out});
+  p.q = nullptr;
+  return p;
+}
+
+template <typename T>
+bool qkv_attention_takes(const op::QkvAttention& a) {
+  return launch::qkv_attention_takes<T>(inputs_of(a), attention_of(a));
+}
+
+template <typename T>
+void qkv_attention(const op::QkvAttention& a) {
+  use_device_of(a.out);
+  const PagedAttentionArgs args = attention_of(a);
+  const Tensor workspace = workspace_beside(
+      a.out, launch::paged_attention_workspace<T>(args, false) * static_cast<int64_t>(sizeof(float)));
+  launch::qkv_attention<T>(inputs_of(a), args, static_cast<float*>(workspace_pointer(workspace)));
 }
 
 }  // namespace
@@ -169,6 +213,9 @@ void register_kernels(KernelRegistry& r) {
       r.add<op::SiluMul>(device, d, "default", {.run = silu_mul<T>, .is_default = true});
       r.add<op::PagedAttention>(device, d, "flash", {.run = paged_attention<T, false>, .is_default = true});
       r.add<op::PagedAttention>(device, d, "eager", {.run = paged_attention<T, true>});
+      r.add<op::QkvAttention>(
+          device, d, "flash",
+          {.run = qkv_attention<T>, .supports = qkv_attention_takes<T>, .is_default = true});
     });
   }
   register_linear_kernels(r);

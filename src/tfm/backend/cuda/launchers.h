@@ -107,6 +107,13 @@ template <typename T>
 int64_t paged_attention_workspace(const PagedAttentionArgs& args, bool eager);
 template <typename T>
 void paged_attention(const PagedAttentionArgs& args, bool eager, float* workspace);
+// op::QkvAttention: `inputs` as qkv_rope_cache's (its q unused), `args` as paged_attention's (its q unused),
+// where qkv_attention_takes says the decode kernel serves them; `workspace` as paged_attention's flash
+// form's.
+template <typename T>
+bool qkv_attention_takes(const QkvRopeCacheArgs& inputs, const PagedAttentionArgs& args);
+template <typename T>
+void qkv_attention(const QkvRopeCacheArgs& inputs, const PagedAttentionArgs& args, float* workspace);
 
 // ---- Training (training.cu; linear's backward is cuBLASLt's, in linear.cpp). ----
 
