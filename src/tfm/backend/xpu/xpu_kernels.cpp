@@ -127,6 +127,20 @@ struct GrownBuffer {
   size_t bytes = 0;
 };
 
+// A decode attention launch's work-groups: a (row, head) and a part of its keys each, and the parts' states
+// and arrival counters where a row's keys are split.
+struct SplitRows {
+  size_t group_items = 0;
+  std::array<size_t, 2> items{};
+  cl_mem partial = nullptr, arrivals = nullptr;
+};
+
+// qkv_attention seen as the paged_attention it folds in, whose queries it never writes (out stands in for
+// their shape).
+op::PagedAttention as_paged_attention(const op::QkvAttention& a) {
+  return {a.out, a.cache_k, a.cache_v, a.meta, a.scale, a.window, a.out};
+}
+
 }  // namespace
 
 struct XpuKernels::Devices {
@@ -165,6 +179,20 @@ struct XpuKernels::Devices {
   // A scratch buffer of at least `bytes` on the device of `on`.
   cl_mem scratch(const Tensor& on, size_t bytes) {
     return grown(on, states[on.device().index].scratch, bytes, false, "kernel scratch");
+  }
+
+  // The split-rows launch of `a` (attention_flash's work-groups, or attention_subgroup's where `subgroup`).
+  SplitRows split_rows(const op::PagedAttention& a, const XpuDevice& device, bool subgroup) {
+    SplitRows split;
+    split.group_items = subgroup ? kAttentionSubGroup : kAttentionGroup;
+    // Two of attention_flash's 64-item work-groups a compute unit; an Intel EU runs eight threads, each a
+    // sub-group of attention_subgroup.
+    const int64_t groups = a.q.size(0) * a.q.size(1), splits = attention_splits(a, device, subgroup ? 8 : 2);
+    const size_t state_bytes = static_cast<size_t>(groups * splits * (a.q.size(2) + 2)) * sizeof(float);
+    split.partial = splits > 1 ? scratch(a.out, state_bytes) : cl_mem{nullptr};
+    split.arrivals = splits > 1 ? arrivals(a.out, static_cast<size_t>(groups)) : cl_mem{nullptr};
+    split.items = {static_cast<size_t>(groups) * split.group_items, static_cast<size_t>(splits)};
+    return split;
   }
 
   // At least `count` arrival counters on the device of `on`, zero: a kernel that counts on one sets it back
@@ -415,18 +443,12 @@ void XpuKernels::run(const op::PagedAttention& a, AttentionForm form) {
     const XpuDevice& device = devices_->backend.device(a.out.device().index);
     const bool subgroup =
         form == AttentionForm::intel_subgroup || subgroup_attention_fits(a, device.capabilities);
-    const size_t group_items = subgroup ? kAttentionSubGroup : kAttentionGroup;
-    // Two of attention_flash's 64-item work-groups a compute unit; an Intel EU runs eight threads, each a
-    // sub-group of attention_subgroup.
-    const int64_t groups = T * heads, splits = attention_splits(a, device, subgroup ? 8 : 2);
-    const size_t state_bytes = static_cast<size_t>(groups * splits * (a.q.size(2) + 2)) * sizeof(float);
-    const cl_mem partial = splits > 1 ? devices_->scratch(a.out, state_bytes) : cl_mem{nullptr};
-    const cl_mem arrivals = splits > 1 ? devices_->arrivals(a.out, static_cast<size_t>(groups)) : cl_mem{nullptr};
+    const SplitRows split = devices_->split_rows(a, device, subgroup);
     Launch launch = subgroup ? devices_->kernel(a.out, intel_attention_program(a.dtype(), a.q.size(2)),
-                                                "attention_subgroup", group_items)
-                             : devices_->kernel(a.out, program, "attention_flash", group_items);
-    common(launch, partial, arrivals);
-    launch.run({static_cast<size_t>(groups) * group_items, static_cast<size_t>(splits)}, {group_items, 1});
+                                                "attention_subgroup", split.group_items)
+                             : devices_->kernel(a.out, program, "attention_flash", split.group_items);
+    common(launch, split.partial, split.arrivals);
+    launch.run(split.items, {split.group_items, 1});
     return;
   }
   if (T == 0) return;
@@ -442,6 +464,22 @@ void XpuKernels::run(const op::PagedAttention& a, AttentionForm form) {
     common(launch, scores, to_int(meta.max_context_len, "context length"), to_int(begin, "row"));
     launch.run({static_cast<size_t>(rows * heads) * kAttentionGroup, 1}, {kAttentionGroup, 1});
   }
+}
+
+void XpuKernels::run(const op::QkvAttention& a) {
+  std::lock_guard lock(devices_->mutex);
+  const op::AttentionMetadata& meta = a.meta;
+  const int64_t heads = a.out.size(1), D = a.out.size(2);
+  const XpuDevice& device = devices_->backend.device(a.out.device().index);
+  const SplitRows split = devices_->split_rows(as_paged_attention(a), device, false);
+  devices_->kernel(a.out, attention_program(a.dtype(), D), "qkv_attention_flash", split.group_items)
+      .args(a.cache_k, a.cache_v, meta.query_start, meta.context_lens, meta.block_tables, meta.positions,
+            to_int(meta.context_lens.size(0), "sequences"), to_int(heads, "heads"),
+            to_int(a.cache_k.size(2), "KV heads"), to_int(a.cache_k.size(1), "block size"),
+            to_int(meta.block_tables.size(1), "blocks per sequence"), a.scale, to_int(a.window, "window"),
+            a.out, split.partial, split.arrivals, a.qkv, a.q_norm, a.k_norm, a.eps, a.cos, a.sin, meta.slots,
+            to_int(a.cos.size(1), "rotary size"))
+      .run(split.items, {split.group_items, 1});
 }
 
 void XpuKernels::run(const op::ConcatColumns& a) {
@@ -637,6 +675,16 @@ bool xpu_subgroup_attention_fits(const op::PagedAttention& a) {
   return subgroup_attention_fits(a, xpu_backend().device(a.out.device().index).capabilities);
 }
 
+// qkv_attention folds into the portable flash form only: where the Intel sub-group form serves the rows (an
+// Intel GPU), the layer keeps qkv_rope_cache and that form.
+bool qkv_attention_fits(const op::QkvAttention& a) {
+  return !xpu_subgroup_attention_fits(as_paged_attention(a));
+}
+
+void qkv_attention_on_xpu(const op::QkvAttention& a) {
+  xpu_kernels().run(a);
+}
+
 // Linears of more rows than linear_rows serves go to oneDNN on the devices it takes (onednn_matmul.h).
 void linear_on_onednn(const op::Linear& a) {
   onednn_linear().run(a);
@@ -697,6 +745,8 @@ void register_kernels(KernelRegistry& r) {
     r.add<op::PagedAttention>(
         xpu, d, "intel_subgroup",
         {.run = attention_on_xpu<AttentionForm::intel_subgroup>, .supports = xpu_subgroup_attention_fits});
+    r.add<op::QkvAttention>(
+        xpu, d, "flash", {.run = qkv_attention_on_xpu, .supports = qkv_attention_fits, .is_default = true});
     r.add<op::ConcatColumns>(xpu, d, "default", {.run = run_on_xpu<op::ConcatColumns>, .is_default = true});
     r.add<op::AddScaledColumns>(xpu, d, "default",
                                 {.run = run_on_xpu<op::AddScaledColumns>, .is_default = true});

@@ -46,28 +46,31 @@ float key_dot(__local const float* q, __global const ELEM* cache_k, long k_row) 
   return d;
 }
 
-// The arguments both forms share; each buffer with its element offset.
-#define ATTENTION_ARGS                                                                                       \
-  __global const ELEM *q, long q_off, __global const ELEM *cache_k, long cache_k_off,                        \
-      __global const ELEM *cache_v, long cache_v_off, __global const int *query_start, long query_start_off, \
-      __global const int *context_lens, long context_lens_off, __global const int *block_tables,             \
-      long block_tables_off, __global const int *positions, long positions_off, int num_seqs, int heads,     \
-      int kv_heads, int block_size, int max_blocks, float scale, int window, __global ELEM *out,             \
-      long out_off
+// The arguments every form shares after the queries; each buffer with its element offset.
+#define ATTENTION_CACHE_ARGS                                                                                   \
+  __global const ELEM *cache_k, long cache_k_off, __global const ELEM *cache_v, long cache_v_off,            \
+      __global const int *query_start, long query_start_off, __global const int *context_lens,               \
+      long context_lens_off, __global const int *block_tables, long block_tables_off,                        \
+      __global const int *positions, long positions_off, int num_seqs, int heads, int kv_heads, int block_size, \
+      int max_blocks, float scale, int window, __global ELEM *out, long out_off
+#define ATTENTION_ARGS __global const ELEM *q, long q_off, ATTENTION_CACHE_ARGS
 
-// Sets up row, head, keys, the query (as floats) in local memory and the output row's offset `o`, for the
-// group index `group`.
-#define ATTENTION_PROLOGUE(group)                                                                        \
+// Sets up row, head, keys and the output row's offset `o` for the group index `group`.
+#define ATTENTION_ROW(group)                                                                             \
   const int lid = get_local_id(0);                                                                       \
   const int row = (group) / heads, head = (group) % heads;                                               \
   const Keys keys = keys_of(query_start + query_start_off, context_lens + context_lens_off,              \
                             block_tables + block_tables_off, positions + positions_off, num_seqs, heads, \
                             kv_heads, max_blocks, window, row, head);                                    \
-  __local float qs[HEAD_DIM];                                                                            \
-  for (int i = lid; i < HEAD_DIM; i += ATT_GROUP)                                                        \
-    qs[i] = LOAD(q, q_off + ((long)row * heads + head) * HEAD_DIM + i);                                  \
-  barrier(CLK_LOCAL_MEM_FENCE);                                                                          \
   const long o = out_off + ((long)row * heads + head) * HEAD_DIM
+
+// ATTENTION_ROW, and the query (as floats) in local memory.
+#define ATTENTION_PROLOGUE(group)                                         \
+  ATTENTION_ROW(group);                                                   \
+  __local float qs[HEAD_DIM];                                             \
+  for (int i = lid; i < HEAD_DIM; i += ATT_GROUP)                         \
+    qs[i] = LOAD(q, q_off + ((long)row * heads + head) * HEAD_DIM + i);   \
+  barrier(CLK_LOCAL_MEM_FENCE)
 
 // The output of a (row, head) from the `splits` partial states (maximum, denominator, unnormalised output)
 // its parts wrote to `states`: each part's sums rescaled to the largest maximum. A row with no keys (all parts
@@ -124,41 +127,31 @@ bool arrive_last(__global int* counter, int splits) {
   return last;
 }
 
-// The fused form (flash, as sdpa): one pass with a running maximum, in float but for the weights of the values,
+// The keys begin..end-1 of `keys` folded into the running state of attention_flash's items (acc: this item's
+// dimensions lid, lid + ATT_GROUP, ... of the unnormalised output; the maximum score; the denominator),
 // ATT_GROUP keys at a time: each item scores one key of the tile, then every item rescales what it summed under
-// the old maximum and adds the tile's values for its dimensions. A row's keys may be split into
-// get_num_groups(1) equal parts (a decode step has too few rows to fill the device): each part then writes its
-// state (maximum, denominator, unnormalised output) to `partial`, and the last part of the row and head to
-// arrive (counted in `arrivals`, zero between launches) merges them: one launch, no wait between work-groups.
-__kernel __attribute__((reqd_work_group_size(ATT_GROUP, 1, 1))) void attention_flash(ATTENTION_ARGS,
-                                                                                     __global float* partial,
-                                                                                     __global int* arrivals) {
-  ATTENTION_PROLOGUE(get_group_id(0));
-  const int split = get_group_id(1), splits = get_num_groups(1);
-  const int chunk = (keys.last - keys.first + 1 + splits - 1) / splits;
-  const int begin = keys.first + split * chunk, end = min(keys.last + 1, begin + chunk);
-  __local float p[ATT_GROUP];
-  __local long rows[ATT_GROUP];
-  float acc[DIMS_PER_ITEM];
-  for (int i = 0; i < DIMS_PER_ITEM; ++i) acc[i] = 0.0f;
-  float max_score = -INFINITY, denom = 0.0f;
+// the old maximum and adds the tile's values for its dimensions. `p` and `rows` are the work-group's.
+void flash_keys(__local const float* qs, const Keys* keys, int begin, int end, __global const ELEM* cache_k,
+                long cache_k_off, __global const ELEM* cache_v, long cache_v_off, int block_size, int kv_heads,
+                float scale, __local float* p, __local long* rows, float* acc, float* max_score, float* denom) {
+  const int lid = get_local_id(0);
   for (int j0 = begin; j0 < end; j0 += ATT_GROUP) {
     // The loops below run over the whole tile, a constant count the compiler unrolls so that many loads are in
     // flight at once: the items past the keys' end weigh 0 and point at the last key.
     const int count = min(ATT_GROUP, end - j0);
-    rows[lid] = cache_row(&keys, j0 + min(lid, count - 1), block_size, kv_heads);
+    rows[lid] = cache_row(keys, j0 + min(lid, count - 1), block_size, kv_heads);
     const float score = lid < count ? key_dot(qs, cache_k, cache_k_off + rows[lid]) * scale : -INFINITY;
     p[lid] = score;
     barrier(CLK_LOCAL_MEM_FENCE);
-    float new_max = max_score;
+    float new_max = *max_score;
     for (int i = 0; i < ATT_GROUP; ++i) new_max = fmax(new_max, p[i]);
     barrier(CLK_LOCAL_MEM_FENCE);
     p[lid] = lid < count ? exp(score - new_max) : 0.0f;
     barrier(CLK_LOCAL_MEM_FENCE);
-    const float c = exp(max_score - new_max);  // 0 on the first tile
+    const float c = exp(*max_score - new_max);  // 0 on the first tile
     float tile_sum = 0.0f;
     for (int i = 0; i < ATT_GROUP; ++i) tile_sum += p[i];
-    denom = denom * c + tile_sum;
+    *denom = *denom * c + tile_sum;
     // Each weight multiplies the values rounded to the dtype, while the denominator sums it unrounded, as
     // torch's flash attention kernels compute P V in the dtype.
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -171,23 +164,116 @@ __kernel __attribute__((reqd_work_group_size(ATT_GROUP, 1, 1))) void attention_f
       for (int i = 0; i < ATT_GROUP; ++i) a += p[i] * LOAD(cache_v, cache_v_off + rows[i] + dim);
       acc[d] = a;
     }
-    max_score = new_max;
+    *max_score = new_max;
     barrier(CLK_LOCAL_MEM_FENCE);  // p and rows are rewritten by the next tile
   }
+}
+
+// The end of an attention_flash work-group's part of a (row, head)'s keys: its output, or its state and, for the
+// last part to arrive, the merge of every part's (finish_part, arrive_last, combine_splits). `last` is the
+// work-group's. Every item calls it: it holds barriers.
+void end_flash_part(const float* acc, float max_score, float denom, bool has_keys, __global float* partial,
+                    __global int* arrivals, __global ELEM* out, long o, __local int* last) {
+  const int lid = get_local_id(0), split = get_group_id(1), splits = get_num_groups(1);
   __global float* states = partial + (long)get_group_id(0) * splits * (HEAD_DIM + 2);
-  finish_part(acc, DIMS_PER_ITEM, lid, ATT_GROUP, lid == 0, max_score, denom, end > begin, split, splits, states,
-              out, o);
+  finish_part(acc, DIMS_PER_ITEM, lid, ATT_GROUP, lid == 0, max_score, denom, has_keys, split, splits, states, out,
+              o);
   // Each item's state reaches global memory before its part counts itself as arrived. Every item passes the
   // barriers, split or not.
   mem_fence(CLK_GLOBAL_MEM_FENCE);
-  __local int last;
   barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
-  if (lid == 0) last = splits > 1 && arrive_last(arrivals + get_group_id(0), splits);
+  if (lid == 0) *last = splits > 1 && arrive_last(arrivals + get_group_id(0), splits);
   barrier(CLK_LOCAL_MEM_FENCE);
-  if (last) {
+  if (*last) {
     mem_fence(CLK_GLOBAL_MEM_FENCE);
     combine_splits(states, splits, lid, ATT_GROUP, out, o);
   }
+}
+
+// The split of a (row, head)'s keys that work-group (.., split) takes: [*begin, *end), one of `splits` equal parts.
+void split_keys(const Keys* keys, int split, int splits, int* begin, int* end) {
+  const int chunk = (keys->last - keys->first + 1 + splits - 1) / splits;
+  *begin = keys->first + split * chunk;
+  *end = min(keys->last + 1, *begin + chunk);
+}
+
+// The fused form (flash, as sdpa): one pass with a running maximum, in float but for the weights of the values
+// (flash_keys). A row's keys may be split into get_num_groups(1) equal parts (a decode step has too few rows to
+// fill the device): each part then writes its state (maximum, denominator, unnormalised output) to `partial`,
+// and the last part of the row and head to arrive (counted in `arrivals`, zero between launches) merges them:
+// one launch, no wait between work-groups.
+__kernel __attribute__((reqd_work_group_size(ATT_GROUP, 1, 1))) void attention_flash(ATTENTION_ARGS,
+                                                                                     __global float* partial,
+                                                                                     __global int* arrivals) {
+  ATTENTION_PROLOGUE(get_group_id(0));
+  __local float p[ATT_GROUP];
+  __local long rows[ATT_GROUP];
+  __local int last;
+  int begin, end;
+  split_keys(&keys, get_group_id(1), get_num_groups(1), &begin, &end);
+  float acc[DIMS_PER_ITEM];
+  for (int i = 0; i < DIMS_PER_ITEM; ++i) acc[i] = 0.0f;
+  float max_score = -INFINITY, denom = 0.0f;
+  flash_keys(qs, &keys, begin, end, cache_k, cache_k_off, cache_v, cache_v_off, block_size, kv_heads, scale, p,
+             rows, acc, &max_score, &denom);
+  end_flash_part(acc, max_score, denom, end > begin, partial, arrivals, out, o, &last);
+}
+
+// op::QkvAttention's portable form: attention_flash for a decode step (one row a sequence) whose queries, and
+// each row's own new key and value, come from the fused projection qkv (T, (heads + 2 kv_heads) HEAD_DIM), made
+// as qkv_rope_cache makes them (qkv_head). The part that holds the row's position takes that key from local
+// memory after the cache's keys before it; part 0 of the kv head's first query head writes the key and value
+// into the caches at slots[row] (a negative slot: not written), for the steps after this one.
+__kernel __attribute__((reqd_work_group_size(ATT_GROUP, 1, 1))) void qkv_attention_flash(
+    ATTENTION_CACHE_ARGS, __global float* partial, __global int* arrivals, __global const ELEM* qkv, long qkv_off,
+    __global const ELEM* q_norm, long q_norm_off, __global const ELEM* k_norm, long k_norm_off, float eps,
+    __global const ELEM* cos_table, long cos_off, __global const ELEM* sin_table, long sin_off,
+    __global const int* slots, long slots_off, int rot_dim) {
+  ATTENTION_ROW(get_group_id(0));
+  __local float raw[HEAD_DIM], qs[HEAD_DIM], ks[HEAD_DIM], vs[HEAD_DIM];
+  __local float p[ATT_GROUP];
+  __local long rows[ATT_GROUP];
+  __local int last;
+  const long qkv_row = qkv_off + (long)row * (heads + 2 * kv_heads) * HEAD_DIM, table = (long)row * rot_dim;
+  // Every work-group makes the new key too (no barrier under a branch), whether or not it uses or writes it.
+  qkv_head(qkv, qkv_row + (long)head * HEAD_DIM, q_norm, q_norm_off, eps, cos_table, cos_off + table, sin_table,
+           sin_off + table, HEAD_DIM, rot_dim, raw, p, qs);
+  qkv_head(qkv, qkv_row + (long)(heads + keys.kv_head) * HEAD_DIM, k_norm, k_norm_off, eps, cos_table,
+           cos_off + table, sin_table, sin_off + table, HEAD_DIM, rot_dim, raw, p, ks);
+  const long v_at = qkv_row + (long)(heads + kv_heads + keys.kv_head) * HEAD_DIM;
+  for (int i = lid; i < HEAD_DIM; i += ATT_GROUP) vs[i] = LOAD(qkv, v_at + i);
+  barrier(CLK_LOCAL_MEM_FENCE);
+  const int slot = slots[slots_off + row];
+  if (get_group_id(1) == 0 && head % (heads / kv_heads) == 0 && slot >= 0) {
+    // The caches are const for the forms that only read them; no work-group of this launch reads this slot.
+    const long kv_row = ((long)slot * kv_heads + keys.kv_head) * HEAD_DIM;
+    for (int i = lid; i < HEAD_DIM; i += ATT_GROUP) {
+      STORE(ks[i], (__global ELEM*)cache_k, cache_k_off + kv_row + i);
+      STORE(vs[i], (__global ELEM*)cache_v, cache_v_off + kv_row + i);
+    }
+  }
+  int begin, end;
+  split_keys(&keys, get_group_id(1), get_num_groups(1), &begin, &end);
+  const int position = positions[positions_off + row];
+  const bool uses_new = begin <= position && position < end;  // then position is end - 1, the row's last key
+  float acc[DIMS_PER_ITEM];
+  for (int i = 0; i < DIMS_PER_ITEM; ++i) acc[i] = 0.0f;
+  float max_score = -INFINITY, denom = 0.0f;
+  flash_keys(qs, &keys, begin, uses_new ? position : end, cache_k, cache_k_off, cache_v, cache_v_off, block_size,
+             kv_heads, scale, p, rows, acc, &max_score, &denom);
+  if (uses_new) {
+    float dot = 0.0f;
+    for (int i = 0; i < HEAD_DIM; ++i) dot += qs[i] * ks[i];
+    const float score = dot * scale, new_max = fmax(max_score, score);
+    const float c = exp(max_score - new_max), weight = exp(score - new_max);
+    denom = denom * c + weight;
+    for (int d = 0; d < DIMS_PER_ITEM; ++d) {
+      const int dim = lid + d * ATT_GROUP;
+      if (dim < HEAD_DIM) acc[d] = acc[d] * c + ROUND(weight) * vs[dim];
+    }
+    max_score = new_max;
+  }
+  end_flash_part(acc, max_score, denom, end > begin, partial, arrivals, out, o, &last);
 }
 
 #ifdef TILE_ROWS
@@ -369,8 +455,8 @@ attention_subgroup(ATTENTION_ARGS, __global float* partial, __global int* arriva
     acc[b] = 0.0f;
   }
   const int split = get_group_id(1), splits = get_num_groups(1);
-  const int chunk = (keys.last - keys.first + 1 + splits - 1) / splits;
-  const int begin = keys.first + split * chunk, end = min(keys.last + 1, begin + chunk);
+  int begin, end;
+  split_keys(&keys, split, splits, &begin, &end);
   float max_score = -INFINITY, denom = 0.0f;
   for (int j0 = begin; j0 < end; j0 += SG) {
     const int count = min(SG, end - j0);

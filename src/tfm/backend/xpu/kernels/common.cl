@@ -130,6 +130,42 @@ bool find_tile(__global const int* query_start, int num_seqs, int tile_rows, int
   return false;
 }
 
+#ifdef DTYPE  // the programs of one dtype (copy's moves words of any)
+// Element i of a half-split rotated head, from x = head[i] and its partner head[i +- rot_dim / 2] and the cos and
+// sin at i: each product and the sum rounded, as rope_ rounds; the first half subtracts the partner's product.
+float rope_element(float x, float partner, float c, float s, bool first_half) {
+  return ROUND(x * c) + ROUND((first_half ? -partner : partner) * s);
+}
+
+// A q or k head of the fused projection made as qkv_rope_cache makes it (op_set.h), as floats that hold the
+// dtype's values: the `dim` elements at `at` of qkv go into `raw` and are normalised there with `norm` (when
+// given; rounded as rms_norm rounds), then rotated into `out` by the rot_dim cos and sin values at cos_at and
+// sin_at (rounded as rope_ rounds; dimensions past rot_dim as they are). Every item of the work-group calls it:
+// it holds barriers. `scratch` holds a float an item.
+void qkv_head(__global const ELEM* qkv, long at, __global const ELEM* norm, long norm_off, float eps,
+              __global const ELEM* cos_table, long cos_at, __global const ELEM* sin_table, long sin_at, int dim,
+              int rot_dim, __local float* raw, __local float* scratch, __local float* out) {
+  const int lid = get_local_id(0), items = get_local_size(0);
+  float sum = 0.0f;
+  for (int i = lid; i < dim; i += items) {
+    raw[i] = LOAD(qkv, at + i);
+    sum += raw[i] * raw[i];
+  }
+  const float inv = 1.0f / sqrt(group_sum(scratch, sum) / (float)dim + eps);
+  if (norm)
+    for (int i = lid; i < dim; i += items) raw[i] = ROUND(LOAD(norm, norm_off + i) * ROUND(raw[i] * inv));
+  barrier(CLK_LOCAL_MEM_FENCE);  // the rotation reads the other half of the head
+  const int pairs = rot_dim / 2;
+  for (int i = lid; i < dim; i += items) {
+    const bool first = i < pairs;
+    out[i] = i < rot_dim ? ROUND(rope_element(raw[i], raw[first ? i + pairs : i - pairs], LOAD(cos_table, cos_at + i),
+                                              LOAD(sin_table, sin_at + i), first))
+                         : raw[i];
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+}
+#endif
+
 // The host's counter-based random stream (backend/sampling_math.h), bit for bit.
 ulong splitmix64(ulong z) {
   z += 0x9E3779B97F4A7C15ul;

@@ -17,12 +17,6 @@ __kernel void silu_mul(__global const ELEM* gate_up, long gate_up_off, __global 
   STORE(ROUND(gate / (1.0f + exp(-gate))) * LOAD(gate_up, g + I), out, out_off + (long)t * I + i);
 }
 
-// Element i of a half-split rotated head, from x = head[i] and its partner head[i +- rot_dim / 2] and the cos and
-// sin at i: each product and the sum rounded, as rope_ rounds; the first half subtracts the partner's product.
-float rope_element(float x, float partner, float c, float s, bool first_half) {
-  return ROUND(x * c) + ROUND((first_half ? -partner : partner) * s);
-}
-
 // Half-split rotary embedding of x (T, heads, head_dim) in place: pair (p, p + rot_dim / 2) of every head of
 // token t is rotated by cos[t] and sin[t]; elements past rot_dim pass through. Runs over (heads * pairs, T).
 __kernel void rope(__global ELEM* x, long x_off, __global const ELEM* cos_table, long cos_off,
@@ -172,9 +166,8 @@ __kernel void dropout(__global const ELEM* x, long x_off, float p, ulong seed, f
 }
 
 // op::QkvRopeCache: one work-group of RMS_GROUP items per (head j of q then k, row t) of qkv (T, (heads +
-// 2 kv_heads) dim). The head is normalised (when its norm weight is given) into local memory, rounded as
-// rms_norm rounds, then rotated as rope rounds into q or the key cache at slots[t]; the key heads' groups also
-// copy their value head into the value cache. A negative slot (a padding row) writes no key or value.
+// 2 kv_heads) dim). The head is made as qkv_head makes it, into q or the key cache at slots[t]; the key heads'
+// groups also copy their value head into the value cache. A negative slot (a padding row) writes no key or value.
 __kernel __attribute__((reqd_work_group_size(RMS_GROUP, 1, 1))) void qkv_rope_cache(
     __global const ELEM* qkv, long qkv_off, __global const ELEM* q_norm, long q_norm_off,
     __global const ELEM* k_norm, long k_norm_off, float eps, __global const ELEM* cos_table, long cos_off,
@@ -182,37 +175,20 @@ __kernel __attribute__((reqd_work_group_size(RMS_GROUP, 1, 1))) void qkv_rope_ca
     long q_off, __global ELEM* cache_k, long cache_k_off, __global ELEM* cache_v, long cache_v_off, int heads,
     int kv_heads, int dim, int rot_dim) {
   __local float scratch[RMS_GROUP];
-  __local float head[MAX_HEAD_DIM];
+  __local float raw[MAX_HEAD_DIM], head[MAX_HEAD_DIM];
   const int lid = get_local_id(0), j = get_group_id(0), t = get_group_id(1);
   const bool is_q = j < heads;
-  const long row = qkv_off + (long)t * (heads + 2 * kv_heads) * dim, in = row + (long)j * dim;
-  __global const ELEM* norm = is_q ? q_norm : k_norm;
-  const long norm_off = is_q ? q_norm_off : k_norm_off;
-  float sum = 0.0f;
-  for (int i = lid; i < dim; i += RMS_GROUP) {
-    head[i] = LOAD(qkv, in + i);
-    sum += head[i] * head[i];
-  }
+  const long row = qkv_off + (long)t * (heads + 2 * kv_heads) * dim;
+  const long table = (long)t * rot_dim;
   // Every item reaches the barriers (no branch around them): PoCL's work-group loops need that.
-  const float inv = 1.0f / sqrt(group_sum(scratch, sum) / (float)dim + eps);
-  if (norm)
-    for (int i = lid; i < dim; i += RMS_GROUP) head[i] = ROUND(LOAD(norm, norm_off + i) * ROUND(head[i] * inv));
-  barrier(CLK_LOCAL_MEM_FENCE);  // the rotation reads the other half of the head
+  qkv_head(qkv, row + (long)j * dim, is_q ? q_norm : k_norm, is_q ? q_norm_off : k_norm_off, eps, cos_table,
+           cos_off + table, sin_table, sin_off + table, dim, rot_dim, raw, scratch, head);
   const int slot = slots[slots_off + t];
   if (!is_q && slot < 0) return;
   const long kv_row = ((long)slot * kv_heads + (j - heads)) * dim;
   __global ELEM* dest = is_q ? q : cache_k;
   const long out = is_q ? q_off + ((long)t * heads + j) * dim : cache_k_off + kv_row;
-  const int pairs = rot_dim / 2;
-  for (int i = lid; i < dim; i += RMS_GROUP) {
-    float v = head[i];
-    if (i < rot_dim) {
-      const bool first = i < pairs;
-      v = rope_element(v, head[first ? i + pairs : i - pairs], LOAD(cos_table, cos_off + (long)t * rot_dim + i),
-                       LOAD(sin_table, sin_off + (long)t * rot_dim + i), first);
-    }
-    STORE(v, dest, out + i);
-  }
+  for (int i = lid; i < dim; i += RMS_GROUP) STORE(head[i], dest, out + i);
   if (!is_q) {
     const long value = row + (long)(heads + kv_heads) * dim + (long)(j - heads) * dim;
     for (int i = lid; i < dim; i += RMS_GROUP) STORE(LOAD(qkv, value + i), cache_v, cache_v_off + kv_row + i);
