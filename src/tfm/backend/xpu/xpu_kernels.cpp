@@ -466,13 +466,20 @@ void XpuKernels::run(const op::PagedAttention& a, AttentionForm form) {
   }
 }
 
-void XpuKernels::run(const op::QkvAttention& a) {
+void XpuKernels::run(const op::QkvAttention& a, AttentionForm form) {
   std::lock_guard lock(devices_->mutex);
   const op::AttentionMetadata& meta = a.meta;
   const int64_t heads = a.out.size(1), D = a.out.size(2);
   const XpuDevice& device = devices_->backend.device(a.out.device().index);
-  const SplitRows split = devices_->split_rows(as_paged_attention(a), device, false);
-  devices_->kernel(a.out, attention_program(a.dtype(), D), "qkv_attention_flash", split.group_items)
+  const op::PagedAttention paged = as_paged_attention(a);
+  const bool subgroup =
+      form == AttentionForm::intel_subgroup || subgroup_attention_fits(paged, device.capabilities);
+  const SplitRows split = devices_->split_rows(paged, device, subgroup);
+  Launch launch = subgroup ? devices_->kernel(a.out, intel_attention_program(a.dtype(), D),
+                                              "qkv_attention_subgroup", split.group_items)
+                           : devices_->kernel(a.out, attention_program(a.dtype(), D), "qkv_attention_flash",
+                                              split.group_items);
+  launch
       .args(a.cache_k, a.cache_v, meta.query_start, meta.context_lens, meta.block_tables, meta.positions,
             to_int(meta.context_lens.size(0), "sequences"), to_int(heads, "heads"),
             to_int(a.cache_k.size(2), "KV heads"), to_int(a.cache_k.size(1), "block size"),
@@ -675,14 +682,22 @@ bool xpu_subgroup_attention_fits(const op::PagedAttention& a) {
   return subgroup_attention_fits(a, xpu_backend().device(a.out.device().index).capabilities);
 }
 
-// qkv_attention folds into the portable flash form only: where the Intel sub-group form serves the rows (an
-// Intel GPU), the layer keeps qkv_rope_cache and that form.
-bool qkv_attention_fits(const op::QkvAttention& a) {
-  return !xpu_subgroup_attention_fits(as_paged_attention(a));
+// qkv_attention_subgroup keeps a dimension's rotary partner in its own lane: the rotary half must be whole
+// sub-groups of dimensions.
+bool qkv_subgroup_attention_fits(const op::QkvAttention& a) {
+  return xpu_subgroup_attention_fits(as_paged_attention(a)) &&
+         (a.cos.size(1) / 2) % static_cast<int64_t>(kAttentionSubGroup) == 0;
 }
 
+// The flash form folds where the paged attention's flash form runs: the sub-group form where it serves decode
+// (an Intel GPU) and takes the rotary size, else the portable one. Elsewhere the layer keeps qkv_rope_cache.
+bool qkv_attention_fits(const op::QkvAttention& a) {
+  return !xpu_subgroup_attention_fits(as_paged_attention(a)) || qkv_subgroup_attention_fits(a);
+}
+
+template <AttentionForm Form>
 void qkv_attention_on_xpu(const op::QkvAttention& a) {
-  xpu_kernels().run(a);
+  xpu_kernels().run(a, Form);
 }
 
 // Linears of more rows than linear_rows serves go to oneDNN on the devices it takes (onednn_matmul.h).
@@ -745,8 +760,13 @@ void register_kernels(KernelRegistry& r) {
     r.add<op::PagedAttention>(
         xpu, d, "intel_subgroup",
         {.run = attention_on_xpu<AttentionForm::intel_subgroup>, .supports = xpu_subgroup_attention_fits});
-    r.add<op::QkvAttention>(
-        xpu, d, "flash", {.run = qkv_attention_on_xpu, .supports = qkv_attention_fits, .is_default = true});
+    r.add<op::QkvAttention>(xpu, d, "flash",
+                            {.run = qkv_attention_on_xpu<AttentionForm::flash>,
+                             .supports = qkv_attention_fits,
+                             .is_default = true});
+    r.add<op::QkvAttention>(xpu, d, "intel_subgroup",
+                            {.run = qkv_attention_on_xpu<AttentionForm::intel_subgroup>,
+                             .supports = qkv_subgroup_attention_fits});
     r.add<op::ConcatColumns>(xpu, d, "default", {.run = run_on_xpu<op::ConcatColumns>, .is_default = true});
     r.add<op::AddScaledColumns>(xpu, d, "default",
                                 {.run = run_on_xpu<op::AddScaledColumns>, .is_default = true});

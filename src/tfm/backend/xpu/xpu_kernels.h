@@ -49,7 +49,7 @@ class XpuKernels {
   void run(const op::Add& a);
   void run(const op::Cast& a);
   void run(const op::PagedAttention& a, AttentionForm form);
-  void run(const op::QkvAttention& a);  // where the portable flash form serves its rows (qkv_attention_fits)
+  void run(const op::QkvAttention& a, AttentionForm form);  // flash or intel_subgroup (qkv_attention_fits)
   void run(const op::ConcatColumns& a);
   void run(const op::AddScaledColumns& a);
   void run(const op::Dropout& a);

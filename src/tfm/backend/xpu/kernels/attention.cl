@@ -435,56 +435,47 @@ __kernel __attribute__((reqd_work_group_size(ATT_GROUP, 1, 1))) void attention_t
 #endif
 #define SG ATT_SUB_GROUP
 #define DIMS_PER_LANE (HEAD_DIM / SG)
-// The flash form on Intel GPUs: a work-group is one sub-group of SG lanes for a (row, head) and part of its keys,
-// as attention_flash's work-groups are. Lane l holds dimensions l, l + SG, ... of q and of the output; a key or
-// value row comes in block reads of SG consecutive elements, and a score is a sub-group sum. Keys come SG at a
-// time and lane i keeps the score of key i, so a chunk's maximum, its weights' sum and each weight's broadcast
-// are sub-group operations: no local memory, and no barrier but the parts' arrival. The host launches it where
-// HEAD_DIM is a multiple of SG and both caches start 16-byte aligned (every row does then).
-__kernel __attribute__((reqd_work_group_size(SG, 1, 1))) __attribute__((intel_reqd_sub_group_size(SG))) void
-attention_subgroup(ATTENTION_ARGS, __global float* partial, __global int* arrivals) {
-  const int lane = get_sub_group_local_id(), group = get_group_id(0);
-  const int row = group / heads, head = group % heads;
-  const Keys keys = keys_of(query_start + query_start_off, context_lens + context_lens_off,
-                            block_tables + block_tables_off, positions + positions_off, num_seqs, heads, kv_heads,
-                            max_blocks, window, row, head);
-  const long o = out_off + ((long)row * heads + head) * HEAD_DIM;
-  float qv[DIMS_PER_LANE], acc[DIMS_PER_LANE];
-  for (int b = 0; b < DIMS_PER_LANE; ++b) {
-    qv[b] = LOAD(q, q_off + ((long)row * heads + head) * HEAD_DIM + b * SG + lane);
-    acc[b] = 0.0f;
-  }
-  const int split = get_group_id(1), splits = get_num_groups(1);
-  int begin, end;
-  split_keys(&keys, split, splits, &begin, &end);
-  float max_score = -INFINITY, denom = 0.0f;
+// The keys begin..end-1 of `keys` folded into the running state of attention_subgroup's lanes (acc: this lane's
+// dimensions lane, lane + SG, ... of the unnormalised output; the maximum score; the denominator). Keys come SG
+// at a time and lane i keeps the score of key i, so a chunk's maximum, its weights' sum and each weight's
+// broadcast are sub-group operations.
+void subgroup_keys(const float* qv, const Keys* keys, int begin, int end, __global const ELEM* cache_k,
+                   long cache_k_off, __global const ELEM* cache_v, long cache_v_off, int block_size, int kv_heads,
+                   float scale, float* acc, float* max_score, float* denom) {
+  const int lane = get_sub_group_local_id();
   for (int j0 = begin; j0 < end; j0 += SG) {
     const int count = min(SG, end - j0);
     float mine = -INFINITY;  // the score of key j0 + lane
     for (int i = 0; i < count; ++i) {
-      __global const ELEM* k = cache_k + cache_k_off + cache_row(&keys, j0 + i, block_size, kv_heads);
+      __global const ELEM* k = cache_k + cache_k_off + cache_row(keys, j0 + i, block_size, kv_heads);
       float d = 0.0f;
       for (int b = 0; b < DIMS_PER_LANE; ++b) d += qv[b] * BLOCK_LOAD(k, b * SG);
       const float score = sub_group_reduce_add(d) * scale;
       if (lane == i) mine = score;
     }
-    const float new_max = fmax(max_score, sub_group_reduce_max(mine));
+    const float new_max = fmax(*max_score, sub_group_reduce_max(mine));
     const float p = lane < count ? exp(mine - new_max) : 0.0f;
-    const float c = exp(max_score - new_max);  // 0 on the first chunk
-    denom = denom * c + sub_group_reduce_add(p);
+    const float c = exp(*max_score - new_max);  // 0 on the first chunk
+    *denom = *denom * c + sub_group_reduce_add(p);
     // The weights multiply the values rounded to the dtype, as in attention_flash.
     const float weight = ROUND(p);
     for (int b = 0; b < DIMS_PER_LANE; ++b) acc[b] *= c;
     for (int i = 0; i < count; ++i) {
       const float w = sub_group_broadcast(weight, i);
-      __global const ELEM* v = cache_v + cache_v_off + cache_row(&keys, j0 + i, block_size, kv_heads);
+      __global const ELEM* v = cache_v + cache_v_off + cache_row(keys, j0 + i, block_size, kv_heads);
       for (int b = 0; b < DIMS_PER_LANE; ++b) acc[b] += w * BLOCK_LOAD(v, b * SG);
     }
-    max_score = new_max;
+    *max_score = new_max;
   }
+}
+
+// The end of an attention_subgroup work-group's part of a (row, head)'s keys, as end_flash_part's.
+void end_subgroup_part(const float* acc, float max_score, float denom, bool has_keys, __global float* partial,
+                       __global int* arrivals, __global ELEM* out, long o) {
+  const int lane = get_sub_group_local_id(), group = get_group_id(0);
+  const int split = get_group_id(1), splits = get_num_groups(1);
   __global float* states = partial + (long)group * splits * (HEAD_DIM + 2);
-  finish_part(acc, DIMS_PER_LANE, lane, SG, lane == 0, max_score, denom, end > begin, split, splits, states, out,
-              o);
+  finish_part(acc, DIMS_PER_LANE, lane, SG, lane == 0, max_score, denom, has_keys, split, splits, states, out, o);
   int last = 0;
   if (splits > 1) {
     mem_fence(CLK_GLOBAL_MEM_FENCE);  // each lane's state reaches global memory before the part arrives
@@ -496,6 +487,102 @@ attention_subgroup(ATTENTION_ARGS, __global float* partial, __global int* arriva
     mem_fence(CLK_GLOBAL_MEM_FENCE);
     combine_splits(states, splits, lane, SG, out, o);
   }
+}
+
+// The flash form on Intel GPUs: a work-group is one sub-group of SG lanes for a (row, head) and part of its keys,
+// as attention_flash's work-groups are. Lane l holds dimensions l, l + SG, ... of q and of the output; a key or
+// value row comes in block reads of SG consecutive elements, and a score is a sub-group sum (subgroup_keys): no
+// local memory, and no barrier but the parts' arrival. The host launches it where HEAD_DIM is a multiple of SG
+// and both caches start 16-byte aligned (every row does then).
+__kernel __attribute__((reqd_work_group_size(SG, 1, 1))) __attribute__((intel_reqd_sub_group_size(SG))) void
+attention_subgroup(ATTENTION_ARGS, __global float* partial, __global int* arrivals) {
+  ATTENTION_ROW(get_group_id(0));  // lid: the lane, a work-group being one sub-group
+  float qv[DIMS_PER_LANE], acc[DIMS_PER_LANE];
+  for (int b = 0; b < DIMS_PER_LANE; ++b) {
+    qv[b] = LOAD(q, q_off + ((long)row * heads + head) * HEAD_DIM + b * SG + lid);
+    acc[b] = 0.0f;
+  }
+  int begin, end;
+  split_keys(&keys, get_group_id(1), get_num_groups(1), &begin, &end);
+  float max_score = -INFINITY, denom = 0.0f;
+  subgroup_keys(qv, &keys, begin, end, cache_k, cache_k_off, cache_v, cache_v_off, block_size, kv_heads, scale, acc,
+                &max_score, &denom);
+  end_subgroup_part(acc, max_score, denom, end > begin, partial, arrivals, out, o);
+}
+
+// A q or k head of the fused projection made as qkv_head makes it, this lane's dimensions lane, lane + SG, ...
+// into v: the norm's sum is a sub-group sum, and a dimension's rotary partner is in the same lane (the host
+// launches this where rot_dim / 2 is a multiple of SG).
+void lane_head(__global const ELEM* qkv, long at, __global const ELEM* norm, long norm_off, float eps,
+               __global const ELEM* cos_table, long cos_at, __global const ELEM* sin_table, long sin_at, int rot_dim,
+               float* v) {
+  const int lane = get_sub_group_local_id();
+  float squares = 0.0f;
+  for (int b = 0; b < DIMS_PER_LANE; ++b) {
+    v[b] = LOAD(qkv, at + b * SG + lane);
+    squares += v[b] * v[b];
+  }
+  const float inv = 1.0f / sqrt(sub_group_reduce_add(squares) / (float)HEAD_DIM + eps);
+  if (norm)
+    for (int b = 0; b < DIMS_PER_LANE; ++b) v[b] = ROUND(LOAD(norm, norm_off + b * SG + lane) * ROUND(v[b] * inv));
+  const int pairs = rot_dim / 2, shift = pairs / SG;
+  float rotated[DIMS_PER_LANE];
+  for (int b = 0; b < DIMS_PER_LANE; ++b) {
+    const int d = b * SG + lane;
+    const bool first = d < pairs;
+    rotated[b] = d < rot_dim ? ROUND(rope_element(v[b], v[first ? b + shift : b - shift], LOAD(cos_table, cos_at + d),
+                                                  LOAD(sin_table, sin_at + d), first))
+                             : v[b];
+  }
+  for (int b = 0; b < DIMS_PER_LANE; ++b) v[b] = rotated[b];
+}
+
+// op::QkvAttention on Intel sub-groups: attention_subgroup whose query head, and the row's new key and value, come
+// from the fused projection (lane_head), as qkv_attention_flash does for the portable form.
+__kernel __attribute__((reqd_work_group_size(SG, 1, 1))) __attribute__((intel_reqd_sub_group_size(SG))) void
+qkv_attention_subgroup(ATTENTION_CACHE_ARGS, __global float* partial, __global int* arrivals,
+                       __global const ELEM* qkv, long qkv_off, __global const ELEM* q_norm, long q_norm_off,
+                       __global const ELEM* k_norm, long k_norm_off, float eps, __global const ELEM* cos_table,
+                       long cos_off, __global const ELEM* sin_table, long sin_off, __global const int* slots,
+                       long slots_off, int rot_dim) {
+  ATTENTION_ROW(get_group_id(0));  // lid: the lane, a work-group being one sub-group
+  const long qkv_row = qkv_off + (long)row * (heads + 2 * kv_heads) * HEAD_DIM, table = (long)row * rot_dim;
+  float qv[DIMS_PER_LANE], kv[DIMS_PER_LANE], vv[DIMS_PER_LANE], acc[DIMS_PER_LANE];
+  lane_head(qkv, qkv_row + (long)head * HEAD_DIM, q_norm, q_norm_off, eps, cos_table, cos_off + table, sin_table,
+            sin_off + table, rot_dim, qv);
+  lane_head(qkv, qkv_row + (long)(heads + keys.kv_head) * HEAD_DIM, k_norm, k_norm_off, eps, cos_table,
+            cos_off + table, sin_table, sin_off + table, rot_dim, kv);
+  const long v_at = qkv_row + (long)(heads + kv_heads + keys.kv_head) * HEAD_DIM;
+  for (int b = 0; b < DIMS_PER_LANE; ++b) {
+    vv[b] = LOAD(qkv, v_at + b * SG + lid);
+    acc[b] = 0.0f;
+  }
+  const int slot = slots[slots_off + row];
+  if (get_group_id(1) == 0 && head % (heads / kv_heads) == 0 && slot >= 0) {
+    // The caches are const for the forms that only read them; no work-group of this launch reads this slot.
+    const long kv_row = ((long)slot * kv_heads + keys.kv_head) * HEAD_DIM;
+    for (int b = 0; b < DIMS_PER_LANE; ++b) {
+      STORE(kv[b], (__global ELEM*)cache_k, cache_k_off + kv_row + b * SG + lid);
+      STORE(vv[b], (__global ELEM*)cache_v, cache_v_off + kv_row + b * SG + lid);
+    }
+  }
+  int begin, end;
+  split_keys(&keys, get_group_id(1), get_num_groups(1), &begin, &end);
+  const int position = positions[positions_off + row];
+  const bool uses_new = begin <= position && position < end;  // then position is end - 1, the row's last key
+  float max_score = -INFINITY, denom = 0.0f;
+  subgroup_keys(qv, &keys, begin, uses_new ? position : end, cache_k, cache_k_off, cache_v, cache_v_off,
+                block_size, kv_heads, scale, acc, &max_score, &denom);
+  if (uses_new) {
+    float d = 0.0f;
+    for (int b = 0; b < DIMS_PER_LANE; ++b) d += qv[b] * kv[b];
+    const float score = sub_group_reduce_add(d) * scale, new_max = fmax(max_score, score);
+    const float c = exp(max_score - new_max), weight = exp(score - new_max);
+    denom = denom * c + weight;
+    for (int b = 0; b < DIMS_PER_LANE; ++b) acc[b] = acc[b] * c + ROUND(weight) * vv[b];
+    max_score = new_max;
+  }
+  end_subgroup_part(acc, max_score, denom, end > begin, partial, arrivals, out, o);
 }
 #undef DIMS_PER_LANE
 #undef SG
