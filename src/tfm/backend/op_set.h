@@ -310,6 +310,12 @@ struct QkvAttention {
     return tensor_list(qkv, q_norm, k_norm, cos, sin, meta.query_start, meta.context_lens, meta.block_tables,
                        meta.positions, meta.slots, cache_k, cache_v, out);
   }
+  // The two ops it folds, on its tensors, for kernels that share their launch set-up: out stands in for the
+  // queries that would pass between them (their shape; no kernel of this op reads or writes them there).
+  QkvRopeCache rope_cache() const {
+    return {qkv, q_norm, k_norm, eps, cos, sin, meta.slots, out, cache_k, cache_v};
+  }
+  PagedAttention attention() const { return {out, cache_k, cache_v, meta, scale, window, out}; }
 };
 
 // split_columns' inverse: the inputs copied side by side into the columns of out.

@@ -1,13 +1,11 @@
 // Paged attention, in three kernels:
 // - rows: one block per (query row, head), keys visited in blocks of kKeyBlock as the CPU's kernels.cpp
-// (after
-//   torch's CPU kernel) takes them. It serves eager attention (whose roundings it reproduces) and head sizes
-//   the other two do not take.
+//   (after torch's CPU kernel) takes them. It serves eager attention (whose roundings it reproduces) and head
+//   sizes the other two do not take.
 // - split rows (decode): one block per (query row, the query heads of a kv head, split of the keys); each
-// group
-//   of lanes scores a key for every head from 16-byte loads of it, keeps their running softmaxes, and the
-//   last split of a row to finish combines them. Enough splits to fill the device even for one sequence. It
-//   also serves op::QkvAttention, making its queries and the row's new key and value from the fused
+//   group of lanes scores a key for every head from 16-byte loads of it, keeps their running softmaxes, and
+//   the last split of a row to finish combines them. Enough splits to fill the device even for one sequence.
+//   It also serves op::QkvAttention, making its queries and the row's new key and value from the fused
 //   projection.
 // - tiles (prefill, bf16 and fp16): one block per 64 query rows of a sequence and a head; 64-key tiles of K
 //   and V in shared memory, q k^T and p v on the tensor cores (mma.sync, float32 accumulation) with the
@@ -212,18 +210,16 @@ __device__ void normalise_and_rotate(const QkvRopeCacheArgs& in, int64_t row, co
     for (int i = 0; i < kDims; ++i) v[i] = round_to<T>(to_float(norm[i]) * round_to<T>(v[i] * inv));
   }
   const int64_t half = in.rot / 2, first = static_cast<int64_t>(sub) * kDims;
-  const bool rotated = first < in.rot, first_half = first < half;
+  const bool in_rotation = first < in.rot, first_half = first < half;
   const int lane = threadIdx.x % 32, shift = static_cast<int>(half / kDims);
-  const int partner = !rotated ? lane : first_half ? lane + shift : lane - shift;
+  const int partner = !in_rotation ? lane : first_half ? lane + shift : lane - shift;
   const T* cos = static_cast<const T*>(in.cos) + row * in.rot + first;
   const T* sin = static_cast<const T*>(in.sin) + row * in.rot + first;
 #pragma unroll
   for (int i = 0; i < kDims; ++i) {
     const float other = __shfl_sync(0xffffffffu, v[i], partner);
-    if (!rotated) continue;
-    const float c = to_float(cos[i]), s = to_float(sin[i]);
-    v[i] = round_to<T>(first_half ? round_to<T>(c * v[i]) + round_to<T>(-other * s)
-                                  : round_to<T>(v[i] * c) + round_to<T>(other * s));
+    if (in_rotation)
+      v[i] = round_to<T>(rotated<T>(v[i], other, to_float(cos[i]), to_float(sin[i]), first_half));
   }
 }
 
@@ -237,6 +233,16 @@ __device__ void pack_dims(const float (&v)[kDims], uint4 (&pieces)[kDims * sizeo
 #pragma unroll
     for (int e = 0; e < kPiece; ++e) values[e] = from_float<T>(v[p * kPiece + e]);
   }
+}
+
+// How split_rows_kernel lays a head of D elements of `element_bytes` over its lanes: a group of `lanes` lanes
+// holds one key, each lane `dims` consecutive dimensions of it in whole 16-byte pieces.
+struct SplitLanes {
+  int lanes, dims;
+};
+__host__ __device__ constexpr SplitLanes split_lanes(int element_bytes, int head_dim) {
+  const int piece = 16 / element_bytes, pieces = head_dim / piece, lanes = pieces < 32 ? pieces : 32;
+  return {lanes, pieces / lanes * piece};
 }
 
 constexpr int kSplitWarps = 4;
@@ -259,10 +265,8 @@ template <typename T, int D, int G, bool FromQkv>
 __global__ void __launch_bounds__(kSplitWarps * 32)
     split_rows_kernel(PagedAttentionArgs a, QkvRopeCacheArgs in, float* partial, unsigned* arrivals) {
   constexpr int kPiece = 16 / sizeof(T);
-  constexpr int kPiecesPerKey = D / kPiece;
-  constexpr int kLanes = kPiecesPerKey < 32 ? kPiecesPerKey : 32;
-  constexpr int kPiecesPerLane = kPiecesPerKey / kLanes;
-  constexpr int kDims = kPiecesPerLane * kPiece;
+  constexpr int kLanes = split_lanes(sizeof(T), D).lanes, kDims = split_lanes(sizeof(T), D).dims;
+  constexpr int kPiecesPerLane = kDims / kPiece;
   constexpr int kGroups = kSplitWarps * 32 / kLanes;
   __shared__ float group_max[kGroups][G], group_sum[kGroups][G];
   __shared__ float group_acc[kGroups][G][D];
@@ -688,9 +692,8 @@ template <typename T>
 bool qkv_attention_takes(const QkvRopeCacheArgs& in, const PagedAttentionArgs& a) {
   if (!one_pass_dim(a.head_dim) || uses_tiles<T>(a) || reinterpret_cast<uintptr_t>(in.qkv) % 16 != 0)
     return false;
-  // split_rows_kernel's dimensions a lane (kDims): the rotary half must be whole lanes of them
-  const int64_t piece = 16 / static_cast<int64_t>(sizeof(T)), pieces = a.head_dim / piece;
-  const int64_t dims = pieces / std::min<int64_t>(pieces, 32) * piece;
+  // The rotary half must be whole lanes' dimensions, so that a dimension's partner is a lane's same element.
+  const int dims = split_lanes(sizeof(T), static_cast<int>(a.head_dim)).dims;
   return in.rot <= a.head_dim && (in.rot / 2) % dims == 0;
 }
 

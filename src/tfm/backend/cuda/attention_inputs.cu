@@ -24,11 +24,11 @@ __global__ void qkv_rope_cache_kernel(QkvRopeCacheArgs a) {
   const bool is_q = j < a.heads;
   const T* norm = static_cast<const T*>(is_q ? a.q_norm : a.k_norm);
   // Every load is issued before the first barrier, so that the block waits out one memory latency, not three.
-  const bool rotated = d < a.rot;
+  const bool in_rotation = d < a.rot;
   float v = d < D ? to_float(x[d]) : 0.f;
   const float weight = norm && d < D ? to_float(norm[d]) : 0.f;
-  const float cos_d = rotated ? to_float(static_cast<const T*>(a.cos)[t * a.rot + d]) : 0.f;
-  const float sin_d = rotated ? to_float(static_cast<const T*>(a.sin)[t * a.rot + d]) : 0.f;
+  const float cos_d = in_rotation ? to_float(static_cast<const T*>(a.cos)[t * a.rot + d]) : 0.f;
+  const float sin_d = in_rotation ? to_float(static_cast<const T*>(a.sin)[t * a.rot + d]) : 0.f;
   if (norm) {
     const float inv = 1.f / sqrtf(block_sum(v * v, shared) / static_cast<float>(D) + a.eps);
     if (d < D) v = round_to<T>(weight * round_to<T>(v * inv));
@@ -37,11 +37,7 @@ __global__ void qkv_rope_cache_kernel(QkvRopeCacheArgs a) {
   __syncthreads();
   if (d >= D) return;
   const int64_t half = a.rot / 2;
-  if (d < half) {
-    v = round_to<T>(cos_d * v) + round_to<T>(-values[d + half] * sin_d);
-  } else if (rotated) {
-    v = round_to<T>(v * cos_d) + round_to<T>(values[d - half] * sin_d);
-  }
+  if (in_rotation) v = rotated<T>(v, values[d < half ? d + half : d - half], cos_d, sin_d, d < half);
   if (is_q) {
     static_cast<T*>(a.q)[(t * a.heads + j) * D + d] = from_float<T>(v);
   } else if (slot >= 0) {

@@ -74,6 +74,14 @@ __device__ float round_to(float v) {
   return to_float(from_float<T>(v));
 }
 
+// Element i of a half-split rotated head, from x = head[i], its partner head[i +- rot / 2] and the cos and
+// sin at i, each product rounded as rope_ rounds it (the sum is rounded where it is stored in T): the first
+// half subtracts the partner's product.
+template <typename T>
+__device__ float rotated(float x, float partner, float c, float s, bool first_half) {
+  return round_to<T>(x * c) + round_to<T>((first_half ? -partner : partner) * s);
+}
+
 // 16 bytes of T, the widest access one instruction makes: 8 bfloat16 or float16, 4 floats.
 template <typename T>
 struct alignas(16) Vec {

@@ -164,32 +164,20 @@ void paged_attention(const op::PagedAttention& a) {
   launch::paged_attention<T>(args, Eager, static_cast<float*>(workspace_pointer(workspace)));
 }
 
-// qkv_attention as the two ops it folds, whose queries it never writes (out stands in for their shape).
-launch::QkvRopeCacheArgs inputs_of(const op::QkvAttention& a) {
-  launch::QkvRopeCacheArgs p = qkv_rope_cache_args(op::QkvRopeCache{
-      a.qkv, a.q_norm, a.k_norm, a.eps, a.cos, a.sin, a.meta.slots, a.out, a.cache_k, a.cache_v});
-  p.q = nullptr;
-  return p;
-}
-PagedAttentionArgs attention_of(const op::QkvAttention& a) {
-  PagedAttentionArgs p =
-      paged_attention_args(op::PagedAttention{a.out, a.cache_k, a.cache_v, a.meta, a.scale, a.window, a.out});
-  p.q = nullptr;
-  return p;
-}
-
 template <typename T>
 bool qkv_attention_takes(const op::QkvAttention& a) {
-  return launch::qkv_attention_takes<T>(inputs_of(a), attention_of(a));
+  return launch::qkv_attention_takes<T>(qkv_rope_cache_args(a.rope_cache()),
+                                        paged_attention_args(a.attention()));
 }
 
 template <typename T>
 void qkv_attention(const op::QkvAttention& a) {
   use_device_of(a.out);
-  const PagedAttentionArgs args = attention_of(a);
+  const PagedAttentionArgs args = paged_attention_args(a.attention());
   const Tensor workspace = workspace_beside(
       a.out, launch::paged_attention_workspace<T>(args, false) * static_cast<int64_t>(sizeof(float)));
-  launch::qkv_attention<T>(inputs_of(a), args, static_cast<float*>(workspace_pointer(workspace)));
+  launch::qkv_attention<T>(qkv_rope_cache_args(a.rope_cache()), args,
+                           static_cast<float*>(workspace_pointer(workspace)));
 }
 
 }  // namespace

@@ -62,8 +62,8 @@ __global__ void rope_kernel(T* x, const T* cos, const T* sin, int64_t heads, int
 #pragma unroll
     for (int e = 0; e < E; ++e) {
       const float a = to_float(x1.at[e]), b = to_float(x2.at[e]);
-      x1.at[e] = from_float<T>(round_to<T>(a * to_float(c1.at[e])) + round_to<T>(-b * to_float(s1.at[e])));
-      x2.at[e] = from_float<T>(round_to<T>(b * to_float(c2.at[e])) + round_to<T>(a * to_float(s2.at[e])));
+      x1.at[e] = from_float<T>(rotated<T>(a, b, to_float(c1.at[e]), to_float(s1.at[e]), true));
+      x2.at[e] = from_float<T>(rotated<T>(b, a, to_float(c2.at[e]), to_float(s2.at[e]), false));
     }
     store_vec(v, p, half, wide, x1);
     store_vec(v + half, p, half, wide, x2);

@@ -96,6 +96,20 @@ const Program& rows_program(DType d, int64_t M) {
   return linear_program(d, static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>(M))));
 }
 
+// Sets `launch`'s arguments as the attention kernels declare them (attention.cl's ATTENTION_ARGS): `queries`
+// (paged_attention's q, or qkv_attention's fused projection), then a's caches, metadata and output, then
+// `extra`, the kernel's own.
+template <typename... Extra>
+void attention_args(Launch& launch, const Tensor& queries, const op::PagedAttention& a,
+                    const Extra&... extra) {
+  const op::AttentionMetadata& meta = a.meta;
+  launch.args(queries, a.cache_k, a.cache_v, meta.query_start, meta.context_lens, meta.block_tables,
+              meta.positions, to_int(meta.context_lens.size(0), "sequences"), to_int(a.q.size(1), "heads"),
+              to_int(a.cache_k.size(2), "KV heads"), to_int(a.cache_k.size(1), "block size"),
+              to_int(meta.block_tables.size(1), "blocks per sequence"), a.scale, to_int(a.window, "window"),
+              a.out, extra...);
+}
+
 // Tiles pay when sequences bring several query rows each (prefill); one or two a sequence (decode) take
 // attention_flash's rows, split over work-groups.
 bool uses_tiles(const op::PagedAttention& a) {
@@ -134,12 +148,6 @@ struct SplitRows {
   std::array<size_t, 2> items{};
   cl_mem partial = nullptr, arrivals = nullptr;
 };
-
-// qkv_attention seen as the paged_attention it folds in, whose queries it never writes (out stands in for
-// their shape).
-op::PagedAttention as_paged_attention(const op::QkvAttention& a) {
-  return {a.out, a.cache_k, a.cache_v, a.meta, a.scale, a.window, a.out};
-}
 
 }  // namespace
 
@@ -421,19 +429,12 @@ void XpuKernels::run(const op::PagedAttention& a, AttentionForm form) {
   const op::AttentionMetadata& meta = a.meta;
   const int64_t T = a.q.size(0), heads = a.q.size(1);
   const Program& program = attention_program(a.dtype(), a.q.size(2));
-  const auto common = [&](Launch& launch, auto... extra) {
-    launch.args(a.q, a.cache_k, a.cache_v, meta.query_start, meta.context_lens, meta.block_tables,
-                meta.positions, to_int(meta.context_lens.size(0), "sequences"), to_int(heads, "heads"),
-                to_int(a.cache_k.size(2), "KV heads"), to_int(a.cache_k.size(1), "block size"),
-                to_int(meta.block_tables.size(1), "blocks per sequence"), a.scale, to_int(a.window, "window"),
-                a.out, extra...);
-  };
   if (form == AttentionForm::flash && uses_tiles(a)) {
     // Enough work-groups for a partial tile in every sequence; those past the tiles take no rows.
     const int64_t rows = attention_tile(a.q.size(2)).rows;
     const int64_t tiles = (T + rows - 1) / rows + meta.context_lens.size(0);
     Launch launch = devices_->kernel(a.out, program, "attention_tiles", kAttentionGroup);
-    common(launch);
+    attention_args(launch, a.q, a);
     launch.run({static_cast<size_t>(tiles) * kAttentionGroup, static_cast<size_t>(heads)},
                {kAttentionGroup, 1});
     return;
@@ -447,7 +448,7 @@ void XpuKernels::run(const op::PagedAttention& a, AttentionForm form) {
     Launch launch = subgroup ? devices_->kernel(a.out, intel_attention_program(a.dtype(), a.q.size(2)),
                                                 "attention_subgroup", split.group_items)
                              : devices_->kernel(a.out, program, "attention_flash", split.group_items);
-    common(launch, split.partial, split.arrivals);
+    attention_args(launch, a.q, a, split.partial, split.arrivals);
     launch.run(split.items, {split.group_items, 1});
     return;
   }
@@ -461,17 +462,17 @@ void XpuKernels::run(const op::PagedAttention& a, AttentionForm form) {
   Launch launch = devices_->kernel(a.out, program, "attention_eager", kAttentionGroup);
   for (int64_t begin = 0; begin < T; begin += rows_per_launch) {
     const int64_t rows = std::min(rows_per_launch, T - begin);
-    common(launch, scores, to_int(meta.max_context_len, "context length"), to_int(begin, "row"));
+    attention_args(launch, a.q, a, scores, to_int(meta.max_context_len, "context length"),
+                   to_int(begin, "row"));
     launch.run({static_cast<size_t>(rows * heads) * kAttentionGroup, 1}, {kAttentionGroup, 1});
   }
 }
 
 void XpuKernels::run(const op::QkvAttention& a, AttentionForm form) {
   std::lock_guard lock(devices_->mutex);
-  const op::AttentionMetadata& meta = a.meta;
-  const int64_t heads = a.out.size(1), D = a.out.size(2);
+  const int64_t D = a.out.size(2);
   const XpuDevice& device = devices_->backend.device(a.out.device().index);
-  const op::PagedAttention paged = as_paged_attention(a);
+  const op::PagedAttention paged = a.attention();
   const bool subgroup =
       form == AttentionForm::intel_subgroup || subgroup_attention_fits(paged, device.capabilities);
   const SplitRows split = devices_->split_rows(paged, device, subgroup);
@@ -479,14 +480,9 @@ void XpuKernels::run(const op::QkvAttention& a, AttentionForm form) {
                                               "qkv_attention_subgroup", split.group_items)
                            : devices_->kernel(a.out, attention_program(a.dtype(), D), "qkv_attention_flash",
                                               split.group_items);
-  launch
-      .args(a.cache_k, a.cache_v, meta.query_start, meta.context_lens, meta.block_tables, meta.positions,
-            to_int(meta.context_lens.size(0), "sequences"), to_int(heads, "heads"),
-            to_int(a.cache_k.size(2), "KV heads"), to_int(a.cache_k.size(1), "block size"),
-            to_int(meta.block_tables.size(1), "blocks per sequence"), a.scale, to_int(a.window, "window"),
-            a.out, split.partial, split.arrivals, a.qkv, a.q_norm, a.k_norm, a.eps, a.cos, a.sin, meta.slots,
-            to_int(a.cos.size(1), "rotary size"))
-      .run(split.items, {split.group_items, 1});
+  attention_args(launch, a.qkv, paged, split.partial, split.arrivals, a.q_norm, a.k_norm, a.eps, a.cos, a.sin,
+                 a.meta.slots, to_int(a.cos.size(1), "rotary size"));
+  launch.run(split.items, {split.group_items, 1});
 }
 
 void XpuKernels::run(const op::ConcatColumns& a) {
@@ -685,14 +681,14 @@ bool xpu_subgroup_attention_fits(const op::PagedAttention& a) {
 // qkv_attention_subgroup keeps a dimension's rotary partner in its own lane: the rotary half must be whole
 // sub-groups of dimensions.
 bool qkv_subgroup_attention_fits(const op::QkvAttention& a) {
-  return xpu_subgroup_attention_fits(as_paged_attention(a)) &&
+  return xpu_subgroup_attention_fits(a.attention()) &&
          (a.cos.size(1) / 2) % static_cast<int64_t>(kAttentionSubGroup) == 0;
 }
 
 // The flash form folds where the paged attention's flash form runs: the sub-group form where it serves decode
 // (an Intel GPU) and takes the rotary size, else the portable one. Elsewhere the layer keeps qkv_rope_cache.
 bool qkv_attention_fits(const op::QkvAttention& a) {
-  return !xpu_subgroup_attention_fits(as_paged_attention(a)) || qkv_subgroup_attention_fits(a);
+  return !xpu_subgroup_attention_fits(a.attention()) || qkv_subgroup_attention_fits(a);
 }
 
 template <AttentionForm Form>

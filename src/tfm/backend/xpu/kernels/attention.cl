@@ -46,7 +46,8 @@ float key_dot(__local const float* q, __global const ELEM* cache_k, long k_row) 
   return d;
 }
 
-// The arguments every form shares after the queries; each buffer with its element offset.
+// The arguments every form shares after its queries (q, or qkv_attention's fused projection); each buffer with
+// its element offset.
 #define ATTENTION_CACHE_ARGS                                                                                   \
   __global const ELEM *cache_k, long cache_k_off, __global const ELEM *cache_v, long cache_v_off,            \
       __global const int *query_start, long query_start_off, __global const int *context_lens,               \
@@ -219,13 +220,31 @@ __kernel __attribute__((reqd_work_group_size(ATT_GROUP, 1, 1))) void attention_f
   end_flash_part(acc, max_score, denom, end > begin, partial, arrivals, out, o, &last);
 }
 
+// Whether the work-group of part 0 of query head `head` writes its row's new key and value into the caches
+// (qkv_attention's kernels): one a kv head (its first query head), where the row has a slot.
+bool writes_new_key(int head, int heads, int kv_heads, int slot) {
+  return get_group_id(1) == 0 && head % (heads / kv_heads) == 0 && slot >= 0;
+}
+
+// One more key of `score` folded into a running maximum and denominator, as flash_keys folds a tile: returns the
+// factor what was summed before is rescaled by, and sets *weight to the key's weight, rounded to the dtype where
+// it multiplies the value.
+float fold_key(float score, float* max_score, float* denom, float* weight) {
+  const float new_max = fmax(*max_score, score);
+  const float c = exp(*max_score - new_max), p = exp(score - new_max);
+  *denom = *denom * c + p;
+  *max_score = new_max;
+  *weight = ROUND(p);
+  return c;
+}
+
 // op::QkvAttention's portable form: attention_flash for a decode step (one row a sequence) whose queries, and
 // each row's own new key and value, come from the fused projection qkv (T, (heads + 2 kv_heads) HEAD_DIM), made
 // as qkv_rope_cache makes them (qkv_head). The part that holds the row's position takes that key from local
 // memory after the cache's keys before it; part 0 of the kv head's first query head writes the key and value
 // into the caches at slots[row] (a negative slot: not written), for the steps after this one.
 __kernel __attribute__((reqd_work_group_size(ATT_GROUP, 1, 1))) void qkv_attention_flash(
-    ATTENTION_CACHE_ARGS, __global float* partial, __global int* arrivals, __global const ELEM* qkv, long qkv_off,
+    __global const ELEM* qkv, long qkv_off, ATTENTION_CACHE_ARGS, __global float* partial, __global int* arrivals,
     __global const ELEM* q_norm, long q_norm_off, __global const ELEM* k_norm, long k_norm_off, float eps,
     __global const ELEM* cos_table, long cos_off, __global const ELEM* sin_table, long sin_off,
     __global const int* slots, long slots_off, int rot_dim) {
@@ -244,7 +263,7 @@ __kernel __attribute__((reqd_work_group_size(ATT_GROUP, 1, 1))) void qkv_attenti
   for (int i = lid; i < HEAD_DIM; i += ATT_GROUP) vs[i] = LOAD(qkv, v_at + i);
   barrier(CLK_LOCAL_MEM_FENCE);
   const int slot = slots[slots_off + row];
-  if (get_group_id(1) == 0 && head % (heads / kv_heads) == 0 && slot >= 0) {
+  if (writes_new_key(head, heads, kv_heads, slot)) {
     // The caches are const for the forms that only read them; no work-group of this launch reads this slot.
     const long kv_row = ((long)slot * kv_heads + keys.kv_head) * HEAD_DIM;
     for (int i = lid; i < HEAD_DIM; i += ATT_GROUP) {
@@ -262,16 +281,13 @@ __kernel __attribute__((reqd_work_group_size(ATT_GROUP, 1, 1))) void qkv_attenti
   flash_keys(qs, &keys, begin, uses_new ? position : end, cache_k, cache_k_off, cache_v, cache_v_off, block_size,
              kv_heads, scale, p, rows, acc, &max_score, &denom);
   if (uses_new) {
-    float dot = 0.0f;
+    float dot = 0.0f, weight;
     for (int i = 0; i < HEAD_DIM; ++i) dot += qs[i] * ks[i];
-    const float score = dot * scale, new_max = fmax(max_score, score);
-    const float c = exp(max_score - new_max), weight = exp(score - new_max);
-    denom = denom * c + weight;
+    const float c = fold_key(dot * scale, &max_score, &denom, &weight);
     for (int d = 0; d < DIMS_PER_ITEM; ++d) {
       const int dim = lid + d * ATT_GROUP;
-      if (dim < HEAD_DIM) acc[d] = acc[d] * c + ROUND(weight) * vs[dim];
+      if (dim < HEAD_DIM) acc[d] = acc[d] * c + weight * vs[dim];
     }
-    max_score = new_max;
   }
   end_flash_part(acc, max_score, denom, end > begin, partial, arrivals, out, o, &last);
 }
@@ -540,8 +556,8 @@ void lane_head(__global const ELEM* qkv, long at, __global const ELEM* norm, lon
 // op::QkvAttention on Intel sub-groups: attention_subgroup whose query head, and the row's new key and value, come
 // from the fused projection (lane_head), as qkv_attention_flash does for the portable form.
 __kernel __attribute__((reqd_work_group_size(SG, 1, 1))) __attribute__((intel_reqd_sub_group_size(SG))) void
-qkv_attention_subgroup(ATTENTION_CACHE_ARGS, __global float* partial, __global int* arrivals,
-                       __global const ELEM* qkv, long qkv_off, __global const ELEM* q_norm, long q_norm_off,
+qkv_attention_subgroup(__global const ELEM* qkv, long qkv_off, ATTENTION_CACHE_ARGS, __global float* partial,
+                       __global int* arrivals, __global const ELEM* q_norm, long q_norm_off,
                        __global const ELEM* k_norm, long k_norm_off, float eps, __global const ELEM* cos_table,
                        long cos_off, __global const ELEM* sin_table, long sin_off, __global const int* slots,
                        long slots_off, int rot_dim) {
@@ -558,7 +574,7 @@ qkv_attention_subgroup(ATTENTION_CACHE_ARGS, __global float* partial, __global i
     acc[b] = 0.0f;
   }
   const int slot = slots[slots_off + row];
-  if (get_group_id(1) == 0 && head % (heads / kv_heads) == 0 && slot >= 0) {
+  if (writes_new_key(head, heads, kv_heads, slot)) {
     // The caches are const for the forms that only read them; no work-group of this launch reads this slot.
     const long kv_row = ((long)slot * kv_heads + keys.kv_head) * HEAD_DIM;
     for (int b = 0; b < DIMS_PER_LANE; ++b) {
@@ -574,13 +590,10 @@ qkv_attention_subgroup(ATTENTION_CACHE_ARGS, __global float* partial, __global i
   subgroup_keys(qv, &keys, begin, uses_new ? position : end, cache_k, cache_k_off, cache_v, cache_v_off,
                 block_size, kv_heads, scale, acc, &max_score, &denom);
   if (uses_new) {
-    float d = 0.0f;
+    float d = 0.0f, weight;
     for (int b = 0; b < DIMS_PER_LANE; ++b) d += qv[b] * kv[b];
-    const float score = sub_group_reduce_add(d) * scale, new_max = fmax(max_score, score);
-    const float c = exp(max_score - new_max), weight = exp(score - new_max);
-    denom = denom * c + weight;
-    for (int b = 0; b < DIMS_PER_LANE; ++b) acc[b] = acc[b] * c + ROUND(weight) * vv[b];
-    max_score = new_max;
+    const float c = fold_key(sub_group_reduce_add(d) * scale, &max_score, &denom, &weight);
+    for (int b = 0; b < DIMS_PER_LANE; ++b) acc[b] = acc[b] * c + weight * vv[b];
   }
   end_subgroup_part(acc, max_score, denom, end > begin, partial, arrivals, out, o);
 }
