@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A GPU-machine session: the device tests and the benchmarks that need that machine, by section, in one call:
 #   bash bench/gpu_session.sh [tests] [latency] [peers] [engine] [dtypes] [load] [tokenizer] [xpu] [train]
-#     [trainspeed] [trainpeers] [kernels] [attention] [engineprofile] [serve] [ab] [abxpu]
+#     [trainspeed] [trainpeers] [kernels] [attention] [engineprofile] [serve] [ab] [abprofile] [abxpu]
 # (no section: all). Expects .carry/bundle.tar.xz (bench/device_bundle.sh); the Qwen3 tokenizer and the Brown
 # corpus come from the repository (tests/assets, models/demo/scripts). cuBLASLt comes from the machine's CUDA
 # Python packages, through LD_LIBRARY_PATH: tfm opens it on the first matmul. Writes $OUT/session.log. Sections ab
@@ -318,6 +318,21 @@ if want ab; then
     timeout 200 python3 bench/train_timing.py 8192 -- $build/bin/tfm train \
       --model /tmp/qwen3-0.6b --data /tmp/brown_jsonl/train.jsonl --max-seq-length 1024 --output-dir /tmp/q_out \
       --bf16 --per_device_train_batch_size 8 --logging_steps 1 --save_strategy no --quiet --max_steps 12 2>&1 | tail -1
+  done
+fi
+if want abprofile; then
+  # Which ops a batch-1 decode step runs with each build, and their device time (TFM_PROFILE_OPS waits around
+  # every op, so steps run without graphs and each op's time includes its launch).
+  gpu_model qwen3-0.6b
+  gpu_model qwen3-8b
+  next_bundle
+  for model in qwen3-0.6b qwen3-8b; do
+    for build in $b $n; do
+      step "$build: op profile of batch-1 decode, $model, bf16, --use-kernels, 128 + 32"
+      TFM_PROFILE_OPS=1 timeout 200 $build/bin/tfm bench latency --device cuda --dtype bfloat16 --model /tmp/$model \
+        --batch-size 1 --input-len 128 --output-len 32 --repeat 1 --use-kernels --no-device-graphs 2>&1 |
+        grep -A24 "op profile" | cut -c1-150
+    done
   done
 fi
 if want abxpu; then
