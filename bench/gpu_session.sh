@@ -294,8 +294,8 @@ for _ in range(120):
 fi
 if want ab; then
   # A branch's build (.carry/bundle_next.tar.xz, the same programs) against this bundle's, in one call: its
-  # cuda kernel and whole-model tests, then batch-1 decode, prefill and training throughput of both, one after
-  # the other.
+  # cuda kernel and whole-model tests, then batch-1 decode, prefill, the engine's throughput and training
+  # throughput of both, one after the other.
   gpu_model qwen3-0.6b
   gpu_model qwen3-8b
   brown_jsonl
@@ -311,6 +311,14 @@ if want ab; then
       step "$build: tfm bench latency $args (bf16, batch 1, --use-kernels)"
       timeout 200 $build/bin/tfm bench latency --device cuda --dtype bfloat16 \
         --batch-size 1 --use-kernels $args 2>&1 | tail -3
+    done
+  done
+  for args in "--model /tmp/qwen3-0.6b --num-prompts 256 --input-len 128 --output-len 256" \
+              "--model /tmp/qwen3-8b --num-prompts 1000 --input-len 128 --output-len 128"; do
+    for build in $b $n; do
+      step "$build: tfm bench throughput $args (bf16, --use-kernels)"
+      timeout 200 $build/bin/tfm bench throughput --device cuda --dtype bfloat16 --use-kernels --json $args 2>&1 |
+        tail -1
     done
   done
   for build in $b $n; do
