@@ -9,7 +9,7 @@
 namespace tfm {
 
 void SavedActivations::keep(std::string name, const Tensor& t) {
-  tensors_.emplace_back(std::move(name), clone(t));
+  tensors_.emplace_back(std::move(name), t);
 }
 
 const Tensor* SavedActivations::find(std::string_view name) const {
@@ -46,6 +46,10 @@ const Tensor& BackwardContext::kept(const std::string& layer, const char* what) 
 
 Tensor StepContext::empty(const Shape& shape) const {
   return tfm::empty(shape, dtype, device);
+}
+
+void StepContext::keep_copy(const std::string& layer, const char* what, const Tensor& t) const {
+  if (saved) saved->keep(layer + "." + what, clone(t));
 }
 
 Linear::Linear(std::string name, std::unique_ptr<LinearWeight> weight, Tensor bias)
@@ -114,21 +118,28 @@ void Embedding::backward(const Tensor& dout, const BackwardContext& ctx) const {
 }
 
 Tensor RMSNorm::forward(const Tensor& x, const StepContext& ctx) const {
-  ctx.keep(name_, "input", x);
+  ctx.keep_copy(name_, "input", x);  // the residual stream, which later layers add to
   Tensor out = ctx.empty(x.shape());
   ops::rms_norm(x, weight_, eps_, out, ctx.kernels.of("RMSNorm"));
   return out;
 }
 
 void RMSNorm::forward_(Tensor& x, const StepContext& ctx) const {
+  if (!ctx.saved) {
+    ops::rms_norm(x, weight_, eps_, x, ctx.kernels.of("RMSNorm"));
+    return;
+  }
+  // The backward reads x as it is now: the norm goes to a new tensor, which x then names.
+  Tensor out = ctx.empty(x.shape());
+  ops::rms_norm(x, weight_, eps_, out, ctx.kernels.of("RMSNorm"));
   ctx.keep(name_, "input", x);
-  ops::rms_norm(x, weight_, eps_, x, ctx.kernels.of("RMSNorm"));
+  x = out;
 }
 
 Tensor RMSNorm::forward_residual(Tensor& residual, const Tensor& x, const StepContext& ctx) const {
   Tensor out = ctx.empty(residual.shape());
   ops::add_rms_norm(residual, x, weight_, eps_, out, ctx.kernels.of("RMSNorm"));
-  ctx.keep(name_, "input", residual);
+  ctx.keep_copy(name_, "input", residual);
   return out;
 }
 

@@ -20,7 +20,8 @@
 namespace tfm {
 
 // Tensors a training forward keeps for the backward, by the name of the layer that kept them and what they
-// are ("model.layers.0.mlp.down_proj.input"). Each is a copy: the forward reuses and updates its buffers.
+// are ("model.layers.0.mlp.down_proj.input"). A kept tensor is held, not copied: whoever keeps one the
+// forward goes on writing (the residual stream) keeps a copy of it (StepContext::keep_copy).
 class SavedActivations {
  public:
   void keep(std::string name, const Tensor& t);
@@ -71,9 +72,12 @@ struct StepContext {
   SavedActivations* saved = nullptr;  // set: keep what a backward pass needs
 
   Tensor empty(const Shape& shape) const;
+  // Keeps t as it is for the backward; nothing may write it after this.
   void keep(const std::string& layer, const char* what, const Tensor& t) const {
     if (saved) saved->keep(layer + "." + what, t);
   }
+  // Keeps a copy of t, which the forward goes on writing.
+  void keep_copy(const std::string& layer, const char* what, const Tensor& t) const;
 };
 
 // What a Linear multiplies by. Dense weights now; 4-bit weights and LoRA adapters are other kinds of it, so
@@ -174,7 +178,8 @@ class RMSNorm {
   RMSNorm(std::string name, Tensor weight, float eps) : name_(std::move(name)), weight_(std::move(weight)), eps_(eps) {}
   // x (rows, D) or (T, heads, D) -> normalized, of x's shape
   Tensor forward(const Tensor& x, const StepContext& ctx) const;
-  void forward_(Tensor& x, const StepContext& ctx) const;  // in place
+  // In place; when the step keeps activations, into a new tensor that x then names (the backward reads x).
+  void forward_(Tensor& x, const StepContext& ctx) const;
   // The residual stream's update and this norm in one call: residual += x, then normalized residual.
   Tensor forward_residual(Tensor& residual, const Tensor& x, const StepContext& ctx) const;
   // dout -> the gradient of the norm's input (of dout's shape)
