@@ -351,7 +351,7 @@ if want abxpu; then
   next_bundle
   export TFM_XPU_PLATFORM="NVIDIA CUDA"
   step "branch build: xpu kernel conformance and whole models on NVIDIA's OpenCL"
-  gtest 120 $n/bin/test_kernels --gtest_filter='*xpu*'
+  gtest 240 $n/bin/test_kernels --gtest_filter='*xpu*'  # the eager attention cases alone take ~2 min there
   gtest 180 $n/bin/test_device_ops --gtest_filter='*xpu*:-*Training*'  # inference; gradients take minutes there
   for args in "--model /tmp/qwen3-0.6b --output-len 256" "--model /tmp/qwen3-8b --output-len 128"; do
     for build in $b $n; do
