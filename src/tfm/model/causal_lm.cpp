@@ -93,9 +93,8 @@ struct CausalLM::Impl {
   size_t weight_bytes = 0;
   bool device_graphs = true;
 
-  // cos and sin of positions [0, rows) on the device, when the rope is not dynamic: a step gathers its rows
-  // (and a training step its -sin).
-  Tensor rope_cos, rope_sin, rope_neg_sin;
+  // cos and sin of positions [0, rows) on the device, when the rope is not dynamic: a step gathers its rows.
+  Tensor rope_cos, rope_sin;
 
   // A decode step of `rows` sequences captured as a device graph, with the buffers it reads and writes.
   struct DecodeGraph {
@@ -130,13 +129,7 @@ struct CausalLM::Impl {
     upload_step_inputs(batch, inputs);
     take_earlier_ids(inputs.ids, earlier);
     Tensor cos, sin;
-    if (rope.dynamic()) {  // float32 on the host, rounded to the dtype as Transformers' rotary embedding returns them
-      rope.tables(batch.positions, cos, sin);
-      cos = upload_as(cos, dtype, device);
-      sin = upload_as(sin, dtype, device);
-    } else {
-      gather_rope(batch.positions, inputs.meta.positions, cos, sin);
-    }
+    step_rope(batch.positions, inputs.meta.positions, cos, sin);
     Tensor logits = tfm::empty({static_cast<int64_t>(batch.logits_rows.size()), config.vocab_size}, dtype, device);
     run_layers(inputs, cos, sin, cache, saved, logits);
     return logits;
@@ -217,40 +210,18 @@ struct CausalLM::Impl {
     ops::gather_rows(source, rows, out);
   }
 
-  // cos and sin (rows, rot) of positions [0, rows), float32 on the host.
-  void host_tables(int64_t rows, Tensor& cos, Tensor& sin) {
-    std::vector<int32_t> all(static_cast<size_t>(rows));
-    std::iota(all.begin(), all.end(), 0);
-    rope.tables(all, cos, sin);
-  }
-
-  static Tensor negated(const Tensor& host) {
-    Tensor out = Tensor::cpu(host.shape(), DType::float32);
-    for (int64_t i = 0; i < host.numel(); ++i) out.data<float>()[i] = -host.data<float>()[i];
-    return out;
-  }
-
   // Makes the device rope table cover `positions` (growing it to a power of two past the largest).
   void ensure_rope_table(const std::vector<int32_t>& positions) {
     const int64_t needed = positions.empty() ? 1 : *std::max_element(positions.begin(), positions.end()) + 1;
     if (rope_cos.defined() && rope_cos.size(0) >= needed) return;
     const int64_t rows = std::max<int64_t>(4096, std::bit_ceil(static_cast<uint64_t>(needed)));
+    std::vector<int32_t> all(static_cast<size_t>(rows));
+    std::iota(all.begin(), all.end(), 0);
     Tensor cos, sin;
-    host_tables(rows, cos, sin);
+    rope.tables(all, cos, sin);
     rope_cos = upload_as(cos, dtype, device);
     rope_sin = upload_as(sin, dtype, device);
     graphs.clear();  // they read the old table
-  }
-
-  // -sin over the rows of rope_sin, for training's backward (made when first asked for and when the table
-  // grew).
-  const Tensor& neg_sin_table() {
-    if (!rope_neg_sin.defined() || rope_neg_sin.size(0) != rope_sin.size(0)) {
-      Tensor cos, sin;
-      host_tables(rope_sin.size(0), cos, sin);
-      rope_neg_sin = upload_as(negated(sin), dtype, device);
-    }
-    return rope_neg_sin;
   }
 
   // cos and sin (T, rot) of `positions` (on the host; `device_positions` the same on the device) from the
@@ -262,6 +233,19 @@ struct CausalLM::Impl {
     if (!sin.defined()) sin = tfm::empty(shape, dtype, device);
     ops::gather_rows(rope_cos, device_positions, cos);
     ops::gather_rows(rope_sin, device_positions, sin);
+  }
+  // A step's cos and sin (T, rot) of `positions` (`device_positions` the same on the device): gathered from
+  // the device tables, or where the rope is dynamic made on the host in float32 and rounded to the dtype as
+  // Transformers' rotary embedding returns them.
+  void step_rope(const std::vector<int32_t>& positions, const Tensor& device_positions, Tensor& cos,
+                 Tensor& sin) {
+    if (!rope.dynamic()) {
+      gather_rope(positions, device_positions, cos, sin);
+      return;
+    }
+    rope.tables(positions, cos, sin);
+    cos = upload_as(cos, dtype, device);
+    sin = upload_as(sin, dtype, device);
   }
 
   std::vector<LinearModule> linear_modules() {
@@ -316,17 +300,11 @@ struct CausalLM::Impl {
     validate(fb, cache, config.vocab_size);
     StepInputs inputs = allocate_step_inputs(fb, device);
     upload_step_inputs(fb, inputs);
-    Tensor cos, sin, neg_sin;  // -sin rotates back: the backward's rope
-    if (rope.dynamic()) {  // float32 on the host, rounded to the dtype as the tables of an inference step are
-      rope.tables(fb.positions, cos, sin);
-      neg_sin = upload_as(negated(sin), dtype, device);
-      cos = upload_as(cos, dtype, device);
-      sin = upload_as(sin, dtype, device);
-    } else {  // gathered from the device tables: a step computes and uploads no table
-      gather_rope(fb.positions, inputs.meta.positions, cos, sin);
-      neg_sin = tfm::empty(sin.shape(), dtype, device);
-      ops::gather_rows(neg_sin_table(), inputs.meta.positions, neg_sin);
-    }
+    Tensor cos, sin;
+    step_rope(fb.positions, inputs.meta.positions, cos, sin);
+    Tensor neg_sin = tfm::empty(sin.shape(), dtype, device);  // -sin rotates back: the backward's rope
+    zero(neg_sin);
+    ops::add_scaled_columns_(neg_sin, 0, sin, 0, sin.size(1), -1.f);
 
     SavedActivations saved;
     const StepContext ctx{device, dtype, inputs.meta, cos, sin, kernels, grads ? &saved : nullptr};
@@ -455,7 +433,6 @@ CausalLM CausalLM::from_pretrained(const std::string& dir, const LoadOptions& op
                                              std::move(lm_head),
                                              bytes,
                                              options.device_graphs,
-                                             Tensor(),
                                              Tensor(),
                                              Tensor(),
                                              {},

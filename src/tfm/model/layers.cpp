@@ -125,12 +125,8 @@ Tensor RMSNorm::forward(const Tensor& x, const StepContext& ctx) const {
 }
 
 void RMSNorm::forward_(Tensor& x, const StepContext& ctx) const {
-  if (!ctx.saved) {
-    ops::rms_norm(x, weight_, eps_, x, ctx.kernels.of("RMSNorm"));
-    return;
-  }
-  // The backward reads x as it is now: the norm goes to a new tensor, which x then names.
-  Tensor out = ctx.empty(x.shape());
+  // A step that keeps x for the backward normalises into a new tensor, which x then names.
+  Tensor out = ctx.saved ? ctx.empty(x.shape()) : x;
   ops::rms_norm(x, weight_, eps_, out, ctx.kernels.of("RMSNorm"));
   ctx.keep(name_, "input", x);
   x = out;
