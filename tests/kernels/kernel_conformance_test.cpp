@@ -421,15 +421,18 @@ std::vector<Case> kv_cache_write_cases(std::mt19937& rng) {
   return cases;
 }
 
-// Heads of 16 to 128 dimensions, full and partial rotary, with and without Qwen3's q/k norms, a padding row.
+// Heads of 16 to 256 dimensions, full and partial rotary, with and without Qwen3's q/k norms, a padding row;
+// 64, 128 and 256 with a rotary half of whole lanes take the lanes kernel on cuda, the heads of a row's kinds
+// (q, k, v) and rows sharing a warp.
 std::vector<Case> qkv_rope_cache_cases(std::mt19937& rng) {
   struct Shape4 {
     int64_t heads, kv_heads, D, rot;
     bool norms;
   };
   std::vector<Case> cases;
-  for (const Shape4 c : {Shape4{4, 2, 16, 16, true}, Shape4{4, 4, 16, 8, false}, Shape4{8, 2, 128, 128, true},
-                         Shape4{3, 1, 64, 32, true}}) {
+  for (const Shape4 c :
+       {Shape4{4, 2, 16, 16, true}, Shape4{4, 4, 16, 8, false}, Shape4{8, 2, 128, 128, true},
+        Shape4{3, 1, 64, 32, true}, Shape4{4, 2, 64, 64, false}, Shape4{2, 1, 256, 128, true}}) {
     for (int64_t T : {1, 5}) {
       const int64_t blocks = 4, block_size = 4, width = (c.heads + 2 * c.kv_heads) * c.D;
       std::vector<int32_t> slots(blocks * block_size);

@@ -18,6 +18,7 @@
 
 #include "tfm/backend/cuda/attention_tiles.cuh"
 #include "tfm/backend/cuda/device_common.cuh"
+#include "tfm/backend/cuda/head_lanes.cuh"
 #include "tfm/backend/cuda/launchers.h"
 #include "tfm/backend/cuda/mma_fragments.cuh"
 #include "tfm/backend/cuda/split_blocks.h"
@@ -151,10 +152,11 @@ __device__ const T* cache_entry(const PagedAttentionArgs& a, const void* cache, 
   return static_cast<const T*>(cache) + ((block * a.block_size + j % a.block_size) * a.kv_heads + kv_head) * a.head_dim;
 }
 
-// A partial softmax over some keys: its maximum score, its sum of exp(score - max) and the weighted values.
-// Combining weighs each by exp(its max - the overall max); an empty one (max -inf) weighs nothing.
+// A partial softmax over some keys in base 2 (scores scaled by log2(e)): its maximum score, its sum of
+// 2^(score - max) and the weighted values. Combining weighs each by 2^(its max - the overall max); an empty
+// one (max -inf) weighs nothing.
 __device__ float weight_of(float part_max, float overall_max) {
-  return part_max == -INFINITY ? 0.f : expf(part_max - overall_max);
+  return part_max == -INFINITY ? 0.f : exp2f(part_max - overall_max);
 }
 
 // The partial states of one (row, head)'s splits merged into its output, by the block that finished last. The
@@ -174,75 +176,6 @@ __device__ void combine_splits(const PagedAttentionArgs& a, int64_t out_index, i
       v += __ldcg(parts + i * (D + 2) + 2 + d) * weight_of(__ldcg(parts + i * (D + 2)), overall);
     static_cast<T*>(a.out)[out_index * D + d] = from_float<T>(total > 0.f ? v / total : 0.f);
   }
-}
-
-// Lane `sub`'s kDims dimensions of a head (from sub * kDims on) as floats, from 16-byte loads.
-template <typename T, int kDims>
-__device__ void load_dims(const T* head, int sub, float (&out)[kDims]) {
-  constexpr int kPiece = 16 / sizeof(T);
-#pragma unroll
-  for (int p = 0; p < kDims / kPiece; ++p) {
-    const uint4 piece = *reinterpret_cast<const uint4*>(head + sub * kDims + p * kPiece);
-    const T* values = reinterpret_cast<const T*>(&piece);
-#pragma unroll
-    for (int e = 0; e < kPiece; ++e) out[p * kPiece + e] = to_float(values[e]);
-  }
-}
-
-// A q or k head of row `row` of the fused projection made as qkv_rope_cache makes it: normalised with `norm`
-// (when there is one) and rotated, rounded to T where that kernel rounds. The kLanes lanes of a group hold
-// the head, lane `sub` its kDims dimensions from sub * kDims on; the norm's sum and each dimension's rotary
-// partner cross lanes by shuffles, so the whole warp calls this. The host saw to it that a lane's dimensions
-// are all in one half of the rotated part or all past it (rot / 2 a multiple of kDims).
-template <typename T, int kLanes, int kDims>
-__device__ void normalise_and_rotate(const QkvRopeCacheArgs& in, int64_t row, const void* norm_weight,
-                                     int sub, float (&v)[kDims]) {
-  if (norm_weight) {
-    const T* norm = static_cast<const T*>(norm_weight) + sub * kDims;
-    float squares = 0.f;
-#pragma unroll
-    for (int i = 0; i < kDims; ++i) squares += v[i] * v[i];
-#pragma unroll
-    for (int offset = kLanes / 2; offset > 0; offset >>= 1)
-      squares += __shfl_xor_sync(0xffffffffu, squares, offset);
-    const float inv = 1.f / sqrtf(squares / static_cast<float>(kLanes * kDims) + in.eps);
-#pragma unroll
-    for (int i = 0; i < kDims; ++i) v[i] = round_to<T>(to_float(norm[i]) * round_to<T>(v[i] * inv));
-  }
-  const int64_t half = in.rot / 2, first = static_cast<int64_t>(sub) * kDims;
-  const bool in_rotation = first < in.rot, first_half = first < half;
-  const int lane = threadIdx.x % 32, shift = static_cast<int>(half / kDims);
-  const int partner = !in_rotation ? lane : first_half ? lane + shift : lane - shift;
-  const T* cos = static_cast<const T*>(in.cos) + row * in.rot + first;
-  const T* sin = static_cast<const T*>(in.sin) + row * in.rot + first;
-#pragma unroll
-  for (int i = 0; i < kDims; ++i) {
-    const float other = __shfl_sync(0xffffffffu, v[i], partner);
-    if (in_rotation)
-      v[i] = round_to<T>(rotated<T>(v[i], other, to_float(cos[i]), to_float(sin[i]), first_half));
-  }
-}
-
-// kDims floats that hold values of T, as the 16-byte pieces of T they came from.
-template <typename T, int kDims>
-__device__ void pack_dims(const float (&v)[kDims], uint4 (&pieces)[kDims * sizeof(T) / 16]) {
-  constexpr int kPiece = 16 / sizeof(T);
-#pragma unroll
-  for (int p = 0; p < kDims / kPiece; ++p) {
-    T* values = reinterpret_cast<T*>(&pieces[p]);
-#pragma unroll
-    for (int e = 0; e < kPiece; ++e) values[e] = from_float<T>(v[p * kPiece + e]);
-  }
-}
-
-// How split_rows_kernel lays a head of D elements of `element_bytes` over its lanes: a group of `lanes` lanes
-// holds one key, each lane `dims` consecutive dimensions of it in whole 16-byte pieces.
-struct SplitLanes {
-  int lanes, dims;
-};
-__host__ __device__ constexpr SplitLanes split_lanes(int element_bytes, int head_dim) {
-  const int piece = 16 / element_bytes, pieces = head_dim / piece, lanes = pieces < 32 ? pieces : 32;
-  return {lanes, pieces / lanes * piece};
 }
 
 constexpr int kSplitWarps = 4;
@@ -265,7 +198,7 @@ template <typename T, int D, int G, bool FromQkv>
 __global__ void __launch_bounds__(kSplitWarps * 32)
     split_rows_kernel(PagedAttentionArgs a, QkvRopeCacheArgs in, float* partial, unsigned* arrivals) {
   constexpr int kPiece = 16 / sizeof(T);
-  constexpr int kLanes = split_lanes(sizeof(T), D).lanes, kDims = split_lanes(sizeof(T), D).dims;
+  constexpr int kLanes = head_lanes(sizeof(T), D).lanes, kDims = head_lanes(sizeof(T), D).dims;
   constexpr int kPiecesPerLane = kDims / kPiece;
   constexpr int kGroups = kSplitWarps * 32 / kLanes;
   __shared__ float group_max[kGroups][G], group_sum[kGroups][G];
@@ -295,6 +228,8 @@ __global__ void __launch_bounds__(kSplitWarps * 32)
     } else {
       load_dims(static_cast<const T*>(a.q) + (row * a.heads + h0 + g) * D, sub, q[g]);
     }
+#pragma unroll
+    for (int i = 0; i < kDims; ++i) q[g][i] *= a.scale * kLog2e;  // scores in base 2
   }
   // FromQkv: the row's new key and value, for the split whose keys include its position and for the writer.
   const int64_t position = a.positions[row];
@@ -308,17 +243,11 @@ __global__ void __launch_bounds__(kSplitWarps * 32)
       load_dims(qkv_row + (a.heads + kv_head) * D, sub, k);
       normalise_and_rotate<T, kLanes>(in, row, in.k_norm, sub, k);
       pack_dims<T>(k, new_k);
-      const T* v_head = qkv_row + (a.heads + a.kv_heads + kv_head) * D + sub * kDims;
-#pragma unroll
-      for (int p = 0; p < kPiecesPerLane; ++p)
-        new_v[p] = *reinterpret_cast<const uint4*>(v_head + p * kPiece);
+      load_pieces<T, kDims>(qkv_row + (a.heads + a.kv_heads + kv_head) * D, sub, new_v);
       if (writes && group == 0) {
-        const int64_t at = (slot * a.kv_heads + kv_head) * D + sub * kDims;
-#pragma unroll
-        for (int p = 0; p < kPiecesPerLane; ++p) {
-          reinterpret_cast<uint4*>(static_cast<T*>(in.cache_k) + at)[p] = new_k[p];
-          reinterpret_cast<uint4*>(static_cast<T*>(in.cache_v) + at)[p] = new_v[p];
-        }
+        const int64_t at = (slot * a.kv_heads + kv_head) * D;
+        store_pieces<T, kDims>(static_cast<T*>(in.cache_k) + at, sub, new_k);
+        store_pieces<T, kDims>(static_cast<T*>(in.cache_v) + at, sub, new_v);
       }
     }
   }
@@ -347,45 +276,55 @@ __global__ void __launch_bounds__(kSplitWarps * 32)
         }
         continue;
       }
-      const T* key = cache_entry<T>(a, a.cache_k, blocks, j, kv_head) + sub * kDims;
-      const T* value = cache_entry<T>(a, a.cache_v, blocks, j, kv_head) + sub * kDims;
-#pragma unroll
-      for (int p = 0; p < kPiecesPerLane; ++p) {
-        k_pieces[r][p] = *reinterpret_cast<const uint4*>(key + p * kPiece);
-        v_pieces[r][p] = *reinterpret_cast<const uint4*>(value + p * kPiece);
-      }
+      load_pieces<T, kDims>(cache_entry<T>(a, a.cache_k, blocks, j, kv_head), sub, k_pieces[r]);
+      load_pieces<T, kDims>(cache_entry<T>(a, a.cache_v, blocks, j, kv_head), sub, v_pieces[r]);
     }
+    // The scores of the rounds first, then one rescale of each running softmax for all of them: rescaling the
+    // G x kDims accumulators at every key cost more than the products.
+    float scores[kRoundsInFlight][G];
 #pragma unroll
     for (int r = 0; r < kRoundsInFlight; ++r) {
       const bool active = first + r * kGroups + group < end;
-      float dot[G] = {};
+#pragma unroll
+      for (int g = 0; g < G; ++g) scores[r][g] = 0.f;
       if (active) {
         const T* k_values = reinterpret_cast<const T*>(k_pieces[r]);
 #pragma unroll
         for (int i = 0; i < kDims; ++i) {
           const float k = to_float(k_values[i]);
 #pragma unroll
-          for (int g = 0; g < G; ++g) dot[g] += q[g][i] * k;
+          for (int g = 0; g < G; ++g) scores[r][g] += q[g][i] * k;
         }
       }
 #pragma unroll
       for (int g = 0; g < G; ++g) {
         for (int offset = kLanes / 2; offset > 0; offset >>= 1)
-          dot[g] += __shfl_xor_sync(0xffffffffu, dot[g], offset);
+          scores[r][g] += __shfl_xor_sync(0xffffffffu, scores[r][g], offset);
+        if (!active) scores[r][g] = -INFINITY;
       }
-      if (!active) continue;
-      const T* v_values = reinterpret_cast<const T*>(v_pieces[r]);
+    }
 #pragma unroll
-      for (int g = 0; g < G; ++g) {
-        const float score = dot[g] * a.scale;
-        const float new_max = fmaxf(running_max[g], score);
-        const float rescale = expf(running_max[g] - new_max), p = expf(score - new_max);
-        sum[g] = sum[g] * rescale + p;
+    for (int g = 0; g < G; ++g) {
+      float new_max = running_max[g];
+#pragma unroll
+      for (int r = 0; r < kRoundsInFlight; ++r) new_max = fmaxf(new_max, scores[r][g]);
+      if (new_max == -INFINITY) continue;  // no key of this group in these rounds, nor before
+      const float rescale = exp2f(running_max[g] - new_max);  // 0 for the group's first keys
+      sum[g] *= rescale;
+#pragma unroll
+      for (int i = 0; i < kDims; ++i) acc[g][i] *= rescale;
+#pragma unroll
+      for (int r = 0; r < kRoundsInFlight; ++r) {
+        if (first + r * kGroups + group >= end)
+          break;  // this round's values were not loaded, nor the later ones'
+        const float p = exp2f(scores[r][g] - new_max);
+        sum[g] += p;
         const float weight = round_to<T>(p);
+        const T* v_values = reinterpret_cast<const T*>(v_pieces[r]);
 #pragma unroll
-        for (int i = 0; i < kDims; ++i) acc[g][i] = acc[g][i] * rescale + weight * to_float(v_values[i]);
-        running_max[g] = new_max;
+        for (int i = 0; i < kDims; ++i) acc[g][i] += weight * to_float(v_values[i]);
       }
+      running_max[g] = new_max;
     }
   }
 #pragma unroll
@@ -527,6 +466,7 @@ __global__ void __launch_bounds__(kTileWarps * 32) tiles_kernel(PagedAttentionAr
           },
           k_tile, L::kLd);
       const bool whole = keys.every(j0, kTileKeys);
+      const float scale = a.scale * kLog2e;  // the softmax in base 2
       float new_max[2] = {row_max[0], row_max[1]};
 #pragma unroll
       for (int t = 0; t < kTileKeys / 8; ++t) {
@@ -534,23 +474,23 @@ __global__ void __launch_bounds__(kTileWarps * 32) tiles_kernel(PagedAttentionAr
         for (int e = 0; e < 4; ++e) {
           const int half = e / 2, j = j0 + t * 8 + c + e % 2;
           const bool seen = whole || keys.sees(half, j);
-          scores[t].x[e] = seen ? scores[t].x[e] * a.scale : -INFINITY;
+          scores[t].x[e] = seen ? scores[t].x[e] * scale : -INFINITY;
           new_max[half] = fmaxf(new_max[half], scores[t].x[e]);
         }
       }
       float rescale[2];
       for (int half = 0; half < 2; ++half) {
         new_max[half] = across_row_lanes<Max>(new_max[half]);
-        rescale[half] = new_max[half] == -INFINITY ? 1.f : expf(row_max[half] - new_max[half]);
+        rescale[half] = new_max[half] == -INFINITY ? 1.f : exp2f(row_max[half] - new_max[half]);
         row_max[half] = new_max[half];
-        if (new_max[half] == -INFINITY) new_max[half] = 0.f;  // no key yet: every weight is exp(-inf) = 0
+        if (new_max[half] == -INFINITY) new_max[half] = 0.f;  // no key yet: every weight is 2^-inf = 0
         row_sum[half] *= rescale[half];
       }
 #pragma unroll
       for (int t = 0; t < kTileKeys / 8; ++t) {
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          scores[t].x[e] = expf(scores[t].x[e] - new_max[e / 2]);
+          scores[t].x[e] = exp2f(scores[t].x[e] - new_max[e / 2]);
           row_sum[e / 2] += scores[t].x[e];
         }
       }
@@ -692,9 +632,7 @@ template <typename T>
 bool qkv_attention_takes(const QkvRopeCacheArgs& in, const PagedAttentionArgs& a) {
   if (!one_pass_dim(a.head_dim) || uses_tiles<T>(a) || reinterpret_cast<uintptr_t>(in.qkv) % 16 != 0)
     return false;
-  // The rotary half must be whole lanes' dimensions, so that a dimension's partner is a lane's same element.
-  const int dims = split_lanes(sizeof(T), static_cast<int>(a.head_dim)).dims;
-  return in.rot <= a.head_dim && (in.rot / 2) % dims == 0;
+  return lanes_rotate(sizeof(T), a.head_dim, in.rot);
 }
 
 template <typename T>

@@ -219,8 +219,8 @@ __global__ void __launch_bounds__(kTileWarps * 32, 3)
     delta_of[half] = row_delta[r];
   }
   const WarpKeys keys(real, row_first, row_last);
-  // The scores of this warp's rows against the keys of `keys_tile` (starting at key j0), scaled, and -inf where
-  // a row does not see the key.
+  // The scores of this warp's rows against the keys of `keys_tile` (starting at key j0), scaled for a softmax
+  // in base 2 (by log2(e) too), and -inf where a row does not see the key.
   const auto scores_of = [&](FragC (&scores)[kTileRows / 8], const T* keys_tile, int j0) {
     head_products<T, D, kTileRows / 8>(scores, q_tile + warp_row * L::kLd, keys_tile, L::kLd);
     const bool whole = keys.every(j0, kTileRows);
@@ -229,13 +229,13 @@ __global__ void __launch_bounds__(kTileWarps * 32, 3)
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const bool seen = whole || keys.sees(e / 2, j0 + t * 8 + c + e % 2);
-        scores[t].x[e] = seen ? scores[t].x[e] * a.scale : -INFINITY;
+        scores[t].x[e] = seen ? scores[t].x[e] * (a.scale * kLog2e) : -INFINITY;
       }
     }
   };
 
-  // Pass 1: the log-sum-exp, the keys' tiles alternating between two buffers so that the next loads while this
-  // one is scored.
+  // Pass 1: the log-sum-exp in base 2 (dkdv_tiles_kernel reads it so), the keys' tiles alternating between
+  // two buffers so that the next loads while this one is scored.
   float running_max[2] = {-INFINITY, -INFINITY}, running_sum[2] = {0.f, 0.f};  // running_sum: this lane's part
   const auto start_keys = [&](T* tile_buffer, int j0) {
     start_head_rows<T, D>(tile_buffer, k, start + j0, last - j0 + 1, a.kv_heads, kv_head);
@@ -260,21 +260,22 @@ __global__ void __launch_bounds__(kTileWarps * 32, 3)
       for (int half = 0; half < 2; ++half) {
         tile_max[half] = across_row_lanes<Max>(tile_max[half]);
         if (tile_max[half] == -INFINITY) continue;
-        running_sum[half] *= expf(running_max[half] - tile_max[half]);
+        running_sum[half] *= exp2f(running_max[half] - tile_max[half]);
         running_max[half] = tile_max[half];
       }
 #pragma unroll
       for (int t = 0; t < kTileRows / 8; ++t) {
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          if (running_max[e / 2] != -INFINITY) running_sum[e / 2] += expf(scores[t].x[e] - running_max[e / 2]);
+          if (running_max[e / 2] != -INFINITY)
+            running_sum[e / 2] += exp2f(scores[t].x[e] - running_max[e / 2]);
         }
       }
     }
   }
   float row_lse[2];
   for (int half = 0; half < 2; ++half) {
-    row_lse[half] = running_max[half] + logf(across_row_lanes<Sum>(running_sum[half]));
+    row_lse[half] = running_max[half] + log2f(across_row_lanes<Sum>(running_sum[half]));
     const int r = warp_row + fragment_group() + 8 * half;
     if (c == 0 && real[half]) {
       lse[(start + i0 + r) * a.heads + h] = row_lse[half];
@@ -297,7 +298,7 @@ __global__ void __launch_bounds__(kTileWarps * 32, 3)
       for (int t = 0; t < kTileRows / 8; ++t) {
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          const float p = expf(scores[t].x[e] - row_lse[e / 2]);  // 0 where not seen
+          const float p = exp2f(scores[t].x[e] - row_lse[e / 2]);  // 0 where not seen
           grads[t].x[e] = p * (grads[t].x[e] - delta_of[e / 2]) * a.scale;
         }
       }
@@ -316,10 +317,11 @@ __global__ void __launch_bounds__(kTileWarps * 32, 3)
 #endif
 }
 
-// One block per (64 keys of a sequence, kv head), flash attention 2's dk and dv: over the heads of the kv head's
-// group and the query tiles that see the keys, dv += p^T dout and dk += ds^T q, with the rows' log-sum-exp and
-// delta from dq_tiles_kernel. Each warp holds 16 keys' dk and dv and works through a query tile 32 rows at a
-// time, its scores transposed (a row a key): eight independent products in flight per step.
+// One block per (64 keys of a sequence, kv head), flash attention 2's dk and dv: over the heads of the kv
+// head's group and the query tiles that see the keys, dv += p^T dout and dk += ds^T q, with the rows'
+// log-sum-exp and delta from dq_tiles_kernel (the log-sum-exp in base 2). Each warp holds 16 keys' dk and dv
+// and works through a query tile 32 rows at a time, its scores transposed (a row a key): eight independent
+// products in flight per step.
 template <typename T, int D>
 __global__ void __launch_bounds__(kTileWarps * 32)
     dkdv_tiles_kernel(AttentionBackwardArgs a, const T* q, const T* k, const T* v, const T* dout, const float* lse,
@@ -381,7 +383,7 @@ __global__ void __launch_bounds__(kTileWarps * 32)
             for (int e = 0; e < 4; ++e) {
               const int column = q0 + t * 8 + c + e % 2, i = i0 + column;
               const bool seen = whole || (i <= last && sees(i, key_of[e / 2]));
-              const float p = seen ? expf(scores[t].x[e] * a.scale - row_lse[column]) : 0.f;
+              const float p = seen ? exp2f(scores[t].x[e] * (a.scale * kLog2e) - row_lse[column]) : 0.f;
               scores[t].x[e] = p;
               grads[t].x[e] = p * (grads[t].x[e] - row_delta[column]) * a.scale;
             }

@@ -223,15 +223,21 @@ __global__ void sum_squares_kernel(const float* x, int64_t n, float* out) {
   if (threadIdx.x == 0) atomicAdd(out, s);
 }
 
+// Each array is read and written once an element, through registers: updated in place, arrays the compiler
+// must assume may alias were read again after every store. The decayed weight is rounded to float before the
+// update, as the CPU has it (it stores it first); __fmul_rn keeps the compiler from contracting it into an
+// fma.
 template <typename P>
 __global__ void adamw_kernel(float* w, const float* grad, float* m, float* v, P* param, AdamWScalars s, int64_t n) {
   for (int64_t i = first_index(); i < n; i += grid_stride()) {
     const float g = grad[i] * s.grad_scale;
-    w[i] *= s.decay;
-    m[i] += (g - m[i]) * s.one_minus_beta1;
-    v[i] = v[i] * s.beta2 + s.one_minus_beta2 * g * g;
-    w[i] -= s.step_size * m[i] / (sqrtf(v[i]) / s.bias2_sqrt + s.eps);
-    if (param) param[i] = from_float<P>(w[i]);
+    const float mi = m[i] + (g - m[i]) * s.one_minus_beta1;
+    const float vi = v[i] * s.beta2 + s.one_minus_beta2 * g * g;
+    const float wi = __fmul_rn(w[i], s.decay) - s.step_size * mi / (sqrtf(vi) / s.bias2_sqrt + s.eps);
+    m[i] = mi;
+    v[i] = vi;
+    w[i] = wi;
+    if (param) param[i] = from_float<P>(wi);
   }
 }
 
