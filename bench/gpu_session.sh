@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A GPU-machine session: the device tests and the benchmarks that need that machine, by section, in one call:
 #   bash bench/gpu_session.sh [tests] [latency] [peers] [engine] [dtypes] [load] [tokenizer] [xpu] [train]
-#     [trainspeed] [trainpeers] [kernels] [attention] [engineprofile] [serve] [ab] [abprofile] [abxpu]
+#     [trainspeed] [trainpeers] [kernels] [attention] [engineprofile] [serve] [ab] [abprofile] [abxpu] [loraprofile]
 # (no section: all). Expects .carry/bundle.tar.xz (bench/device_bundle.sh); the Qwen3 tokenizer and the Brown
 # corpus come from the repository (tests/assets, models/demo/scripts). cuBLASLt comes from the machine's CUDA
 # Python packages, through LD_LIBRARY_PATH: tfm opens it on the first matmul. Writes $OUT/session.log. Sections ab
@@ -36,6 +36,10 @@ qwen3_to_train() {  # the Qwen3-0.6B shape with random weights and Qwen3's token
   cp tests/assets/tokenizers/qwen3/tokenizer_config.json /tmp/qwen3-0.6b/
   xz -dc tests/assets/tokenizers/qwen3/tokenizer.json.xz > /tmp/qwen3-0.6b/tokenizer.json
 }
+# tfm train on the Qwen3-0.6B shape (qwen3_to_train), bf16, 8 blocks of 1,024 tokens a step; LoRA r=16 on all linears
+q_train=(train --model /tmp/qwen3-0.6b --data /tmp/brown_jsonl/train.jsonl --max-seq-length 1024 --output-dir /tmp/q_out
+         --bf16 --per_device_train_batch_size 8 --logging_steps 1 --save_strategy no --quiet)
+q_lora=(--lora-r 16 --lora-alpha 32 --lora-target-modules all-linear)
 
 step machine; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; nproc
 step tfm devices; $b/bin/tfm devices; TFM_XPU_PLATFORM="NVIDIA CUDA" $b/bin/tfm devices
@@ -212,20 +216,17 @@ fi
 if want trainspeed; then
   brown_jsonl
   qwen3_to_train
-  # tfm train on the Qwen3-0.6B shape, bf16, 8 blocks of 1,024 tokens a step
-  q_train=(train --model /tmp/qwen3-0.6b --data /tmp/brown_jsonl/train.jsonl --max-seq-length 1024 --output-dir /tmp/q_out
-           --bf16 --per_device_train_batch_size 8 --logging_steps 1 --save_strategy no --quiet)
   step "op profile: tfm train, Qwen3-0.6B shape, bf16, 8 x 1024 tokens a step, 3 steps (TFM_PROFILE_OPS=1)"
   TFM_PROFILE_OPS=1 timeout 300 $b/bin/tfm "${q_train[@]}" --max_steps 3 2>&1 | grep -A50 "op profile" | cut -c1-160
   step "op profile: the same with LoRA r=16 on all linear layers"
-  TFM_PROFILE_OPS=1 timeout 300 $b/bin/tfm "${q_train[@]}" --max_steps 3 --lora-r 16 --lora-alpha 32 \
-    --lora-target-modules all-linear 2>&1 | grep -A30 "op profile" | cut -c1-160
+  TFM_PROFILE_OPS=1 timeout 300 $b/bin/tfm "${q_train[@]}" --max_steps 3 "${q_lora[@]}" 2>&1 |
+    grep -A30 "op profile" | cut -c1-160
   step "matmul rate of the shape's training matmuls (bench/matmul_bench.cpp)"
   timeout 120 $b/bin/matmul_bench cuda:0 bfloat16
   step "training throughput, Qwen3-0.6B shape, bf16, 8 x 1024 tokens a step: tfm full and LoRA r=16 all-linear"
   timeout 300 python3 bench/train_timing.py 8192 -- $b/bin/tfm "${q_train[@]}" --max_steps 12 2>&1 | tail -1
-  timeout 300 python3 bench/train_timing.py 8192 -- $b/bin/tfm "${q_train[@]}" --max_steps 12 --lora-r 16 \
-    --lora-alpha 32 --lora-target-modules all-linear 2>&1 | tail -1
+  timeout 300 python3 bench/train_timing.py 8192 -- $b/bin/tfm "${q_train[@]}" --max_steps 12 "${q_lora[@]}" 2>&1 |
+    tail -1
 fi
 
 if want trainpeers; then
@@ -322,10 +323,21 @@ if want ab; then
     done
   done
   for build in $b $n; do
-    step "$build: training throughput, Qwen3-0.6B shape, bf16, 8 x 1024 tokens a step"
-    timeout 200 python3 bench/train_timing.py 8192 -- $build/bin/tfm train \
-      --model /tmp/qwen3-0.6b --data /tmp/brown_jsonl/train.jsonl --max-seq-length 1024 --output-dir /tmp/q_out \
-      --bf16 --per_device_train_batch_size 8 --logging_steps 1 --save_strategy no --quiet --max_steps 12 2>&1 | tail -1
+    step "$build: training throughput, Qwen3-0.6B shape, bf16, 8 x 1024 tokens a step: full, LoRA"
+    timeout 200 python3 bench/train_timing.py 8192 -- $build/bin/tfm "${q_train[@]}" --max_steps 12 2>&1 | tail -1
+    timeout 200 python3 bench/train_timing.py 8192 -- $build/bin/tfm "${q_train[@]}" --max_steps 12 "${q_lora[@]}" 2>&1 |
+      tail -1
+  done
+fi
+if want loraprofile; then
+  # Where a LoRA training step's time goes with each build (TFM_PROFILE_OPS waits around every op).
+  brown_jsonl
+  qwen3_to_train
+  next_bundle
+  for build in $b $n; do
+    step "$build: op profile of LoRA r=16 training, Qwen3-0.6B shape, bf16, 8 x 1024 tokens a step, 3 steps"
+    TFM_PROFILE_OPS=1 timeout 300 $build/bin/tfm "${q_train[@]}" --max_steps 3 "${q_lora[@]}" 2>&1 |
+      grep -A30 "op profile" | cut -c1-160
   done
 fi
 if want abprofile; then
