@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A GPU-machine session: the device tests and the benchmarks that need that machine, by section, in one call:
-#   bash bench/gpu_session.sh [tests] [latency] [peers] [engine] [dtypes] [load] [tokenizer] [xpu] [train]
+#   bash bench/gpu_session.sh [tests] [latency] [peers] [engine] [dtypes] [load] [tokenizer] [xpu] [train] [demo]
 #     [trainspeed] [trainpeers] [kernels] [attention] [engineprofile] [serve] [ab] [abprofile] [abxpu] [loraprofile]
+#     [engineattention]
 # (no section: all). Expects .carry/bundle.tar.xz (bench/device_bundle.sh); the Qwen3 tokenizer and the Brown
 # corpus come from the repository (tests/assets, models/demo/scripts). cuBLASLt comes from the machine's CUDA
 # Python packages, through LD_LIBRARY_PATH: tfm opens it on the first matmul. Writes $OUT/session.log. Sections ab
@@ -11,7 +12,7 @@
 set -uo pipefail
 log=${OUT:-/tmp}/session.log
 exec > >(tee "$log") 2>&1
-sections=${*:-tests latency peers engine dtypes load tokenizer xpu train trainspeed trainpeers kernels attention engineprofile serve}
+sections=${*:-tests latency peers engine dtypes load tokenizer xpu train demo trainspeed trainpeers kernels attention engineprofile serve}
 b=/tmp/bundle
 mkdir -p $b && tar xJf .carry/bundle.tar.xz -C $b
 # TFM_SESSION_NEXT=1: every section with the branch's programs (next/ or .carry/bundle_next.tar.xz) over the bundle's
@@ -184,9 +185,21 @@ if want xpu; then
   done
 fi
 if want train; then
-  step "training on cuda: gradients against the cpu (and so Transformers), then the demo model retrained"
+  step "training on cuda: gradients against the cpu (and so Transformers), then throughput against Trainer"
   TFM_XPU_PLATFORM="NVIDIA CUDA" timeout 300 $b/bin/test_device_ops --gtest_filter='*Training*' 2>&1 |
     grep -E "^\[  (PASSED|FAILED|SKIPPED) |FAILED|Failure|error" | head -30
+  step "training throughput, Qwen3-0.6B shape (random weights), bf16, 8 x 512 tokens a step: tfm, then Transformers"
+  brown_jsonl
+  qwen3_to_train
+  timeout 300 python3 bench/train_timing.py 4096 -- $b/bin/tfm train --model /tmp/qwen3-0.6b --data /tmp/brown_jsonl/val.jsonl \
+    --max-seq-length 512 --output-dir /tmp/q_out --bf16 --max_steps 12 --per_device_train_batch_size 8 \
+    --logging_steps 1 --save_strategy no --quiet 2>&1 | tail -1
+  timeout 300 python3 bench/train_peer.py /tmp/qwen3-0.6b /tmp/brown_jsonl/val.jsonl 512 12 8 2>&1 | tail -1
+  timeout 400 python3 bench/train_peer.py /tmp/qwen3-0.6b /tmp/brown_jsonl/val.jsonl 512 12 8 --compile 2>&1 | tail -1
+fi
+
+if want demo; then
+  step "the demo model retrained from scratch with tfm train (cuda, bf16)"
   brown_jsonl
   # The demo's recipe (models/demo/README.md): 32 blocks of 512 tokens a step, AdamW 0.9/0.95 with weight decay
   # 0.1, 100 warm-up steps and cosine decay to a tenth of 2e-3, clipping at 1, bf16, from Transformers' own
@@ -208,13 +221,6 @@ if want train; then
       grep -E 'eval_loss|"peer"' | sed -E 's/,"eval_(runtime|samples_per_second|steps_per_second)":[^,]*//g'
   done
   timeout 60 $b/bin/tfm generate --model /tmp/demo_out --prompt "The old man said" --max-new-tokens 40 --quiet
-  step "training throughput, Qwen3-0.6B shape (random weights), bf16, 8 x 512 tokens a step: tfm, then Transformers"
-  qwen3_to_train
-  timeout 300 python3 bench/train_timing.py 4096 -- $b/bin/tfm train --model /tmp/qwen3-0.6b --data /tmp/brown_jsonl/val.jsonl \
-    --max-seq-length 512 --output-dir /tmp/q_out --bf16 --max_steps 12 --per_device_train_batch_size 8 \
-    --logging_steps 1 --save_strategy no --quiet 2>&1 | tail -1
-  timeout 300 python3 bench/train_peer.py /tmp/qwen3-0.6b /tmp/brown_jsonl/val.jsonl 512 12 8 2>&1 | tail -1
-  timeout 400 python3 bench/train_peer.py /tmp/qwen3-0.6b /tmp/brown_jsonl/val.jsonl 512 12 8 --compile 2>&1 | tail -1
 fi
 
 if want trainspeed; then
@@ -343,6 +349,18 @@ if want loraprofile; then
     TFM_PROFILE_OPS=1 timeout 300 $build/bin/tfm "${q_train[@]}" --max_steps 3 "${q_lora[@]}" 2>&1 |
       grep -A30 "op profile" | cut -c1-160
   done
+fi
+if want engineattention; then
+  # Why decode attention runs at several times its KV bytes in the engine's 256-row steps of the 8B shape: ncu on
+  # one split-rows launch of a steady decode step (36 layers a step: the 721st launch is some 20 steps in).
+  gpu_model qwen3-8b
+  next_bundle
+  step "ncu: split_rows_kernel in the engine's decode steps, 8B shape, 256 requests of 128 in, 64 out"
+  timeout 300 ncu --clock-control none --graph-profiling node -k regex:split_rows --launch-skip 720 --launch-count 1 \
+    --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
+    --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis_Tables --section SchedulerStats \
+    $n/bin/tfm bench throughput --device cuda --dtype bfloat16 --use-kernels --model /tmp/qwen3-8b --num-prompts 256 \
+    --input-len 128 --output-len 64 2>&1 | grep -vE '^ *(-+|=+)? *$' | cut -c1-150 | head -150
 fi
 if want abprofile; then
   # Which ops a batch-1 decode step runs with each build, and their device time (TFM_PROFILE_OPS waits around
