@@ -6,8 +6,8 @@
 # glibc, the C++ runtime and the OpenCL ICD loader come from the machine (its loader knows its drivers); cuBLASLt
 # from its CUDA Python packages (CUBLAS_DIR: nvidia/cublas/lib), which tfm opens on its first matmul.
 # --programs-only leaves the libraries out (a second build beside a full bundle, as gpu_session.sh's ab section
-# takes it as .carry/bundle_next.tar.xz). --next adds those of the programs that NEXT_DIR holds (copied there
-# from another build) under next/bin, which gpu_session.sh's ab sections take before bundle_next.tar.xz: in
+# takes it as .carry/bundle_next.tar.xz). --next adds the programs in NEXT_DIR (copied there from another
+# build) under next/bin, which gpu_session.sh's ab sections take before bundle_next.tar.xz: in
 # one archive, with a dictionary larger than the whole, the builds share what they have in common (tfm,
 # test_kernels and test_device_ops of two builds with the libraries: 24.5 MB, against 27.8 MB in two
 # archives), which keeps the carry under its 64 MiB.
@@ -38,7 +38,7 @@ for program in "$@"; do
 done
 if [[ -n $next ]]; then
   mkdir -p "$stage/next/bin"
-  for program in "$@"; do [[ ! -f $next/$program ]] || cp "$next/$program" "$stage/next/bin/"; done
+  cp "$next"/* "$stage/next/bin/"
   contents="$contents next"
 fi
 strip --strip-unneeded "$stage"/bin/* "$stage"/next/bin/* 2>/dev/null || true
