@@ -42,6 +42,25 @@ __device__ int64_t sequence_of(const int32_t* query_start, int64_t num_seqs, int
   return lo;
 }
 
+// Key or value j of sequence s's block table for kv head `kv_head`. Positions and block sizes fit 32 bits,
+// and a power-of-two block size (the engine's) takes a shift and a mask: a 64-bit division, tens of
+// instructions, was a large part of the split-rows kernel's work a key.
+template <typename T>
+__device__ const T* cache_entry(const PagedAttentionArgs& a, const void* cache, const int32_t* blocks,
+                                int64_t j, int64_t kv_head) {
+  const unsigned key = static_cast<unsigned>(j), size = static_cast<unsigned>(a.block_size);
+  unsigned block, offset;
+  if ((size & (size - 1)) == 0) {
+    block = key >> (__ffs(size) - 1);
+    offset = key & (size - 1);
+  } else {
+    block = key / size;
+    offset = key - block * size;
+  }
+  const int64_t slot = static_cast<int64_t>(blocks[block]) * a.block_size + offset;
+  return static_cast<const T*>(cache) + (slot * a.kv_heads + kv_head) * a.head_dim;
+}
+
 // Eager materialises the softmax as Transformers' eager attention: every score rounded to T (q k^T, then
 // times scale), the row's maximum and sum found in a first pass, each probability rounded to T. Otherwise one
 // pass keeps float32 scores; each weight is exp(score - the maximum so far, this block's included), rounded
@@ -64,11 +83,6 @@ __global__ void rows_kernel(PagedAttentionArgs a) {
   for (int64_t i = threadIdx.x; i < D; i += blockDim.x) q[i] = to_float(q_row[i]);
   __syncthreads();
 
-  auto cache_row = [&](const void* cache, int64_t j) {
-    const int64_t block = blocks[j / a.block_size];
-    return static_cast<const T*>(cache) +
-           ((block * a.block_size + j % a.block_size) * a.kv_heads + kv_head) * D;
-  };
   // The scores of this thread's keys of the block at j0 (-infinity past the last key), and their maximum.
   auto score_block = [&](int64_t j0, float(&scores)[kKeysPerThread]) {
     float block_max = -INFINITY;
@@ -76,7 +90,7 @@ __global__ void rows_kernel(PagedAttentionArgs a) {
       const int64_t j = j0 + threadIdx.x + k * kThreads;
       float score = -INFINITY;
       if (j <= last) {
-        const T* key = cache_row(a.cache_k, j);
+        const T* key = cache_entry<T>(a, a.cache_k, blocks, j, kv_head);
         float dot = 0.f;
         for (int64_t i = 0; i < D; ++i) dot += q[i] * to_float(key[i]);
         score = Eager ? round_to<T>(round_to<T>(dot) * a.scale) : dot * a.scale;
@@ -117,7 +131,7 @@ __global__ void rows_kernel(PagedAttentionArgs a) {
     __syncthreads();
     const int64_t keys = min(static_cast<int64_t>(kKeyBlock), last - j0 + 1);
     for (int64_t t = 0; t < keys; ++t) {
-      const T* v = cache_row(a.cache_v, j0 + t);
+      const T* v = cache_entry<T>(a, a.cache_v, blocks, j0 + t, kv_head);
       for (int k = 0; k < kDimsPerThread; ++k) {
         const int64_t i = threadIdx.x + k * kThreads;
         if (i < D) acc[k] += weights[t] * to_float(v[i]);
@@ -142,14 +156,6 @@ __device__ KeyRange key_range(const PagedAttentionArgs& a, int64_t s, int64_t po
   const int64_t last = min(pos, static_cast<int64_t>(a.context_lens[s]) - 1);
   const int64_t first = a.window > 0 ? max(int64_t{0}, pos - a.window + 1) : 0;
   return {first, last};
-}
-
-// Key or value j of sequence s's block table for kv head `kv_head`.
-template <typename T>
-__device__ const T* cache_entry(const PagedAttentionArgs& a, const void* cache, const int32_t* blocks, int64_t j,
-                                int64_t kv_head) {
-  const int64_t block = blocks[j / a.block_size];
-  return static_cast<const T*>(cache) + ((block * a.block_size + j % a.block_size) * a.kv_heads + kv_head) * a.head_dim;
 }
 
 // A partial softmax over some keys in base 2 (scores scaled by log2(e)): its maximum score, its sum of
@@ -182,6 +188,30 @@ constexpr int kSplitWarps = 4;
 constexpr int kMaxSplits = 32;
 constexpr int64_t kMinSplitKeys = 64;
 constexpr int kRoundsInFlight = 4;
+constexpr int kStages = 2;  // the next rounds' keys and values copy while these are used
+
+// The split-rows kernel's dynamic shared memory: the merge of the block's groups and, where the kernel stages
+// its keys (kStagesKeys), before it each thread's staged pieces of its keys and values (cp.async, kStages x
+// kRoundsInFlight rounds; thread-minor, so that a warp's 16-byte accesses fall in distinct banks), which only
+// that thread reads. Staging pays where the rows fill the device (heads_per_block groups heads, G > 1) and
+// reading the cache is the bound (the engine's 8B steps of 256 rows: 11,198 -> 12,322 tokens/s on an H100);
+// with a few rows each block holds few keys, and the copies' extra latency cost more than they hid (0.6B
+// batch-1 decode 999 -> 928 tokens/s), so those loads go to registers.
+template <typename T, int D, int G>
+struct SplitLayout {
+  static constexpr bool kStagesKeys = G > 1;
+  static constexpr int kThreads = kSplitWarps * 32;
+  static constexpr int kPieces = head_lanes(sizeof(T), D).dims * sizeof(T) / 16;
+  static constexpr int kGroups = kThreads / head_lanes(sizeof(T), D).lanes;
+  static constexpr size_t kStaged =
+      kStagesKeys ? sizeof(uint4) * kStages * kRoundsInFlight * 2 * kPieces * kThreads : 0;
+  static constexpr size_t kMerge = sizeof(float) * kGroups * G * D;
+  static constexpr size_t kBytes = kStaged > kMerge ? kStaged : kMerge;
+  __device__ static uint4& piece(unsigned char* smem, int stage, int round, bool value, int p) {
+    const int at = (((stage * kRoundsInFlight + round) * 2 + value) * kPieces + p) * kThreads;
+    return reinterpret_cast<uint4*>(smem)[at + static_cast<int>(threadIdx.x)];
+  }
+};
 
 // One block per (row, group of G query heads that share a kv head) and split blockIdx.y of the row's keys, so
 // that each key and value is read once for the G heads (GQA's group where heads_per_block chooses it, else
@@ -190,19 +220,24 @@ constexpr int kRoundsInFlight = 4;
 // the weighted values. The block's groups are merged in shared memory; with one split the block writes the
 // outputs, else its partial states, and the last of the splits to arrive (counted in `arrivals`, which it
 // sets back to zero) combines them. Each head's result is what a block of its own would give: the same keys
-// in the same order. FromQkv (op::QkvAttention, one row a sequence): the queries come from the fused
-// projection `in.qkv`, made as qkv_rope_cache makes them, and so does the row's own new key and value, which
-// the split that holds the row's position takes from registers where the others' keys come from the cache;
-// the first split of the kv head's first query head writes them into the cache, for the steps after this one.
+// in the same order. Where SplitLayout stages the keys, a thread's pieces of the next kRoundsInFlight rounds
+// copy into shared memory (cp.async) while it works on these: with the loads in registers a warp waits out a
+// whole memory latency every four rounds (ncu, engine's 8B steps: 25% of DRAM bandwidth, three blocks a
+// multiprocessor at 162 registers, 0.59 eligible warps a scheduler). FromQkv
+// (op::QkvAttention, one row a sequence): the queries come from the fused projection `in.qkv`, made as
+// qkv_rope_cache makes them, and so does the row's own new key and value, which the split that holds the
+// row's position takes from registers where the others' keys come from the cache; the first split of the kv
+// head's first query head writes them into the cache, for the steps after this one.
 template <typename T, int D, int G, bool FromQkv>
-__global__ void __launch_bounds__(kSplitWarps * 32)
+__global__ void __launch_bounds__(kSplitWarps * 32, G <= 4 ? 4 : 1)
     split_rows_kernel(PagedAttentionArgs a, QkvRopeCacheArgs in, float* partial, unsigned* arrivals) {
   constexpr int kPiece = 16 / sizeof(T);
   constexpr int kLanes = head_lanes(sizeof(T), D).lanes, kDims = head_lanes(sizeof(T), D).dims;
   constexpr int kPiecesPerLane = kDims / kPiece;
   constexpr int kGroups = kSplitWarps * 32 / kLanes;
+  using L = SplitLayout<T, D, G>;
+  extern __shared__ __align__(128) unsigned char smem[];
   __shared__ float group_max[kGroups][G], group_sum[kGroups][G];
-  __shared__ float group_acc[kGroups][G][D];
   wait_for_previous_kernel();
 
   const int64_t head_groups = a.heads / G;
@@ -259,25 +294,58 @@ __global__ void __launch_bounds__(kSplitWarps * 32)
 #pragma unroll
     for (int i = 0; i < kDims; ++i) acc[g][i] = 0.f;
   }
-  // Every lane runs every round (the shuffles need the whole warp); a group past the split's end idles. The keys
-  // and values of kRoundsInFlight rounds are loaded before the first is used: a round alone would wait out a
-  // whole memory latency for one key per group.
-  for (int64_t first = begin; first < end; first += kGroups * kRoundsInFlight) {
-    uint4 k_pieces[kRoundsInFlight][kPiecesPerLane], v_pieces[kRoundsInFlight][kPiecesPerLane];
+  // Every lane runs every round (the shuffles need the whole group); a group past the split's end idles.
+  // stage_keys loads this thread's pieces of the rounds from `first` (not a key past the split's end, nor the
+  // row's own, which is in registers): into `held`, or staged, copying into shared memory as one committed
+  // group of copies, empty or not, so that waiting for all but the latest group waits for the rounds about to
+  // be used.
+  constexpr bool kStaged = L::kStagesKeys;
+  uint4 held[kStaged ? 1 : kRoundsInFlight][2][kPiecesPerLane];
+  const int64_t step = kGroups * kRoundsInFlight;
+  const auto stage_keys = [&](int64_t first, int stage) {
 #pragma unroll
     for (int r = 0; r < kRoundsInFlight; ++r) {
       const int64_t j = first + r * kGroups + group;
-      if (j >= end) continue;
-      if (uses_new && j == position) {
+      if (j >= end || (uses_new && j == position)) continue;
+      const T* key = cache_entry<T>(a, a.cache_k, blocks, j, kv_head) + sub * kDims;
+      const T* value = cache_entry<T>(a, a.cache_v, blocks, j, kv_head) + sub * kDims;
 #pragma unroll
-        for (int p = 0; p < kPiecesPerLane; ++p) {
-          k_pieces[r][p] = new_k[p];
-          v_pieces[r][p] = new_v[p];
+      for (int p = 0; p < kPiecesPerLane; ++p) {
+        if constexpr (kStaged) {
+          __pipeline_memcpy_async(&L::piece(smem, stage, r, false, p), key + p * kPiece, 16);
+          __pipeline_memcpy_async(&L::piece(smem, stage, r, true, p), value + p * kPiece, 16);
+        } else {
+          held[r][0][p] = *reinterpret_cast<const uint4*>(key + p * kPiece);
+          held[r][1][p] = *reinterpret_cast<const uint4*>(value + p * kPiece);
         }
-        continue;
       }
-      load_pieces<T, kDims>(cache_entry<T>(a, a.cache_k, blocks, j, kv_head), sub, k_pieces[r]);
-      load_pieces<T, kDims>(cache_entry<T>(a, a.cache_v, blocks, j, kv_head), sub, v_pieces[r]);
+    }
+    if constexpr (kStaged) __pipeline_commit();
+  };
+  // Round r's pieces of the key (or value) from `first`, from where stage_keys put them.
+  const auto pieces_of = [&](int64_t first, int stage, int r, bool value, uint4(&out)[kPiecesPerLane]) {
+    const bool own = uses_new && first + r * kGroups + group == position;
+#pragma unroll
+    for (int p = 0; p < kPiecesPerLane; ++p) {
+      if constexpr (kStaged) {
+        out[p] = own ? (value ? new_v[p] : new_k[p]) : L::piece(smem, stage, r, value, p);
+      } else {
+        out[p] = own ? (value ? new_v[p] : new_k[p]) : held[r][value][p];
+      }
+    }
+  };
+  if constexpr (kStaged) stage_keys(begin, 0);
+  int stage = 0;
+  for (int64_t first = begin; first < end; first += step, stage ^= 1) {
+    if constexpr (kStaged) {
+      if (first + step < end) {
+        stage_keys(first + step, stage ^ 1);
+      } else {
+        __pipeline_commit();
+      }
+      __pipeline_wait_prior(1);
+    } else {
+      stage_keys(first, 0);
     }
     // The scores of the rounds first, then one rescale of each running softmax for all of them: rescaling the
     // G x kDims accumulators at every key cost more than the products.
@@ -288,7 +356,9 @@ __global__ void __launch_bounds__(kSplitWarps * 32)
 #pragma unroll
       for (int g = 0; g < G; ++g) scores[r][g] = 0.f;
       if (active) {
-        const T* k_values = reinterpret_cast<const T*>(k_pieces[r]);
+        uint4 k_pieces[kPiecesPerLane];
+        pieces_of(first, stage, r, false, k_pieces);
+        const T* k_values = reinterpret_cast<const T*>(k_pieces);
 #pragma unroll
         for (int i = 0; i < kDims; ++i) {
           const float k = to_float(k_values[i]);
@@ -299,7 +369,7 @@ __global__ void __launch_bounds__(kSplitWarps * 32)
 #pragma unroll
       for (int g = 0; g < G; ++g) {
         for (int offset = kLanes / 2; offset > 0; offset >>= 1)
-          scores[r][g] += __shfl_xor_sync(0xffffffffu, scores[r][g], offset);
+          scores[r][g] += __shfl_xor_sync(group_mask<kLanes>(), scores[r][g], offset);
         if (!active) scores[r][g] = -INFINITY;
       }
     }
@@ -313,20 +383,30 @@ __global__ void __launch_bounds__(kSplitWarps * 32)
       sum[g] *= rescale;
 #pragma unroll
       for (int i = 0; i < kDims; ++i) acc[g][i] *= rescale;
+      running_max[g] = new_max;
+    }
 #pragma unroll
-      for (int r = 0; r < kRoundsInFlight; ++r) {
-        if (first + r * kGroups + group >= end)
-          break;  // this round's values were not loaded, nor the later ones'
-        const float p = exp2f(scores[r][g] - new_max);
+    for (int r = 0; r < kRoundsInFlight; ++r) {
+      if (first + r * kGroups + group >= end)
+        break;  // this round's values were not copied, nor the later ones'
+      uint4 v_pieces[kPiecesPerLane];
+      pieces_of(first, stage, r, true, v_pieces);
+      const T* v_values = reinterpret_cast<const T*>(v_pieces);
+#pragma unroll
+      for (int g = 0; g < G; ++g) {
+        const float p = exp2f(scores[r][g] - running_max[g]);
         sum[g] += p;
         const float weight = round_to<T>(p);
-        const T* v_values = reinterpret_cast<const T*>(v_pieces[r]);
 #pragma unroll
         for (int i = 0; i < kDims; ++i) acc[g][i] += weight * to_float(v_values[i]);
       }
-      running_max[g] = new_max;
     }
   }
+  if constexpr (kStaged) {
+    __pipeline_wait_prior(0);
+    __syncthreads();  // every thread is done with its staged pieces: the merge reuses their memory
+  }
+  float(*group_acc)[G][D] = reinterpret_cast<float(*)[G][D]>(smem);
 #pragma unroll
   for (int g = 0; g < G; ++g) {
     if (sub == 0) {
@@ -563,7 +643,13 @@ void launch_split_rows(const PagedAttentionArgs& a, const QkvRopeCacheArgs& in, 
     const int64_t blocks = a.num_rows * a.heads / heads();
     const dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(splits));
     unsigned* arrivals = splits > 1 ? arrival_counters(blocks, "paged_attention") : nullptr;
-    launch_chained(split_rows_kernel<T, D, heads(), FromQkv>, grid, kSplitWarps * 32, 0, a, in, partial,
+    constexpr size_t bytes = SplitLayout<T, D, heads()>::kBytes;
+    static const bool configured = [&] {
+      allow_shared_bytes(split_rows_kernel<T, D, heads(), FromQkv>, bytes);
+      return true;
+    }();
+    (void)configured;
+    launch_chained(split_rows_kernel<T, D, heads(), FromQkv>, grid, kSplitWarps * 32, bytes, a, in, partial,
                    arrivals);
   });
   check_launch(FromQkv ? "qkv_attention (split rows)" : "paged_attention (split rows)");
@@ -573,9 +659,7 @@ template <typename T, int D>
 void launch_tiles(const PagedAttentionArgs& a) {
   constexpr size_t bytes = TileLayout<T, D>::kBytes;
   static const bool configured = [] {
-    check_cuda(cudaFuncSetAttribute(tiles_kernel<T, D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    static_cast<int>(bytes)),
-               "cudaFuncSetAttribute");
+    allow_shared_bytes(tiles_kernel<T, D>, bytes);
     return true;
   }();
   (void)configured;

@@ -411,12 +411,6 @@ __global__ void __launch_bounds__(kTileWarps * 32)
 #endif
 }
 
-template <typename Kernel>
-void allow_shared_bytes(Kernel kernel, size_t bytes) {
-  check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)),
-             "cudaFuncSetAttribute");
-}
-
 template <typename T, int D>
 void launch_tiles(const AttentionBackwardArgs& a, const T* q, const T* k, const T* v, const T* out, const T* dout,
                   float* lse, float* delta, T* dq, T* dk, T* dv) {

@@ -223,6 +223,14 @@ inline int threads_for_row(int64_t n) {
   return static_cast<int>(std::clamp<int64_t>((n + 31) / 32 * 32, 32, 1024));
 }
 
+// Lets `kernel` take `bytes` of dynamic shared memory, past the 48 KB a launch gets without asking.
+template <typename Kernel>
+void allow_shared_bytes(Kernel kernel, size_t bytes) {
+  check_cuda(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)),
+      "cudaFuncSetAttribute");
+}
+
 // Programmatic dependent launch (compute capability 9.0 and later): a kernel launched by launch_chained may
 // start while the kernel before it on the stream is still running, so that its launch and prologue hide behind
 // that kernel's tail, the ~260 small kernels of a decode step having little else to hide them. Until it calls
