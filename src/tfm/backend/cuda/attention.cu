@@ -231,11 +231,9 @@ struct SplitLayout {
 template <typename T, int D, int G, bool FromQkv>
 __global__ void __launch_bounds__(kSplitWarps * 32, G <= 4 ? 4 : 1)
     split_rows_kernel(PagedAttentionArgs a, QkvRopeCacheArgs in, float* partial, unsigned* arrivals) {
-  constexpr int kPiece = 16 / sizeof(T);
-  constexpr int kLanes = head_lanes(sizeof(T), D).lanes, kDims = head_lanes(sizeof(T), D).dims;
-  constexpr int kPiecesPerLane = kDims / kPiece;
-  constexpr int kGroups = kSplitWarps * 32 / kLanes;
   using L = SplitLayout<T, D, G>;
+  constexpr int kLanes = head_lanes(sizeof(T), D).lanes, kDims = head_lanes(sizeof(T), D).dims;
+  constexpr int kPiece = 16 / sizeof(T), kPiecesPerLane = L::kPieces, kGroups = L::kGroups;
   extern __shared__ __align__(128) unsigned char smem[];
   __shared__ float group_max[kGroups][G], group_sum[kGroups][G];
   wait_for_previous_kernel();
@@ -307,17 +305,17 @@ __global__ void __launch_bounds__(kSplitWarps * 32, G <= 4 ? 4 : 1)
     for (int r = 0; r < kRoundsInFlight; ++r) {
       const int64_t j = first + r * kGroups + group;
       if (j >= end || (uses_new && j == position)) continue;
-      const T* key = cache_entry<T>(a, a.cache_k, blocks, j, kv_head) + sub * kDims;
-      const T* value = cache_entry<T>(a, a.cache_v, blocks, j, kv_head) + sub * kDims;
+      const T* key = cache_entry<T>(a, a.cache_k, blocks, j, kv_head);
+      const T* value = cache_entry<T>(a, a.cache_v, blocks, j, kv_head);
+      if constexpr (kStaged) {
 #pragma unroll
-      for (int p = 0; p < kPiecesPerLane; ++p) {
-        if constexpr (kStaged) {
-          __pipeline_memcpy_async(&L::piece(smem, stage, r, false, p), key + p * kPiece, 16);
-          __pipeline_memcpy_async(&L::piece(smem, stage, r, true, p), value + p * kPiece, 16);
-        } else {
-          held[r][0][p] = *reinterpret_cast<const uint4*>(key + p * kPiece);
-          held[r][1][p] = *reinterpret_cast<const uint4*>(value + p * kPiece);
+        for (int p = 0; p < kPiecesPerLane; ++p) {
+          __pipeline_memcpy_async(&L::piece(smem, stage, r, false, p), key + sub * kDims + p * kPiece, 16);
+          __pipeline_memcpy_async(&L::piece(smem, stage, r, true, p), value + sub * kDims + p * kPiece, 16);
         }
+      } else {
+        load_pieces<T, kDims>(key, sub, held[r][0]);
+        load_pieces<T, kDims>(value, sub, held[r][1]);
       }
     }
     if constexpr (kStaged) __pipeline_commit();
@@ -327,10 +325,12 @@ __global__ void __launch_bounds__(kSplitWarps * 32, G <= 4 ? 4 : 1)
     const bool own = uses_new && first + r * kGroups + group == position;
 #pragma unroll
     for (int p = 0; p < kPiecesPerLane; ++p) {
-      if constexpr (kStaged) {
-        out[p] = own ? (value ? new_v[p] : new_k[p]) : L::piece(smem, stage, r, value, p);
+      if (own) {
+        out[p] = value ? new_v[p] : new_k[p];
+      } else if constexpr (kStaged) {
+        out[p] = L::piece(smem, stage, r, value, p);
       } else {
-        out[p] = own ? (value ? new_v[p] : new_k[p]) : held[r][value][p];
+        out[p] = held[r][value][p];
       }
     }
   };
@@ -605,14 +605,10 @@ __global__ void __launch_bounds__(kTileWarps * 32) tiles_kernel(PagedAttentionAr
 #endif
 }
 
-bool one_pass_dim(int64_t d) {
-  return d == 64 || d == 128 || d == 256;
-}
-
 // Tiles pay when sequences bring several query rows each; one or two (decode) go to the split rows.
 template <typename T>
 bool uses_tiles(const PagedAttentionArgs& a) {
-  return sizeof(T) == 2 && one_pass_dim(a.head_dim) && a.num_rows > 2 * a.num_seqs;
+  return sizeof(T) == 2 && lanes_hold(a.head_dim) && a.num_rows > 2 * a.num_seqs;
 }
 
 // The query heads one split block serves: GQA's group (heads / kv_heads) when it is 2, 4 or 8 and the grouped
@@ -668,17 +664,11 @@ void launch_tiles(const PagedAttentionArgs& a) {
   check_launch("paged_attention (tiles)");
 }
 
-// Calls `launch` with the head size of the one-pass kernels (one_pass_dim) as a compile-time constant.
-template <typename Launch>
-void with_head_dim(int64_t head_dim, Launch&& launch) {
-  with_constant<64, 128, 256>(head_dim, launch);
-}
-
 }  // namespace
 
 template <typename T>
 int64_t paged_attention_workspace(const PagedAttentionArgs& a, bool eager) {
-  if (eager || !one_pass_dim(a.head_dim) || uses_tiles<T>(a)) return 0;
+  if (eager || !lanes_hold(a.head_dim) || uses_tiles<T>(a)) return 0;
   const int64_t splits = split_count(a);
   return splits > 1 ? a.num_rows * a.heads * splits * (a.head_dim + 2) : 0;
 }
@@ -693,7 +683,7 @@ void paged_attention(const PagedAttentionArgs& args, bool eager, float* workspac
       return;
     }
   }
-  if (!eager && one_pass_dim(args.head_dim)) {
+  if (!eager && lanes_hold(args.head_dim)) {
     with_head_dim(args.head_dim,
                   [&](auto d) { launch_split_rows<Element, d(), false>(args, {}, workspace); });
     return;
@@ -714,9 +704,7 @@ void paged_attention(const PagedAttentionArgs& args, bool eager, float* workspac
 
 template <typename T>
 bool qkv_attention_takes(const QkvRopeCacheArgs& in, const PagedAttentionArgs& a) {
-  if (!one_pass_dim(a.head_dim) || uses_tiles<T>(a) || reinterpret_cast<uintptr_t>(in.qkv) % 16 != 0)
-    return false;
-  return lanes_rotate(sizeof(T), a.head_dim, in.rot);
+  return !uses_tiles<T>(a) && wide_access<T>(0, in.qkv) && lanes_rotate(sizeof(T), a.head_dim, in.rot);
 }
 
 template <typename T>

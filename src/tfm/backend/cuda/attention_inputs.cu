@@ -42,7 +42,6 @@ __global__ void __launch_bounds__(kLanesThreads) qkv_rope_cache_lanes_kernel(Qkv
 }
 
 // One block per (row, head of q, k or v), one thread per dimension: any head size up to 1,024.
-
 template <typename T>
 __global__ void qkv_rope_cache_kernel(QkvRopeCacheArgs a) {
   extern __shared__ float values[];  // head_dim
@@ -86,7 +85,7 @@ template <typename T>
 void qkv_rope_cache(const QkvRopeCacheArgs& a) {
   if (a.rows == 0) return;
   if (lanes_rotate(sizeof(T), a.head_dim, a.rot) && wide_access<T>(0, a.qkv, a.q, a.cache_k, a.cache_v)) {
-    with_constant<64, 128, 256>(a.head_dim, [&](auto d) {
+    with_head_dim(a.head_dim, [&](auto d) {
       constexpr int kGroups = kLanesThreads / head_lanes(sizeof(T), d()).lanes;
       const int64_t blocks = (a.rows * (a.heads + 2 * a.kv_heads) + kGroups - 1) / kGroups;
       launch_chained(qkv_rope_cache_lanes_kernel<device_t<T>, d()>, dim3(static_cast<unsigned>(blocks)),

@@ -18,9 +18,16 @@ __host__ __device__ constexpr HeadLanes head_lanes(int element_bytes, int head_d
   return {lanes, pieces / lanes * piece};
 }
 
-// The head sizes laid over lanes: whole pieces on 32 lanes or fewer, for every element size.
+// The head sizes laid over lanes: whole pieces on 32 lanes or fewer, for every element size. The attention
+// tiles take the same sizes.
 inline bool lanes_hold(int64_t head_dim) {
   return head_dim == 64 || head_dim == 128 || head_dim == 256;
+}
+
+// Calls `launch` with head_dim, one that lanes_hold, as a compile-time constant.
+template <typename Launch>
+void with_head_dim(int64_t head_dim, Launch&& launch) {
+  with_constant<64, 128, 256>(head_dim, launch);
 }
 
 // Whether the rotary half is whole lanes' dimensions, so that a dimension's partner is the same element of
