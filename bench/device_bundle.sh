@@ -1,26 +1,22 @@
 #!/usr/bin/env bash
 # Packs binaries built here, with the shared libraries they need that a bare CUDA image lacks, into one archive
 # to carry to the GPU machine (which has no Debian packages and cannot install any):
-#   bench/device_bundle.sh [--programs-only] [--next NEXT_DIR] BUILD_DIR OUT.tar.xz PROGRAM...
+#   bench/device_bundle.sh [--next NEXT_DIR] BUILD_DIR OUT.tar.xz PROGRAM...
 # There: tar xJf OUT.tar.xz -C /tmp/b; LD_LIBRARY_PATH=/tmp/b/lib:$CUBLAS_DIR /tmp/b/bin/PROGRAM
 # glibc, the C++ runtime and the OpenCL ICD loader come from the machine (its loader knows its drivers); cuBLASLt
 # from its CUDA Python packages (CUBLAS_DIR: nvidia/cublas/lib), which tfm opens on its first matmul.
-# --programs-only leaves the libraries out (a second build beside a full bundle, as gpu_session.sh's ab section
-# takes it as .carry/bundle_next.tar.xz). --next adds the programs in NEXT_DIR (copied there from another
-# build) under next/bin, which gpu_session.sh's ab sections take before bundle_next.tar.xz: in
-# one archive, with a dictionary larger than the whole, the builds share what they have in common (tfm,
-# test_kernels and test_device_ops of two builds with the libraries: 24.5 MB, against 27.8 MB in two
-# archives), which keeps the carry under its 64 MiB.
+# --next adds the programs in NEXT_DIR (copied there from another build: a branch's) under next/bin, which
+# gpu_session.sh's ab sections compare with bin/, run with the same libraries. In one archive, with a
+# dictionary larger than the whole, the builds share what they have in common (tfm, test_kernels and
+# test_device_ops of two builds with the libraries: 24.5 MB, against 27.8 MB in two archives), which keeps
+# the carry under its 64 MiB.
 set -euo pipefail
 contents="bin lib"
 next=""
-while [[ $1 == --* ]]; do
-  case $1 in
-    --programs-only) contents=bin; shift ;;
-    --next) next=$2; shift 2 ;;
-    *) echo "device_bundle.sh: unknown option $1" >&2; exit 2 ;;
-  esac
-done
+if [[ $1 == --next ]]; then
+  next=$2
+  shift 2
+fi
 build=$1
 out=$2
 shift 2

