@@ -2,7 +2,7 @@
 # A GPU-machine session: the device tests and the benchmarks that need that machine, by section, in one call:
 #   bash bench/gpu_session.sh [tests] [latency] [peers] [engine] [dtypes] [load] [tokenizer] [xpu] [train] [demo]
 #     [trainspeed] [trainpeers] [kernels] [attention] [engineprofile] [serve] [ab] [abprofile] [abxpu] [loraprofile]
-#     [engineattention]
+#     [engineattention] [enginesweep]
 # (no section: all). Expects .carry/bundle.tar.xz (bench/device_bundle.sh); the Qwen3 tokenizer and the Brown
 # corpus come from the repository (tests/assets, models/demo/scripts). cuBLASLt comes from the machine's CUDA
 # Python packages, through LD_LIBRARY_PATH: tfm opens it on the first matmul. Writes $OUT/session.log. Sections ab
@@ -58,13 +58,16 @@ gtest() {
 }
 
 if want tests; then
+  # TFM_SESSION_CUDA_ONLY=1 leaves out the xpu cases on NVIDIA's OpenCL, which take minutes there.
+  cases='*'
+  [[ ${TFM_SESSION_CUDA_ONLY:-0} == 1 ]] && cases='*cuda*'
   step "kernel conformance: every cuda kernel, and the xpu kernels on NVIDIA's OpenCL"
   gtest 120 $b/bin/test_kernels --gtest_filter='*cuda*'
-  TFM_XPU_PLATFORM="NVIDIA CUDA" gtest 120 $b/bin/test_kernels --gtest_filter='*xpu*'
+  [[ $cases == '*' ]] && TFM_XPU_PLATFORM="NVIDIA CUDA" gtest 120 $b/bin/test_kernels --gtest_filter='*xpu*'
   step "whole models on cuda and on xpu (NVIDIA OpenCL) against Transformers, float32, bfloat16, float16"
-  TFM_XPU_PLATFORM="NVIDIA CUDA" gtest 420 $b/bin/test_device_ops
+  TFM_XPU_PLATFORM="NVIDIA CUDA" gtest 420 $b/bin/test_device_ops --gtest_filter="$cases"
   step "the engine on every device"
-  TFM_XPU_PLATFORM="NVIDIA CUDA" gtest 120 $b/bin/test_engine
+  TFM_XPU_PLATFORM="NVIDIA CUDA" gtest 120 $b/bin/test_engine --gtest_filter="$cases"
 fi
 
 if want latency; then
@@ -117,6 +120,20 @@ if want engine; then
     --output-len 256 2>&1 | tail -2
   timeout 300 python3 bench/generate_batch_peer.py --model /tmp/qwen3-8b --num-prompts 1000 --input-len 128 \
     --output-len 128 2>&1 | tail -2
+fi
+
+if want enginesweep; then
+  gpu_model qwen3-8b
+  # How the engine's 8B throughput moves with the rows a step may hold and its token budget (vLLM's offline
+  # defaults on 80 GB cards are 1,024 sequences and 16,384 tokens).
+  for seqs in 256 512 1024; do
+    for tokens in 8192 16384; do
+      step "tfm bench throughput, 8B shape, 1,000 x (128, 128), --max-num-seqs $seqs --max-batch-tokens $tokens"
+      timeout 300 $b/bin/tfm bench throughput --model /tmp/qwen3-8b --device cuda --dtype bfloat16 --use-kernels \
+        --num-prompts 1000 --input-len 128 --output-len 128 --max-num-seqs $seqs --max-batch-tokens $tokens --json 2>&1 |
+        tail -1
+    done
+  done
 fi
 
 if want dtypes; then
@@ -194,7 +211,10 @@ if want train; then
 fi
 
 if want demo; then
-  step "the demo model retrained from scratch with tfm train (cuda, bf16)"
+  # TFM_DEMO_BF16=0 trains in float32 (activations, norms and softmax unrounded) instead of bf16.
+  precision=(--bf16)
+  [[ ${TFM_DEMO_BF16:-1} == 0 ]] && precision=()
+  step "the demo model retrained from scratch with tfm train (cuda, ${precision[*]:-float32})"
   brown_jsonl
   # The demo's recipe (models/demo/README.md): 32 blocks of 512 tokens a step, AdamW 0.9/0.95 with weight decay
   # 0.1, 100 warm-up steps and cosine decay to a tenth of 2e-3, clipping at 1, bf16, from Transformers' own
@@ -210,7 +230,7 @@ if want demo; then
     python3 bench/brown_jsonl.py /tmp/brown /tmp/brown_copies --copies $copies
     timeout 400 python3 bench/train_timing.py 16384 -- $b/bin/tfm train --model /tmp/demo_init \
       --data /tmp/brown_copies/train.jsonl --eval-data /tmp/brown_copies/val.jsonl --max-seq-length 512 \
-      --output-dir /tmp/demo_out --bf16 --num_train_epochs 1 --per_device_train_batch_size 32 --learning_rate 2e-3 \
+      --output-dir /tmp/demo_out "${precision[@]}" --num_train_epochs 1 --per_device_train_batch_size 32 --learning_rate 2e-3 \
       --adam_beta2 0.95 --weight_decay 0.1 --warmup_steps 100 --lr_scheduler_type cosine_with_min_lr \
       --lr_scheduler_kwargs '{"min_lr_rate": 0.1}' --eval_strategy steps --eval_steps 96 --logging_steps 1 \
       --save_strategy no --quiet 2>&1 |
