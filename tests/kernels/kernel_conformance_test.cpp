@@ -479,8 +479,9 @@ struct AttentionCase {
 // A decode step of `seqs` sequences with contexts of 1 to 150 tokens: batched decode, where a device may serve
 // every query head of a kv head in one block once there are enough rows for that to fill it (a few hundred
 // rows x kv heads).
-AttentionCase batched_decode(int64_t heads, int64_t kv_heads, int64_t head_dim, int seqs) {
-  AttentionCase c{heads, kv_heads, head_dim, 16, 0, {}};
+AttentionCase batched_decode(int64_t heads, int64_t kv_heads, int64_t head_dim, int seqs,
+                             int64_t window = 0) {
+  AttentionCase c{heads, kv_heads, head_dim, 16, window, {}};
   for (int s = 0; s < seqs; ++s) c.seqs.push_back({s * 37 % 150, 1});
   return c;
 }
@@ -540,6 +541,10 @@ std::vector<Case> paged_attention_cases(std::mt19937& rng) {
   const AttentionCase shapes[] = {
       batched_decode(8, 2, 128, 256),
       batched_decode(16, 8, 64, 64),
+      // GQA groups of 8, and a window over contexts split across blocks (80 rows of 2 kv heads fill an H100's
+      // 132 multiprocessors once, so each row's keys split in two).
+      batched_decode(16, 2, 128, 128),
+      batched_decode(8, 2, 64, 80, 40),
       // Decode steps (one row per sequence), contexts across several 64-key tiles, GQA ratios 1 and 4.
       {4, 4, 16, 4, 0, {{0, 1}, {69, 1}, {149, 1}}},
       {8, 2, 16, 16, 0, {{10, 1}, {0, 1}, {200, 1}}},

@@ -1,4 +1,4 @@
-// Paged attention, in three kernels:
+// Paged attention, in four kernels:
 // - rows: one block per (query row, head), keys visited in blocks of kKeyBlock as the CPU's kernels.cpp
 //   (after torch's CPU kernel) takes them. It serves eager attention (whose roundings it reproduces) and head
 //   sizes the other two do not take.
@@ -7,6 +7,9 @@
 //   the last split of a row to finish combines them. Enough splits to fill the device even for one sequence.
 //   It also serves op::QkvAttention, making its queries and the row's new key and value from the fused
 //   projection.
+// - group tiles (decode, bf16 and fp16, where the rows fill the device with GQA groups): one block per (query
+//   row, kv head, split); the kv head's query heads are rows of one tensor-core fragment, and each warp takes
+//   16-key tiles of K and V in turn through shared memory.
 // - tiles (prefill, bf16 and fp16): one block per 64 query rows of a sequence and a head; 64-key tiles of K
 //   and V in shared memory, q k^T and p v on the tensor cores (mma.sync, float32 accumulation) with the
 //   scores and weights in registers, the softmax in float32 with a running maximum (flash attention 2's
@@ -45,9 +48,9 @@ __device__ int64_t sequence_of(const int32_t* query_start, int64_t num_seqs, int
 // Key or value j of sequence s's block table for kv head `kv_head`. Positions and block sizes fit 32 bits,
 // and a power-of-two block size (the engine's) takes a shift and a mask: a 64-bit division, tens of
 // instructions, was a large part of the split-rows kernel's work a key.
-template <typename T>
-__device__ const T* cache_entry(const PagedAttentionArgs& a, const void* cache, const int32_t* blocks,
-                                int64_t j, int64_t kv_head) {
+// cache_offset is its first element's index in either cache.
+__device__ inline int64_t cache_offset(const PagedAttentionArgs& a, const int32_t* blocks, int64_t j,
+                                       int64_t kv_head) {
   const unsigned key = static_cast<unsigned>(j), size = static_cast<unsigned>(a.block_size);
   unsigned block, offset;
   if ((size & (size - 1)) == 0) {
@@ -58,7 +61,12 @@ __device__ const T* cache_entry(const PagedAttentionArgs& a, const void* cache, 
     offset = key - block * size;
   }
   const int64_t slot = static_cast<int64_t>(blocks[block]) * a.block_size + offset;
-  return static_cast<const T*>(cache) + (slot * a.kv_heads + kv_head) * a.head_dim;
+  return (slot * a.kv_heads + kv_head) * a.head_dim;
+}
+template <typename T>
+__device__ const T* cache_entry(const PagedAttentionArgs& a, const void* cache, const int32_t* blocks,
+                                int64_t j, int64_t kv_head) {
+  return static_cast<const T*>(cache) + cache_offset(a, blocks, j, kv_head);
 }
 
 // Eager materialises the softmax as Transformers' eager attention: every score rounded to T (q k^T, then
@@ -184,6 +192,53 @@ __device__ void combine_splits(const PagedAttentionArgs& a, int64_t out_index, i
   }
 }
 
+// The partial softmaxes of a block's parts (its lane groups or warps, each over some of the block's keys) for
+// G query heads, in shared memory for the merge.
+template <int D, int G, int Parts>
+struct PartStates {
+  float max[Parts][G], sum[Parts][G];
+  float acc[Parts][G][D];
+};
+
+// The block's parts merged into the outputs of query heads h0 .. h0 + G - 1 of `row` where the row's keys are
+// in one split; else into the partial state of split `split`, and the last of the splits to arrive (counted
+// in `arrivals`, which it sets back to zero) combines them.
+template <typename T, int D, int G, int Parts>
+__device__ void finish_split(const PagedAttentionArgs& a, const PartStates<D, G, Parts>& parts, int64_t row,
+                             int64_t h0, int split, int splits, float* partial, unsigned* arrivals) {
+  for (int g = 0; g < G; ++g) {
+    float overall = -INFINITY;
+    for (int k = 0; k < Parts; ++k) overall = fmaxf(overall, parts.max[k][g]);
+    float total = 0.f;
+    for (int k = 0; k < Parts; ++k) total += parts.sum[k][g] * weight_of(parts.max[k][g], overall);
+    const int64_t out_index = row * a.heads + h0 + g;
+    float* part = splits > 1 ? partial + (out_index * splits + split) * (D + 2) : nullptr;
+    if (splits > 1 && threadIdx.x == 0) {
+      part[0] = overall;
+      part[1] = total;
+    }
+    for (int d = threadIdx.x; d < D; d += blockDim.x) {
+      float v = 0.f;
+      for (int k = 0; k < Parts; ++k) v += parts.acc[k][g][d] * weight_of(parts.max[k][g], overall);
+      if (splits > 1) {
+        part[2 + d] = v;
+      } else {
+        static_cast<T*>(a.out)[out_index * D + d] = from_float<T>(total > 0.f ? v / total : 0.f);
+      }
+    }
+  }
+  if (splits == 1) return;
+  __shared__ bool last;
+  __threadfence();  // this block's partial states are visible before its arrival counts
+  __syncthreads();
+  if (threadIdx.x == 0) last = atomicAdd(arrivals + blockIdx.x, 1u) == static_cast<unsigned>(splits - 1);
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  for (int g = 0; g < G; ++g) combine_splits<T>(a, row * a.heads + h0 + g, splits, partial);
+  if (threadIdx.x == 0) arrivals[blockIdx.x] = 0;
+}
+
 constexpr int kSplitWarps = 4;
 constexpr int kMaxSplits = 32;
 constexpr int64_t kMinSplitKeys = 64;
@@ -205,7 +260,7 @@ struct SplitLayout {
   static constexpr int kGroups = kThreads / head_lanes(sizeof(T), D).lanes;
   static constexpr size_t kStaged =
       kStagesKeys ? sizeof(uint4) * kStages * kRoundsInFlight * 2 * kPieces * kThreads : 0;
-  static constexpr size_t kMerge = sizeof(float) * kGroups * G * D;
+  static constexpr size_t kMerge = sizeof(PartStates<D, G, kGroups>);
   static constexpr size_t kBytes = kStaged > kMerge ? kStaged : kMerge;
   __device__ static uint4& piece(unsigned char* smem, int stage, int round, bool value, int p) {
     const int at = (((stage * kRoundsInFlight + round) * 2 + value) * kPieces + p) * kThreads;
@@ -235,7 +290,6 @@ __global__ void __launch_bounds__(kSplitWarps * 32, G <= 4 ? 4 : 1)
   constexpr int kLanes = head_lanes(sizeof(T), D).lanes, kDims = head_lanes(sizeof(T), D).dims;
   constexpr int kPiece = 16 / sizeof(T), kPiecesPerLane = L::kPieces, kGroups = L::kGroups;
   extern __shared__ __align__(128) unsigned char smem[];
-  __shared__ float group_max[kGroups][G], group_sum[kGroups][G];
   wait_for_previous_kernel();
 
   const int64_t head_groups = a.heads / G;
@@ -406,49 +460,171 @@ __global__ void __launch_bounds__(kSplitWarps * 32, G <= 4 ? 4 : 1)
     __pipeline_wait_prior(0);
     __syncthreads();  // every thread is done with its staged pieces: the merge reuses their memory
   }
-  float(*group_acc)[G][D] = reinterpret_cast<float(*)[G][D]>(smem);
+  PartStates<D, G, kGroups>& parts = *reinterpret_cast<PartStates<D, G, kGroups>*>(smem);
 #pragma unroll
   for (int g = 0; g < G; ++g) {
     if (sub == 0) {
-      group_max[group][g] = running_max[g];
-      group_sum[group][g] = sum[g];
+      parts.max[group][g] = running_max[g];
+      parts.sum[group][g] = sum[g];
     }
 #pragma unroll
-    for (int i = 0; i < kDims; ++i) group_acc[group][g][sub * kDims + i] = acc[g][i];
+    for (int i = 0; i < kDims; ++i) parts.acc[group][g][sub * kDims + i] = acc[g][i];
   }
   __syncthreads();
+  finish_split<T>(a, parts, row, h0, split, splits, partial, arrivals);
+}
 
-  for (int g = 0; g < G; ++g) {
-    float overall = -INFINITY;
-    for (int k = 0; k < kGroups; ++k) overall = fmaxf(overall, group_max[k][g]);
-    float total = 0.f;
-    for (int k = 0; k < kGroups; ++k) total += group_sum[k][g] * weight_of(group_max[k][g], overall);
-    const int64_t out_index = row * a.heads + h0 + g;
-    float* part = splits > 1 ? partial + (out_index * splits + split) * (D + 2) : nullptr;
-    if (splits > 1 && threadIdx.x == 0) {
-      part[0] = overall;
-      part[1] = total;
-    }
-    for (int d = threadIdx.x; d < D; d += blockDim.x) {
-      float v = 0.f;
-      for (int k = 0; k < kGroups; ++k) v += group_acc[k][g][d] * weight_of(group_max[k][g], overall);
-      if (splits > 1) {
-        part[2 + d] = v;
+// The group-tiles kernel's shared memory: each warp's stages of a tile of keys and one of values (rows padded
+// by 16 bytes, so that the eight rows of an ldmatrix fall in different banks), reused for the merge of the
+// warps' partial softmaxes once every warp is done with its tiles.
+constexpr int kGroupKeys = 16;   // keys of a warp's tile
+constexpr int kGroupStages = 2;  // a warp's next tile copies while it uses this one
+template <typename T, int D, int G>
+struct GroupTileLayout {
+  static constexpr int kLd = D + 8;
+  static constexpr size_t kTile = sizeof(T) * kGroupKeys * kLd;
+  static constexpr size_t kWarp = 2 * kGroupStages * kTile;
+  static constexpr size_t kStaged = kSplitWarps * kWarp;
+  static constexpr size_t kMerge = sizeof(PartStates<D, G, kSplitWarps>);
+  static constexpr size_t kBytes = kStaged > kMerge ? kStaged : kMerge;
+  __device__ static T* tile(unsigned char* smem, int warp, int stage, bool values) {
+    return reinterpret_cast<T*>(smem + warp * kWarp + (2 * stage + values) * kTile);
+  }
+};
+
+// Decode over GQA groups on the tensor cores: one block per (row, kv head) and split blockIdx.y of the row's
+// keys, the kv head's G query heads the first G rows of one 16-row fragment, so that q k^T and p v of a tile
+// of keys are mma.sync products (rows past G are zeros, computed and dropped). The split-rows kernel spends
+// G dot products, their shuffles and G softmax updates of a key on the CUDA cores, which bound it where many
+// rows fill the device (ncu, engine's 8B steps: a third of DRAM's rate). Each warp takes every fourth tile of
+// kGroupKeys keys of the split, copied into its own stages (cp.async, a lane a 16-byte piece, whole rows
+// contiguous), the next tile copying while it uses this one; its softmax is flash attention 2's as in
+// tiles_kernel, and the warps merge as the split-rows kernel's lane groups do.
+template <typename T, int D, int G>
+__global__ void __launch_bounds__(kSplitWarps * 32)
+    group_tiles_kernel(PagedAttentionArgs a, float* partial, unsigned* arrivals) {
+#if __CUDA_ARCH__ >= 800
+  using L = GroupTileLayout<T, D, G>;
+  constexpr int kPiece = 16 / sizeof(T), kRowPieces = D / kPiece, kRowsAPass = 32 / kRowPieces;
+  extern __shared__ __align__(128) unsigned char smem[];
+  wait_for_previous_kernel();
+
+  const int64_t row = blockIdx.x / a.kv_heads, kv_head = blockIdx.x % a.kv_heads, h0 = kv_head * G;
+  const int split = blockIdx.y, splits = gridDim.y;
+  const int64_t s = sequence_of(a.query_start, a.num_seqs, row);
+  if (s == a.num_seqs) return;
+  const KeyRange range = key_range(a, s, a.positions[row]);
+  const int64_t count = max(int64_t{0}, range.last - range.first + 1);
+  const int64_t chunk = (count + splits - 1) / splits;
+  const int64_t begin = range.first + split * chunk, end = min(range.last + 1, begin + chunk);
+  const int64_t tiles = max(int64_t{0}, (end - begin + kGroupKeys - 1) / kGroupKeys);
+  const int32_t* blocks = a.block_tables + s * a.max_blocks;
+  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+  const int g = fragment_group(), c = fragment_pair();
+
+  // Row g of the fragments is query head h0 + g; rows from G on are zeros.
+  const T* q = static_cast<const T*>(a.q) + (row * a.heads + h0 + g) * D;
+  FragA q_frags[D / 16];
+#pragma unroll
+  for (int kk = 0; kk < D / 16; ++kk) {
+    const bool real = g < G;
+    q_frags[kk] = {{real ? *reinterpret_cast<const uint32_t*>(q + kk * 16 + c) : 0u, 0u,
+                    real ? *reinterpret_cast<const uint32_t*>(q + kk * 16 + c + 8) : 0u, 0u}};
+  }
+  // Tile t's keys and values into `stage`: lane l finds key l's cache entry, and each pass copies whole rows
+  // of kRowsAPass keys, a lane a piece. Keys past the split are zeros (a value of garbage times a weight of 0
+  // could be NaN).
+  const auto start_tile = [&](int64_t t, int stage) {
+    const int64_t j = begin + t * kGroupKeys + lane;
+    const int64_t entry = lane < kGroupKeys && j < end ? cache_offset(a, blocks, j, kv_head) : -1;
+    T* k_tile = L::tile(smem, warp, stage, false);
+    T* v_tile = L::tile(smem, warp, stage, true);
+#pragma unroll
+    for (int pass = 0; pass < kGroupKeys / kRowsAPass; ++pass) {
+      const int r = pass * kRowsAPass + lane / kRowPieces, at = r * L::kLd + lane % kRowPieces * kPiece;
+      const int64_t from = __shfl_sync(~0u, entry, r);
+      if (from >= 0) {
+        __pipeline_memcpy_async(k_tile + at,
+                                static_cast<const T*>(a.cache_k) + from + lane % kRowPieces * kPiece, 16);
+        __pipeline_memcpy_async(v_tile + at,
+                                static_cast<const T*>(a.cache_v) + from + lane % kRowPieces * kPiece, 16);
       } else {
-        static_cast<T*>(a.out)[out_index * D + d] = from_float<T>(total > 0.f ? v / total : 0.f);
+        *reinterpret_cast<uint4*>(k_tile + at) = make_uint4(0, 0, 0, 0);
+        *reinterpret_cast<uint4*>(v_tile + at) = make_uint4(0, 0, 0, 0);
       }
     }
+    __pipeline_commit();
+  };
+
+  float row_max = -INFINITY, row_sum = 0.f;  // of fragment row g; row_sum: this lane's columns only
+  FragC out[D / 8] = {};
+  if (warp < tiles) start_tile(warp, 0);
+  int stage = 0;
+  for (int64_t t = warp; t < tiles; t += kSplitWarps, stage ^= 1) {
+    if (t + kSplitWarps < tiles) {
+      start_tile(t + kSplitWarps, stage ^ 1);
+    } else {
+      __pipeline_commit();
+    }
+    __pipeline_wait_prior(1);
+    __syncwarp();  // every lane's pieces of this tile are in
+    const T* k_tile = L::tile(smem, warp, stage, false);
+    FragC scores[kGroupKeys / 8];
+    products_with<T, D>(
+        scores, [&](int kk) { return q_frags[kk]; }, k_tile, L::kLd);
+    const int64_t j0 = begin + t * kGroupKeys;
+    const float scale = a.scale * kLog2e;  // the softmax in base 2
+    float new_max = row_max;
+#pragma unroll
+    for (int n = 0; n < kGroupKeys / 8; ++n) {
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        scores[n].x[e] = j0 + n * 8 + c + e < end ? scores[n].x[e] * scale : -INFINITY;
+        new_max = fmaxf(new_max, scores[n].x[e]);
+      }
+    }
+    new_max = across_row_lanes<Max>(new_max);  // finite: key j0 is the split's, so every row sees it
+    const float rescale = exp2f(row_max - new_max);
+    row_max = new_max;
+    row_sum *= rescale;
+#pragma unroll
+    for (int n = 0; n < kGroupKeys / 8; ++n) {
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        scores[n].x[e] = exp2f(scores[n].x[e] - new_max);
+        row_sum += scores[n].x[e];
+        scores[n].x[2 + e] = 0.f;  // fragment row g + 8: no head
+      }
+    }
+    const FragA weights[1] = {as_operand<T>(scores[0], scores[1])};
+#pragma unroll
+    for (int dt = 0; dt < D / 8; ++dt) {
+      out[dt].x[0] *= rescale;
+      out[dt].x[1] *= rescale;
+    }
+    weigh_rows<T, D, 1>(out, weights, L::tile(smem, warp, stage, true), L::kLd);
+    __syncwarp();  // every lane is done with this stage before the next round refills it
   }
-  if (splits == 1) return;
-  __shared__ bool last;
-  __threadfence();  // this block's partial states are visible before its arrival counts
+  row_sum = across_row_lanes<Sum>(row_sum);
+  __pipeline_wait_prior(0);
+  __syncthreads();  // every warp is done with its stages: the merge reuses their memory
+  PartStates<D, G, kSplitWarps>& parts = *reinterpret_cast<PartStates<D, G, kSplitWarps>*>(smem);
+  if (g < G) {
+    if (c == 0) {
+      parts.max[warp][g] = row_max;
+      parts.sum[warp][g] = row_sum;
+    }
+#pragma unroll
+    for (int dt = 0; dt < D / 8; ++dt) {
+      parts.acc[warp][g][dt * 8 + c] = out[dt].x[0];
+      parts.acc[warp][g][dt * 8 + c + 1] = out[dt].x[1];
+    }
+  }
   __syncthreads();
-  if (threadIdx.x == 0) last = atomicAdd(arrivals + blockIdx.x, 1u) == static_cast<unsigned>(splits - 1);
-  __syncthreads();
-  if (!last) return;
-  __threadfence();
-  for (int g = 0; g < G; ++g) combine_splits<T>(a, row * a.heads + h0 + g, splits, partial);
-  if (threadIdx.x == 0) arrivals[blockIdx.x] = 0;
+  finish_split<T>(a, parts, row, h0, split, splits, partial, arrivals);
+#else
+  __trap();  // built only for devices with bf16 tensor cores (compute capability 8.0 and up)
+#endif
 }
 
 constexpr int kTileKeys = kTileRows;
@@ -622,6 +798,15 @@ int heads_per_block(const PagedAttentionArgs& a) {
   return fills && (group == 2 || group == 4 || group == 8) ? static_cast<int>(group) : 1;
 }
 
+// Decode steps whose GQA groups heads_per_block gathers (the rows fill the device) take the tensor cores
+// where a group's heads fit one fragment's rows and its keys and values the warps' stages: bf16 and fp16,
+// head sizes 64 and 128 (256 would hold 128 output accumulators a lane).
+template <typename T>
+bool uses_group_tiles(const PagedAttentionArgs& a) {
+  return sizeof(T) == 2 && !uses_tiles<T>(a) && (a.head_dim == 64 || a.head_dim == 128) &&
+         heads_per_block(a) > 1;
+}
+
 // Splits of each row's keys: enough blocks for two per multiprocessor, none shorter than kMinSplitKeys of the
 // longest context the block tables hold. Depends only on the shapes, so a captured graph keeps it valid.
 int64_t split_count(const PagedAttentionArgs& a) {
@@ -649,6 +834,24 @@ void launch_split_rows(const PagedAttentionArgs& a, const QkvRopeCacheArgs& in, 
                    arrivals);
   });
   check_launch(FromQkv ? "qkv_attention (split rows)" : "paged_attention (split rows)");
+}
+
+template <typename T, int D>
+void launch_group_tiles(const PagedAttentionArgs& a, float* partial) {
+  const int64_t splits = split_count(a);
+  with_constant<2, 4, 8>(heads_per_block(a), [&](auto heads) {
+    const int64_t blocks = a.num_rows * a.kv_heads;
+    const dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(splits));
+    unsigned* arrivals = splits > 1 ? arrival_counters(blocks, "paged_attention") : nullptr;
+    constexpr size_t bytes = GroupTileLayout<T, D, heads()>::kBytes;
+    static const bool configured = [&] {
+      allow_shared_bytes(group_tiles_kernel<T, D, heads()>, bytes);
+      return true;
+    }();
+    (void)configured;
+    launch_chained(group_tiles_kernel<T, D, heads()>, grid, kSplitWarps * 32, bytes, a, partial, arrivals);
+  });
+  check_launch("paged_attention (group tiles)");
 }
 
 template <typename T, int D>
@@ -682,6 +885,11 @@ void paged_attention(const PagedAttentionArgs& args, bool eager, float* workspac
       with_head_dim(args.head_dim, [&](auto d) { launch_tiles<Element, d()>(args); });
       return;
     }
+    if (!eager && uses_group_tiles<T>(args)) {
+      with_constant<64, 128>(args.head_dim,
+                             [&](auto d) { launch_group_tiles<Element, d()>(args, workspace); });
+      return;
+    }
   }
   if (!eager && lanes_hold(args.head_dim)) {
     with_head_dim(args.head_dim,
@@ -704,7 +912,8 @@ void paged_attention(const PagedAttentionArgs& args, bool eager, float* workspac
 
 template <typename T>
 bool qkv_attention_takes(const QkvRopeCacheArgs& in, const PagedAttentionArgs& a) {
-  return !uses_tiles<T>(a) && wide_access<T>(0, in.qkv) && lanes_rotate(sizeof(T), a.head_dim, in.rot);
+  return !uses_tiles<T>(a) && !uses_group_tiles<T>(a) && wide_access<T>(0, in.qkv) &&
+         lanes_rotate(sizeof(T), a.head_dim, in.rot);
 }
 
 template <typename T>
