@@ -16,6 +16,8 @@
 //   forward).
 // The one-pass forms round each weight to T where it multiplies V, against the running maximum of the keys
 // visited so far, as the "flash" variant is specified; only where that maximum moves differs between them.
+#include <cstdlib>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 
@@ -798,20 +800,51 @@ int heads_per_block(const PagedAttentionArgs& a) {
   return fills && (group == 2 || group == 4 || group == 8) ? static_cast<int>(group) : 1;
 }
 
-// Decode steps whose GQA groups heads_per_block gathers (the rows fill the device) take the tensor cores
-// where a group's heads fit one fragment's rows and its keys and values the warps' stages: bf16 and fp16,
-// head sizes 64 and 128 (256 would hold 128 output accumulators a lane).
+// Which decode steps the group-tiles kernel takes: those whose rows fill the device with GQA groups
+// (heads_per_block gathers them; the default), every one it can (TFM_CUDA_GROUP_TILES=always) or none (=never),
+// so that each rule can be measured against the others. Decided on the first call.
+enum class GroupTilesRule { filling, always, never };
+GroupTilesRule group_tiles_rule() {
+  static const GroupTilesRule rule = [] {
+    const char* value = std::getenv("TFM_CUDA_GROUP_TILES");
+    const std::string_view chosen = value ? value : "";
+    if (chosen == "always") return GroupTilesRule::always;
+    return chosen == "never" ? GroupTilesRule::never : GroupTilesRule::filling;
+  }();
+  return rule;
+}
+
+// The group-tiles kernel takes decode steps of bf16 and fp16 where a kv head's query heads fit one fragment's
+// rows and its keys and values the warps' stages: groups of 1, 2, 4 or 8 heads, head sizes 64 and 128 (256
+// would hold 128 output accumulators a lane).
 template <typename T>
 bool uses_group_tiles(const PagedAttentionArgs& a) {
-  return sizeof(T) == 2 && !uses_tiles<T>(a) && (a.head_dim == 64 || a.head_dim == 128) &&
-         heads_per_block(a) > 1;
+  const int64_t group = a.heads / a.kv_heads;
+  const bool takes = sizeof(T) == 2 && !uses_tiles<T>(a) && (a.head_dim == 64 || a.head_dim == 128) &&
+                     (group == 1 || group == 2 || group == 4 || group == 8);
+  switch (group_tiles_rule()) {
+    case GroupTilesRule::always:
+      return takes;
+    case GroupTilesRule::never:
+      return false;
+    default:
+      return takes && heads_per_block(a) > 1;
+  }
+}
+
+// A decode launch's blocks before its splits: one a row and kv head (group tiles), or a row and
+// heads_per_block heads (split rows).
+template <typename T>
+int64_t decode_blocks(const PagedAttentionArgs& a) {
+  return a.num_rows * (uses_group_tiles<T>(a) ? a.kv_heads : a.heads / heads_per_block(a));
 }
 
 // Splits of each row's keys: enough blocks for two per multiprocessor, none shorter than kMinSplitKeys of the
 // longest context the block tables hold. Depends only on the shapes, so a captured graph keeps it valid.
+template <typename T>
 int64_t split_count(const PagedAttentionArgs& a) {
   static const int64_t sms = multiprocessors();
-  const int64_t blocks = max(int64_t{1}, a.num_rows * a.heads / heads_per_block(a));
+  const int64_t blocks = max(int64_t{1}, decode_blocks<T>(a));
   const int64_t by_length = (a.max_blocks * a.block_size + kMinSplitKeys - 1) / kMinSplitKeys;
   const int64_t by_device = (2 * sms + blocks - 1) / blocks;
   return std::clamp<int64_t>(std::min(by_length, by_device), 1, kMaxSplits);
@@ -819,7 +852,7 @@ int64_t split_count(const PagedAttentionArgs& a) {
 
 template <typename T, int D, bool FromQkv>
 void launch_split_rows(const PagedAttentionArgs& a, const QkvRopeCacheArgs& in, float* partial) {
-  const int64_t splits = split_count(a);
+  const int64_t splits = split_count<T>(a);
   with_constant<1, 2, 4, 8>(heads_per_block(a), [&](auto heads) {
     const int64_t blocks = a.num_rows * a.heads / heads();
     const dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(splits));
@@ -838,8 +871,8 @@ void launch_split_rows(const PagedAttentionArgs& a, const QkvRopeCacheArgs& in, 
 
 template <typename T, int D>
 void launch_group_tiles(const PagedAttentionArgs& a, float* partial) {
-  const int64_t splits = split_count(a);
-  with_constant<2, 4, 8>(heads_per_block(a), [&](auto heads) {
+  const int64_t splits = split_count<T>(a);
+  with_constant<1, 2, 4, 8>(a.heads / a.kv_heads, [&](auto heads) {
     const int64_t blocks = a.num_rows * a.kv_heads;
     const dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(splits));
     unsigned* arrivals = splits > 1 ? arrival_counters(blocks, "paged_attention") : nullptr;
@@ -872,7 +905,7 @@ void launch_tiles(const PagedAttentionArgs& a) {
 template <typename T>
 int64_t paged_attention_workspace(const PagedAttentionArgs& a, bool eager) {
   if (eager || !lanes_hold(a.head_dim) || uses_tiles<T>(a)) return 0;
-  const int64_t splits = split_count(a);
+  const int64_t splits = split_count<T>(a);
   return splits > 1 ? a.num_rows * a.heads * splits * (a.head_dim + 2) : 0;
 }
 
