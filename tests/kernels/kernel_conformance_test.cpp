@@ -862,6 +862,21 @@ std::vector<Case> add_scaled_columns_cases(std::mt19937& rng) {
   return cases;
 }
 
+// y starts from the same random values on both sides (the product adds to them).
+std::vector<Case> linear_add_cases(std::mt19937& rng) {
+  std::vector<Case> cases;
+  for (const auto& [M, K, N] : {std::array<int64_t, 3>{1, 16, 40}, {37, 48, 300}, {130, 8, 97}}) {
+    cases.push_back(make_case<op::LinearAdd>(
+        "linear_add " + shape_text({M, K, N}),
+        {random_floats({M, K}, rng), random_floats({N, K}, rng), random_floats({M, N}, rng)},
+        [](std::vector<Tensor>& in, Device, DType, auto kernel, std::vector<Tensor>& out) {
+          out = {in[2]};
+          return kernel(op::LinearAdd{in[0], in[1], in[2]});
+        }));
+  }
+  return cases;
+}
+
 std::vector<Case> dropout_cases(std::mt19937& rng) {
   std::vector<Case> cases;
   for (float p : {0.f, 0.1f, 0.5f}) {
@@ -1038,6 +1053,7 @@ const std::map<std::string_view, std::vector<Case>>& all_cases() {
     m[op::SumSquares::name] = sum_squares_cases(rng);
     m[op::AdamW::name] = adamw_cases(rng);
     m[op::AddScaledColumns::name] = add_scaled_columns_cases(rng);
+    m[op::LinearAdd::name] = linear_add_cases(rng);
     m[op::Dropout::name] = dropout_cases(rng);
     m[op::SampleRows::name] = sample_rows_cases(rng);
     return m;

@@ -52,6 +52,19 @@ struct Linear {
   auto tensors() const { return tensor_list(x, w, bias, y); }
 };
 
+// y += x @ w^T, the product added in float32 before the one rounding: a linear layer's output added into
+// another's (LoRA's B(A(x)) into the base layer's) without keeping it.      x (M, K), w (N, K), y (M, N)
+// Optional: a device without it runs no LoRA adapters yet.
+struct LinearAdd {
+  static constexpr std::string_view name = "linear_add", layer = "";
+  static constexpr bool optional = true;
+  const Tensor& x;
+  const Tensor& w;
+  Tensor& y;
+  DType dtype() const { return x.dtype(); }
+  auto tensors() const { return tensor_list(x, w, y); }
+};
+
 // RMSNorm over the last dimension as Transformers' LlamaRMSNorm: n = x / sqrt(mean(x^2) + eps) rounded to the
 // dtype, then out = weight * n.                                x, out (rows, D) or (T, heads, D), weight (D);
 //                                                              out may be x
@@ -507,8 +520,8 @@ constexpr bool is_optional() {
 
 // Every op of the set, for code that visits them all: f.template operator()<Op>() for each.
 using All =
-    std::tuple<Embedding, Linear, RmsNorm, AddRmsNorm, NormLinear, Rope, SiluMul, Add, Cast, SplitColumns,
-               GatherRows, ArgmaxRows, KvCacheWrite, QkvRopeCache, PagedAttention, QkvAttention,
+    std::tuple<Embedding, Linear, LinearAdd, RmsNorm, AddRmsNorm, NormLinear, Rope, SiluMul, Add, Cast,
+               SplitColumns, GatherRows, ArgmaxRows, KvCacheWrite, QkvRopeCache, PagedAttention, QkvAttention,
                LinearBackward, RmsNormBackward, SiluMulBackward, EmbeddingBackward, AttentionBackward,
                CrossEntropy, SumSquares, AdamW, ConcatColumns, AddScaledColumns, Dropout, SampleRows>;
 template <typename F>

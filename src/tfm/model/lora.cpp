@@ -124,37 +124,85 @@ Tensor LoraWeight::branch_input(const Tensor& x, size_t adapter) const {
   return out;
 }
 
+Tensor LoraWeight::ranks_of(const Tensor& x, std::string_view variant) const {
+  const int64_t T = x.size(0);
+  std::vector<Tensor> parts;
+  for (size_t i = 0; i < adapters_.size(); ++i) {
+    parts.push_back(empty({T, adapters_[i].a.size(0)}, x.dtype(), x.device()));
+    ops::linear(branch_input(x, i), adapters_[i].a, Tensor(), parts.back(), variant);
+  }
+  if (parts.size() == 1) return parts[0];
+  int64_t ranks = 0;
+  std::vector<const Tensor*> ins;
+  for (const Tensor& p : parts) {
+    ranks += p.size(1);
+    ins.push_back(&p);
+  }
+  Tensor out = empty({T, ranks}, x.dtype(), x.device());
+  ops::concat_columns(ins, out);
+  return out;
+}
+
+Tensor LoraWeight::stacked_b() const {
+  int64_t ranks = 0;
+  for (const LoraAdapter& a : adapters_) ranks += a.b.size(1);
+  const Tensor& first = adapters_[0].b;
+  Tensor stacked = zeros({base_->out_features(), ranks}, first.dtype(), first.device());
+  int64_t column = 0;
+  for (const LoraAdapter& a : adapters_) {
+    Tensor rows = stacked.narrow(a.row, a.rows);
+    ops::add_scaled_columns_(rows, column, a.b, 0, a.b.size(1), a.scaling);
+    column += a.b.size(1);
+  }
+  return stacked;
+}
+
 void LoraWeight::forward(const Tensor& x, const Tensor& bias, Tensor& y, std::string_view variant) const {
   base_->forward(x, bias, y, variant);
   if (dropping()) ++training_forwards_;
-  const int64_t T = x.size(0);
-  for (size_t i = 0; i < adapters_.size(); ++i) {
-    const LoraAdapter& a = adapters_[i];
-    Tensor h = empty({T, a.a.size(0)}, x.dtype(), x.device()), z = empty({T, a.rows}, x.dtype(), x.device());
-    ops::linear(branch_input(x, i), a.a, Tensor(), h, variant);
-    ops::linear(h, a.b, Tensor(), z, variant);
-    ops::add_scaled_columns_(y, a.row, z, 0, a.rows, a.scaling);
-  }
+  ops::linear_add(ranks_of(x, variant), stacked_b(), y);
 }
 
 void LoraWeight::backward(const Tensor& x, const Tensor& dy, Tensor& dx, Tensor& dbias,
                           const Gradients& grads, const std::string& name) const {
   base_->backward(x, dy, dx, dbias, grads, name);
-  const int64_t T = x.size(0);
+  bool wanted = dx.defined(), b_wanted = false;
+  for (const LoraAdapter& a : adapters_) {
+    b_wanted = b_wanted || grads.of(lora_key(a.module, 'B')).defined();
+    wanted = wanted || b_wanted || grads.of(lora_key(a.module, 'A')).defined();
+  }
+  if (!wanted) return;
+  // y += h stacked^T, h the adapters' A outputs again (the forward keeps only x): dh = dy stacked (each
+  // adapter's block of dy times its scaling * B), and adapter i's dB is its scaling times its block of dy^T
+  // h.
+  const Tensor h = ranks_of(x, {});
+  const Tensor stacked = stacked_b();
+  Tensor dh = empty(h.shape(), x.dtype(), x.device());
+  Tensor d_stacked = b_wanted ? zeros(stacked.shape(), DType::float32, x.device()) : Tensor(), no_bias;
+  ops::linear_backward(h, stacked, dy, dh, d_stacked, no_bias);
+  std::vector<Tensor> dh_parts;
+  if (adapters_.size() == 1) {
+    dh_parts.push_back(dh);
+  } else {
+    std::vector<Tensor*> outs;
+    for (const LoraAdapter& a : adapters_)
+      dh_parts.push_back(empty({x.size(0), a.a.size(0)}, x.dtype(), x.device()));
+    for (Tensor& p : dh_parts) outs.push_back(&p);
+    ops::split_columns(dh, outs);
+  }
+  int64_t column = 0;
   for (size_t i = 0; i < adapters_.size(); ++i) {
     const LoraAdapter& a = adapters_[i];
-    Tensor da = grads.of(lora_key(a.module, 'A')), db = grads.of(lora_key(a.module, 'B')), no_bias;
-    if (!da.defined() && !db.defined() && !dx.defined()) continue;
+    Tensor da = grads.of(lora_key(a.module, 'A')), db = grads.of(lora_key(a.module, 'B')), no_bias_a;
+    if (db.defined()) {
+      const Tensor block = d_stacked.narrow(a.row, a.rows);
+      ops::add_scaled_columns_(db, 0, block, column, a.b.size(1), a.scaling);
+    }
+    column += a.b.size(1);
+    if (!da.defined() && !dx.defined()) continue;
     const Tensor input = branch_input(x, i);
-    Tensor h = empty({T, a.a.size(0)}, x.dtype(), x.device());  // A's output again: the forward keeps only x
-    ops::linear(input, a.a, Tensor(), h);
-    // The gradient of B's output: the scaled block of dy (torch's grad of `lora_B(...) * scaling`).
-    Tensor dz = zeros({T, a.rows}, x.dtype(), x.device());
-    ops::add_scaled_columns_(dz, 0, dy, a.row, a.rows, a.scaling);
-    Tensor dh = empty(h.shape(), x.dtype(), x.device());
-    ops::linear_backward(h, a.b, dz, dh, db, no_bias);
     Tensor dinput = dx.defined() ? empty(x.shape(), x.dtype(), x.device()) : Tensor();
-    ops::linear_backward(input, a.a, dh, dinput, da, no_bias);
+    ops::linear_backward(input, a.a, dh_parts[i], dinput, da, no_bias_a);
     if (!dx.defined()) continue;
     if (dropping()) ops::dropout(dinput, dropout_, mask_seed(i), dinput);  // the mask is its own backward
     ops::add_(dx, dinput);

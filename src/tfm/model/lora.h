@@ -54,6 +54,13 @@ class LoraWeight final : public LinearWeight {
  private:
   // The adapter's input: x, or in training x through its dropout mask.
   Tensor branch_input(const Tensor& x, size_t adapter) const;
+  // Every adapter's A(dropout(x)) side by side, (T, the ranks' sum), in the adapters' order.
+  Tensor ranks_of(const Tensor& x, std::string_view variant) const;
+  // Every adapter's scaling * B in one (out_features, the ranks' sum) matrix: adapter i's in its rows and in
+  // the columns of its ranks, zeros elsewhere. One product of it adds every adapter's output into the base
+  // output, and its backward gives every adapter's input gradient, where an adapter at a time added (and in
+  // the backward copied out) its block of output columns apart, a pass over them each.
+  Tensor stacked_b() const;
   uint64_t mask_seed(size_t adapter) const;
   bool dropping() const { return training_ && dropout_ > 0.f; }
 

@@ -60,6 +60,16 @@ void dispatch(const Op& a, std::string_view variant = {}) {
   timed(a, variant, device, [&] { kernel_registry().run(a, device.type, variant); });
 }
 
+// x (M, K) @ w (N, K)^T -> y (M, N), all in the dtype d.
+void expect_product(std::string_view op, const Tensor& x, const Tensor& w, const Tensor& y, DType d) {
+  expect(x, d, op, "x");
+  expect(w, d, op, "weight");
+  expect(y, d, op, "y");
+  if (!(x.dim() == 2 && w.dim() == 2 && w.size(1) == x.size(1) && y.dim() == 2 && y.size(0) == x.size(0) &&
+        y.size(1) == w.size(0)))
+    throw_error(op, ": shapes ", x.str(), " @ ", w.str(), "^T -> ", y.str(), " do not match");
+}
+
 }  // namespace
 
 std::vector<std::string_view> ops_without_kernels(DeviceType device, DType dtype) {
@@ -120,18 +130,20 @@ void embedding(const Tensor& table, const Tensor& ids, Tensor& out, std::string_
 void linear(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y, std::string_view variant) {
   const op::Linear a{x, w, bias, y};
   const DType d = compute_dtype(a);
-  expect(x, d, a.name, "x");
-  expect(w, d, a.name, "weight");
-  expect(y, d, a.name, "y");
-  if (!(x.dim() == 2 && w.dim() == 2 && w.size(1) == x.size(1) && y.dim() == 2 && y.size(0) == x.size(0) &&
-        y.size(1) == w.size(0)))
-    throw_error("linear: shapes ", x.str(), " @ ", w.str(), "^T -> ", y.str(), " do not match");
+  expect_product(a.name, x, w, y, d);
   if (bias.defined()) {
     expect(bias, d, a.name, "bias");
     if (!(bias.dim() == 1 && bias.size(0) == w.size(0)))
       throw_error("linear: bias ", bias.str(), " does not match ", w.str());
   }
   dispatch(a, variant);
+}
+
+void linear_add(const Tensor& x, const Tensor& w, Tensor& y) {
+  const op::LinearAdd a{x, w, y};
+  const DType d = compute_dtype(a);
+  expect_product(a.name, x, w, y, d);
+  dispatch(a);
 }
 
 void rms_norm(const Tensor& x, const Tensor& weight, float eps, Tensor& out, std::string_view variant) {

@@ -192,21 +192,48 @@ void linear(const op::Linear& a) {
   }
 }
 
-// The plain definition, accumulated in float64: the reference the other kernels are tested against.
-template <typename T>
-void linear_reference(const op::Linear& a) {
-  const int64_t M = a.x.size(0), K = a.x.size(1), N = a.w.size(0);
-  const T* x = a.x.data<T>();
-  const T* w = a.w.data<T>();
-  T* y = a.y.data<T>();
+// y[i] = start(n, i) + (x w^T)[i] accumulated in float64 and rounded once, n being i's column: the plain
+// definitions the other kernels are tested against.
+template <typename T, typename Start>
+void reference_product(const Tensor& x_in, const Tensor& w_in, Tensor& y_out, Start&& start) {
+  const int64_t M = x_in.size(0), K = x_in.size(1), N = w_in.size(0);
+  const T* x = x_in.data<T>();
+  const T* w = w_in.data<T>();
+  T* y = y_out.data<T>();
   parallel_for(M * N, {.enabled = M * N * K > 1000000}, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       const int64_t m = i / N, n = i % N;
-      double acc = a.bias.defined() ? to_float(a.bias.data<T>()[n]) : 0.0;
+      double acc = start(n, i);
       for (int64_t k = 0; k < K; ++k) acc += double{to_float(x[m * K + k])} * to_float(w[n * K + k]);
       y[i] = from_float<T>(static_cast<float>(acc));
     }
   });
+}
+
+template <typename T>
+void linear_reference(const op::Linear& a) {
+  const T* bias = data_or_null<T>(a.bias);
+  reference_product<T>(a.x, a.w, a.y, [&](int64_t n, int64_t) { return bias ? to_float(bias[n]) : 0.f; });
+}
+
+// y += x w^T: the product in float32 (oneDNN), added to y before the one rounding.
+template <typename T>
+void linear_add(const op::LinearAdd& a) {
+  const int64_t M = a.x.size(0), K = a.x.size(1), N = a.w.size(0);
+  if (M == 0 || N == 0 || K == 0) return;
+  const std::vector<float> xf = to_floats(a.x.data<T>(), M * K), wf = to_floats(a.w.data<T>(), N * K);
+  std::vector<float> product(static_cast<size_t>(M * N));
+  OneDnn::get().matmul(xf.data(), wf.data(), nullptr, product.data(), M, K, N, DType::float32);
+  T* y = a.y.data<T>();
+  parallel_for(M * N, {.enabled = M * N > 16384}, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) y[i] = from_float<T>(to_float(y[i]) + product[i]);
+  });
+}
+
+template <typename T>
+void linear_add_reference(const op::LinearAdd& a) {
+  const T* y = a.y.data<T>();
+  reference_product<T>(a.x, a.w, a.y, [&](int64_t, int64_t i) { return to_float(y[i]); });
 }
 
 }  // namespace
@@ -216,6 +243,8 @@ void register_linear_kernels(KernelRegistry& r) {
     visit_float(d, [&]<typename T>() {
       r.add<op::Linear>(DeviceType::cpu, d, "default", {.run = linear<T>, .is_default = true});
       r.add<op::Linear>(DeviceType::cpu, d, "reference", {.run = linear_reference<T>});
+      r.add<op::LinearAdd>(DeviceType::cpu, d, "default", {.run = linear_add<T>, .is_default = true});
+      r.add<op::LinearAdd>(DeviceType::cpu, d, "reference", {.run = linear_add_reference<T>});
     });
   }
 }

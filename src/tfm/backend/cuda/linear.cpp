@@ -174,6 +174,13 @@ void cublaslt(const op::Linear& a) {
                       false});
 }
 
+// y += x w^T: cuBLASLt's beta of 1, the product added in float32 before the one rounding.
+void linear_add(const op::LinearAdd& a) {
+  if (a.x.size(0) == 0 || a.w.size(0) == 0 || a.x.size(1) == 0) return;
+  Matmuls::get().run({a.y.device().index_or_zero(), a.x.size(0), a.w.size(0), a.x.size(1), a.x.raw(), false,
+                      a.w.raw(), true, a.y.raw(), nullptr, a.dtype(), a.dtype(), true});
+}
+
 template <typename T>
 launch::Gemv<T> gemv_of(const op::Linear& a) {
   return {a.x.data<T>(), a.w.data<T>(), data_or_null<T>(a.bias), a.y.data<T>(), a.x.size(0), a.x.size(1),
@@ -248,6 +255,7 @@ void register_linear_kernels(KernelRegistry& r) {
                              .is_default = true});
     });
     r.add<op::Linear>(DeviceType::cuda, d, "cublaslt", {.run = cublaslt});
+    r.add<op::LinearAdd>(DeviceType::cuda, d, "default", {.run = linear_add, .is_default = true});
     visit_float(d, [&]<typename T>() {
       r.add<op::LinearBackward>(DeviceType::cuda, d, "default", {.run = linear_backward<T>, .is_default = true});
     });
