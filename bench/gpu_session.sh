@@ -332,10 +332,15 @@ if want ab; then
   brown_jsonl
   qwen3_to_train
   next_bundle
-  step "branch build: cuda kernel conformance and whole models"
-  gtest 120 $n/bin/test_kernels --gtest_filter='*cuda*'
-  gtest 120 $n/bin/test_device_ops --gtest_filter='*cuda*'
-  for args in "--model /tmp/qwen3-0.6b --input-len 128 --output-len 256" "--model /tmp/qwen3-8b --input-len 128 --output-len 128" \
+  # TFM_AB_PARTS: which of the comparison's parts run (default all of them).
+  parts=" ${TFM_AB_PARTS:-tests latency throughput training} "
+  part() { [[ $parts == *" $1 "* ]]; }
+  if part tests; then
+    step "branch build: cuda kernel conformance and whole models"
+    gtest 120 $n/bin/test_kernels --gtest_filter='*cuda*'
+    gtest 120 $n/bin/test_device_ops --gtest_filter='*cuda*'
+  fi
+  part latency && for args in "--model /tmp/qwen3-0.6b --input-len 128 --output-len 256" "--model /tmp/qwen3-8b --input-len 128 --output-len 128" \
               "--model /tmp/qwen3-0.6b --input-len 128 --output-len 256 --do-sample" \
               "--model /tmp/qwen3-0.6b --input-len 2048 --output-len 1" "--model /tmp/qwen3-8b --input-len 2048 --output-len 1"; do
     for build in $b $n; do
@@ -344,7 +349,7 @@ if want ab; then
         --batch-size 1 --use-kernels $args 2>&1 | tail -3
     done
   done
-  for args in "--model /tmp/qwen3-0.6b --num-prompts 256 --input-len 128 --output-len 256" \
+  part throughput && for args in "--model /tmp/qwen3-0.6b --num-prompts 256 --input-len 128 --output-len 256" \
               "--model /tmp/qwen3-8b --num-prompts 1000 --input-len 128 --output-len 128"; do
     for build in $b $n; do
       step "$build: tfm bench throughput $args (bf16, --use-kernels)"
@@ -352,7 +357,7 @@ if want ab; then
         tail -1
     done
   done
-  for build in $b $n; do
+  part training && for build in $b $n; do
     step "$build: training throughput, Qwen3-0.6B shape, bf16, 8 x 1024 tokens a step: full, LoRA"
     timeout 200 python3 bench/train_timing.py 8192 -- $build/bin/tfm "${q_train[@]}" --max_steps 12 2>&1 | tail -1
     timeout 200 python3 bench/train_timing.py 8192 -- $build/bin/tfm "${q_train[@]}" --max_steps 12 "${q_lora[@]}" 2>&1 |
