@@ -225,7 +225,7 @@ if want demo; then
   # (bf16), then the saved model's perplexity in float32 (one step at learning rate 0 changes no weight).
   rm -rf /tmp/demo_init && timeout 120 python3 bench/demo_init.py /tmp/demo_init
   for copies in 8 12 16; do
-    step "tfm train: the demo model from scratch on the Brown corpus, $copies epochs at moving offsets (cuda, bf16)"
+    step "tfm train: the demo model from scratch on the Brown corpus, $copies epochs at moving offsets (cuda, ${precision[*]:-float32})"
     rm -rf /tmp/demo_out /tmp/brown_copies
     python3 bench/brown_jsonl.py /tmp/brown /tmp/brown_copies --copies $copies
     timeout 400 python3 bench/train_timing.py 16384 -- $b/bin/tfm train --model /tmp/demo_init \

@@ -18,8 +18,9 @@ int run(Args& args) {
   const int64_t num_prompts = args.get_int("num-prompts", 256);
   const int64_t input_len = args.get_int("input-len", 128);
   const int64_t output_len = args.get_int("output-len", 256);
-  const int64_t max_batch_tokens = args.get_int("max-batch-tokens", 8192);
-  const int64_t max_num_seqs = args.get_int("max-num-seqs", 256);
+  const SchedulerConfig defaults;
+  const int64_t max_batch_tokens = args.get_int("max-batch-tokens", defaults.max_batch_tokens);
+  const int64_t max_num_seqs = args.get_int("max-num-seqs", defaults.max_num_seqs);
   const std::optional<bool> async_batching = args.toggle("async-batching");
   const bool as_json = args.flag("json");
   args.finish();
@@ -83,9 +84,10 @@ int run(Args& args) {
 const Command kBenchThroughputCommand{
     "bench throughput", "offline throughput of the continuous batching engine",
     "usage: tfm bench throughput [--model ID|DIR] [--num-prompts 256] [--input-len 128] [--output-len 256]\n"
-    "                            [--max-batch-tokens 8192] [--max-num-seqs 256] [--[no-]async-batching]\n"
+    "                            [--max-batch-tokens 8192] [--max-num-seqs 1024] [--[no-]async-batching]\n"
     "                            [--json] [model options]\n\n"
-    "Submits --num-prompts requests of --input-len random tokens at once, each generating exactly --output-len\n"
+    "Submits --num-prompts requests of --input-len random tokens at once, each generating exactly "
+    "--output-len\n"
     "tokens greedily, runs the engine until all finish, and prints output tokens/s, total tokens/s and\n"
     "requests/s (--json: one object). --async-batching and --no-async-batching force the engine's\n"
     "asynchronous batching on or off (default: on for cuda and xpu, off on the cpu).\n\n" +

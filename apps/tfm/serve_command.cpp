@@ -92,7 +92,7 @@ const Command kServeCommand{
     "  --api-key KEY               require \"Authorization: Bearer KEY\" on /v1/ requests (default: the\n"
     "                              TFM_API_KEY environment variable; unset: no key needed)\n"
     "  --max-batch-tokens N        tokens computed per engine step (default: 8192)\n"
-    "  --max-num-seqs N            requests computed at once; more wait (default: 256)\n"
+    "  --max-num-seqs N            requests computed at once; more wait (default: 1024)\n"
     "  --kv-cache-blocks N         KV cache blocks of 16 tokens (default: what 90% of the device's free\n"
     "                              memory holds, at most enough for max-num-seqs full contexts)\n"
     "  --[no-]async-batching       plan each engine step while the device runs the one before (default: on\n"

@@ -36,7 +36,7 @@ enum class SchedulingPolicy {
 
 struct SchedulerConfig {
   int64_t max_batch_tokens = 8192;  // tokens computed per step (Transformers' default)
-  int64_t max_num_seqs = 256;       // requests running at once
+  int64_t max_num_seqs = 1024;      // requests running at once (Transformers' max_requests_per_batch cap)
   int64_t max_prefill_chunk = 0;    // tokens of one request per step; 0: up to the budget
   SchedulingPolicy policy = SchedulingPolicy::fifo;
   bool prefix_caching = true;
