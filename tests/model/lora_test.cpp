@@ -167,10 +167,13 @@ TEST(Lora, AdaptedForwardEqualsTheMergedModels) {
   }
 }
 
-TEST(Lora, BackwardMatchesDifferencesOfTheLoss) {
+// One adapter on a fused Linear, and several of different ranks and scalings on each (q, k and v on
+// qkv_proj, gate and up on gate_up_proj: their A's and B's stacked into one product each).
+class LoraBackward : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(LoraBackward, MatchesDifferencesOfTheLoss) {
   CausalLM model = load("qwen2_tied_sharded");
-  const auto trainable = attach_lora(
-      model, config_of(R"({"r": 2, "lora_alpha": 4, "target_modules": ["v_proj", "gate_proj"]})"), 5);
+  const auto trainable = attach_lora(model, config_of(GetParam()), 5);
   randomize_b(model, 9);
   const std::vector<TrainingExample> examples = {{{5, 17, 99, 3, 250}, {5, 17, 99, 3, 250}},
                                                 {{42, 7, 311}, {-100, 7, 311}}};
@@ -194,6 +197,13 @@ TEST(Lora, BackwardMatchesDifferencesOfTheLoss) {
     }
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(
+    Lora, LoraBackward,
+    ::testing::Values(
+        R"({"r": 2, "lora_alpha": 4, "target_modules": ["v_proj", "gate_proj"]})",
+        R"({"r": 2, "lora_alpha": 4, "target_modules": "all-linear", "rank_pattern": {"k_proj": 3},
+                          "alpha_pattern": {"up_proj": 2}})"));
 
 TEST(Lora, DropoutRunsOnlyInTraining) {
   CausalLM model = load("llama_gqa");

@@ -124,8 +124,28 @@ Tensor LoraWeight::branch_input(const Tensor& x, size_t adapter) const {
   return out;
 }
 
+Tensor LoraWeight::stacked_a() const {
+  int64_t ranks = 0;
+  for (const LoraAdapter& a : adapters_) ranks += a.a.size(0);
+  const Tensor& first = adapters_[0].a;
+  Tensor stacked = empty({ranks, first.size(1)}, first.dtype(), first.device());
+  int64_t row = 0;
+  for (const LoraAdapter& a : adapters_) {
+    Tensor rows = stacked.narrow(row, a.a.size(0));
+    ops::cast(a.a, rows);
+    row += a.a.size(0);
+  }
+  return stacked;
+}
+
 Tensor LoraWeight::ranks_of(const Tensor& x, std::string_view variant) const {
   const int64_t T = x.size(0);
+  if (stacks_a()) {
+    const Tensor a = stacked_a();
+    Tensor h = empty({T, a.size(0)}, x.dtype(), x.device());
+    ops::linear(x, a, Tensor(), h, variant);
+    return h;
+  }
   std::vector<Tensor> parts;
   for (size_t i = 0; i < adapters_.size(); ++i) {
     parts.push_back(empty({T, adapters_[i].a.size(0)}, x.dtype(), x.device()));
@@ -166,20 +186,41 @@ void LoraWeight::forward(const Tensor& x, const Tensor& bias, Tensor& y, std::st
 void LoraWeight::backward(const Tensor& x, const Tensor& dy, Tensor& dx, Tensor& dbias,
                           const Gradients& grads, const std::string& name) const {
   base_->backward(x, dy, dx, dbias, grads, name);
-  bool wanted = dx.defined(), b_wanted = false;
+  bool a_wanted = false, b_wanted = false;
   for (const LoraAdapter& a : adapters_) {
+    a_wanted = a_wanted || grads.of(lora_key(a.module, 'A')).defined();
     b_wanted = b_wanted || grads.of(lora_key(a.module, 'B')).defined();
-    wanted = wanted || b_wanted || grads.of(lora_key(a.module, 'A')).defined();
   }
-  if (!wanted) return;
-  // y += h stacked^T, h the adapters' A outputs again (the forward keeps only x): dh = dy stacked (each
-  // adapter's block of dy times its scaling * B), and adapter i's dB is its scaling times its block of dy^T
-  // h.
+  if (!a_wanted && !b_wanted && !dx.defined()) return;
+  // y += h stacked_b^T, h the adapters' A outputs again (the forward keeps only x): dh = dy stacked_b (each
+  // adapter's block of dy times its scaling * B), and adapter i's dB is its scaling times its block of
+  // dy^T h.
   const Tensor h = ranks_of(x, {});
-  const Tensor stacked = stacked_b();
-  Tensor dh = empty(h.shape(), x.dtype(), x.device());
-  Tensor d_stacked = b_wanted ? zeros(stacked.shape(), DType::float32, x.device()) : Tensor(), no_bias;
-  ops::linear_backward(h, stacked, dy, dh, d_stacked, no_bias);
+  const Tensor b = stacked_b();
+  Tensor dh = empty(h.shape(), x.dtype(), x.device()), no_bias;
+  Tensor d_b = b_wanted ? zeros(b.shape(), DType::float32, x.device()) : Tensor();
+  ops::linear_backward(h, b, dy, dh, d_b, no_bias);
+  int64_t column = 0;
+  for (const LoraAdapter& a : adapters_) {
+    if (Tensor db = grads.of(lora_key(a.module, 'B')); db.defined())
+      ops::add_scaled_columns_(db, 0, d_b.narrow(a.row, a.rows), column, a.b.size(1), a.scaling);
+    column += a.b.size(1);
+  }
+  if (!a_wanted && !dx.defined()) return;
+  if (stacks_a()) {  // h = x stacked_a^T: dx += dh stacked_a, and adapter i's dA is its rows of dh^T x
+    const Tensor a = stacked_a();
+    Tensor d_a = a_wanted ? zeros(a.shape(), DType::float32, x.device()) : Tensor();
+    Tensor dinput = dx.defined() ? empty(x.shape(), x.dtype(), x.device()) : Tensor();
+    ops::linear_backward(x, a, dh, dinput, d_a, no_bias);
+    if (dx.defined()) ops::add_(dx, dinput);
+    int64_t row = 0;
+    for (const LoraAdapter& adapter : adapters_) {
+      if (Tensor da = grads.of(lora_key(adapter.module, 'A')); da.defined())
+        ops::add_(da, d_a.narrow(row, adapter.a.size(0)));
+      row += adapter.a.size(0);
+    }
+    return;
+  }
   std::vector<Tensor> dh_parts;
   if (adapters_.size() == 1) {
     dh_parts.push_back(dh);
@@ -190,19 +231,11 @@ void LoraWeight::backward(const Tensor& x, const Tensor& dy, Tensor& dx, Tensor&
     for (Tensor& p : dh_parts) outs.push_back(&p);
     ops::split_columns(dh, outs);
   }
-  int64_t column = 0;
   for (size_t i = 0; i < adapters_.size(); ++i) {
-    const LoraAdapter& a = adapters_[i];
-    Tensor da = grads.of(lora_key(a.module, 'A')), db = grads.of(lora_key(a.module, 'B')), no_bias_a;
-    if (db.defined()) {
-      const Tensor block = d_stacked.narrow(a.row, a.rows);
-      ops::add_scaled_columns_(db, 0, block, column, a.b.size(1), a.scaling);
-    }
-    column += a.b.size(1);
+    Tensor da = grads.of(lora_key(adapters_[i].module, 'A'));
     if (!da.defined() && !dx.defined()) continue;
-    const Tensor input = branch_input(x, i);
     Tensor dinput = dx.defined() ? empty(x.shape(), x.dtype(), x.device()) : Tensor();
-    ops::linear_backward(input, a.a, dh_parts[i], dinput, da, no_bias_a);
+    ops::linear_backward(branch_input(x, i), adapters_[i].a, dh_parts[i], dinput, da, no_bias);
     if (!dx.defined()) continue;
     if (dropping()) ops::dropout(dinput, dropout_, mask_seed(i), dinput);  // the mask is its own backward
     ops::add_(dx, dinput);

@@ -253,7 +253,8 @@ constexpr int kStages = 2;  // the next rounds' keys and values copy while these
 // that thread reads. Staging pays where the rows fill the device (heads_per_block groups heads, G > 1) and
 // reading the cache is the bound (the engine's 8B steps of 256 rows: 11,198 -> 12,322 tokens/s on an H100);
 // with a few rows each block holds few keys, and the copies' extra latency cost more than they hid (0.6B
-// batch-1 decode 999 -> 928 tokens/s), so those loads go to registers.
+// batch-1 decode 999 -> 928 tokens/s), so those loads go to registers. Where the group-tiles kernel takes
+// such steps (bf16 and fp16 up to head size 128) the staged form serves float32 and head size 256.
 template <typename T, int D, int G>
 struct SplitLayout {
   static constexpr bool kStagesKeys = G > 1;
