@@ -168,6 +168,22 @@ __device__ KeyRange key_range(const PagedAttentionArgs& a, int64_t s, int64_t po
   return {first, last};
 }
 
+// The keys split `split` of `splits` takes of row `row`'s: [begin, end) of sequence `seq`, whose block table is
+// `blocks`. seq is num_seqs for a row past every sequence (which stays unwritten).
+struct SplitKeys {
+  int64_t seq, begin, end;
+  const int32_t* blocks;
+};
+__device__ SplitKeys split_keys(const PagedAttentionArgs& a, int64_t row, int split, int splits) {
+  const int64_t s = sequence_of(a.query_start, a.num_seqs, row);
+  if (s == a.num_seqs) return {s, 0, 0, nullptr};
+  const KeyRange range = key_range(a, s, a.positions[row]);
+  const int64_t count = max(int64_t{0}, range.last - range.first + 1);
+  const int64_t chunk = (count + splits - 1) / splits;
+  const int64_t begin = range.first + split * chunk;
+  return {s, begin, min(range.last + 1, begin + chunk), a.block_tables + s * a.max_blocks};
+}
+
 // A partial softmax over some keys in base 2 (scores scaled by log2(e)): its maximum score, its sum of
 // 2^(score - max) and the weighted values. Combining weighs each by 2^(its max - the overall max); an empty
 // one (max -inf) weighs nothing.
@@ -298,13 +314,10 @@ __global__ void __launch_bounds__(kSplitWarps * 32, G <= 4 ? 4 : 1)
   const int64_t head_groups = a.heads / G;
   const int64_t row = blockIdx.x / head_groups, h0 = blockIdx.x % head_groups * G;
   const int split = blockIdx.y, splits = gridDim.y;
-  const int64_t s = sequence_of(a.query_start, a.num_seqs, row);
-  if (s == a.num_seqs) return;
-  const KeyRange range = key_range(a, s, a.positions[row]);
-  const int64_t count = max(int64_t{0}, range.last - range.first + 1);
-  const int64_t chunk = (count + splits - 1) / splits;
-  const int64_t begin = range.first + split * chunk, end = min(range.last + 1, begin + chunk);
-  const int32_t* blocks = a.block_tables + s * a.max_blocks;
+  const SplitKeys keys = split_keys(a, row, split, splits);
+  if (keys.seq == a.num_seqs) return;
+  const int64_t begin = keys.begin, end = keys.end;
+  const int32_t* blocks = keys.blocks;
   const int64_t kv_head = h0 / (a.heads / a.kv_heads);
   const int group = threadIdx.x / kLanes, sub = threadIdx.x % kLanes;
 
@@ -514,14 +527,11 @@ __global__ void __launch_bounds__(kSplitWarps * 32)
 
   const int64_t row = blockIdx.x / a.kv_heads, kv_head = blockIdx.x % a.kv_heads, h0 = kv_head * G;
   const int split = blockIdx.y, splits = gridDim.y;
-  const int64_t s = sequence_of(a.query_start, a.num_seqs, row);
-  if (s == a.num_seqs) return;
-  const KeyRange range = key_range(a, s, a.positions[row]);
-  const int64_t count = max(int64_t{0}, range.last - range.first + 1);
-  const int64_t chunk = (count + splits - 1) / splits;
-  const int64_t begin = range.first + split * chunk, end = min(range.last + 1, begin + chunk);
+  const SplitKeys keys = split_keys(a, row, split, splits);
+  if (keys.seq == a.num_seqs) return;
+  const int64_t begin = keys.begin, end = keys.end;
   const int64_t tiles = max(int64_t{0}, (end - begin + kGroupKeys - 1) / kGroupKeys);
-  const int32_t* blocks = a.block_tables + s * a.max_blocks;
+  const int32_t* blocks = keys.blocks;
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   const int g = fragment_group(), c = fragment_pair();
 
