@@ -111,6 +111,18 @@ LoraWeight::LoraWeight(std::unique_ptr<LinearWeight> base, std::vector<LoraAdapt
           "LoRA adapter of ", a.module, ": A ", a.a.str(), " and B ", a.b.str(), " do not fit rows [", a.row,
           ", ", a.row + a.rows, ") of a ", base_->out_features(), "x", base_->in_features(), " weight");
   }
+  if (adapters_.empty()) return;
+  int64_t ranks = 0;
+  for (const LoraAdapter& a : adapters_) ranks += a.a.size(0);
+  const Tensor& first = adapters_[0].a;
+  stacked_a_ = empty({ranks, first.size(1)}, first.dtype(), first.device());
+  int64_t row = 0;
+  for (LoraAdapter& a : adapters_) {
+    Tensor rows = stacked_a_.narrow(row, a.a.size(0));
+    ops::cast(a.a, rows);
+    a.a = rows;
+    row += rows.size(0);
+  }
 }
 
 uint64_t LoraWeight::mask_seed(size_t adapter) const {
@@ -124,26 +136,11 @@ Tensor LoraWeight::branch_input(const Tensor& x, size_t adapter) const {
   return out;
 }
 
-Tensor LoraWeight::stacked_a() const {
-  int64_t ranks = 0;
-  for (const LoraAdapter& a : adapters_) ranks += a.a.size(0);
-  const Tensor& first = adapters_[0].a;
-  Tensor stacked = empty({ranks, first.size(1)}, first.dtype(), first.device());
-  int64_t row = 0;
-  for (const LoraAdapter& a : adapters_) {
-    Tensor rows = stacked.narrow(row, a.a.size(0));
-    ops::cast(a.a, rows);
-    row += a.a.size(0);
-  }
-  return stacked;
-}
-
 Tensor LoraWeight::ranks_of(const Tensor& x, std::string_view variant) const {
   const int64_t T = x.size(0);
   if (stacks_a()) {
-    const Tensor a = stacked_a();
-    Tensor h = empty({T, a.size(0)}, x.dtype(), x.device());
-    ops::linear(x, a, Tensor(), h, variant);
+    Tensor h = empty({T, stacked_a_.size(0)}, x.dtype(), x.device());
+    ops::linear(x, stacked_a_, Tensor(), h, variant);
     return h;
   }
   std::vector<Tensor> parts;
@@ -208,10 +205,9 @@ void LoraWeight::backward(const Tensor& x, const Tensor& dy, Tensor& dx, Tensor&
   }
   if (!a_wanted && !dx.defined()) return;
   if (stacks_a()) {  // h = x stacked_a^T: dx += dh stacked_a, and adapter i's dA is its rows of dh^T x
-    const Tensor a = stacked_a();
-    Tensor d_a = a_wanted ? zeros(a.shape(), DType::float32, x.device()) : Tensor();
+    Tensor d_a = a_wanted ? zeros(stacked_a_.shape(), DType::float32, x.device()) : Tensor();
     Tensor dinput = dx.defined() ? empty(x.shape(), x.dtype(), x.device()) : Tensor();
-    ops::linear_backward(x, a, dh, dinput, d_a, no_bias);
+    ops::linear_backward(x, stacked_a_, dh, dinput, d_a, no_bias);
     if (dx.defined()) ops::add_(dx, dinput);
     int64_t row = 0;
     for (const LoraAdapter& adapter : adapters_) {
