@@ -168,8 +168,8 @@ __device__ KeyRange key_range(const PagedAttentionArgs& a, int64_t s, int64_t po
   return {first, last};
 }
 
-// The keys split `split` of `splits` takes of row `row`'s: [begin, end) of sequence `seq`, whose block table is
-// `blocks`. seq is num_seqs for a row past every sequence (which stays unwritten).
+// The keys split `split` of `splits` takes of row `row`'s: [begin, end) of sequence `seq`, whose block table
+// is `blocks`. seq is num_seqs for a row past every sequence (which stays unwritten).
 struct SplitKeys {
   int64_t seq, begin, end;
   const int32_t* blocks;
