@@ -183,6 +183,8 @@ if want xpu; then
   step "tfm bench latency on xpu (NVIDIA OpenCL, the portable kernels), --use-kernels; then cuda in the same run"
   xpu_latency --model /tmp/qwen3-0.6b --dtype bfloat16 --batch-size 1 --input-len 128 --output-len 256 --use-kernels
   xpu_latency --model /tmp/qwen3-0.6b --dtype bfloat16 --batch-size 1 --input-len 128 --output-len 256 --use-kernels \
+    --no-device-graphs
+  xpu_latency --model /tmp/qwen3-0.6b --dtype bfloat16 --batch-size 1 --input-len 128 --output-len 256 --use-kernels \
     --do-sample
   xpu_latency --model /tmp/qwen3-0.6b --dtype float32 --batch-size 1 --input-len 128 --output-len 256 --use-kernels
   xpu_latency --model /tmp/qwen3-8b --dtype bfloat16 --batch-size 1 --input-len 128 --output-len 128 --use-kernels

@@ -1,14 +1,17 @@
-// Device graphs on xpu (cl_khr_command_buffer, which PoCL offers): a recorded sequence of kernels replays as
-// direct launches run it, work a command buffer cannot hold gives no graph and runs nothing, and greedy
-// decoding through graphs gives the tokens of decoding kernel by kernel. On the OpenCL test platform; skips
-// when it has no device.
+// Device graphs on xpu, in both forms: command buffers (cl_khr_command_buffer, which PoCL offers) and
+// recorded launches (the form of devices without the extension, tested by hiding PoCL's). A recorded sequence
+// of kernels replays as direct launches run it, work a graph cannot hold gives no graph and runs nothing, and
+// greedy decoding through graphs gives the tokens of decoding kernel by kernel. On the OpenCL test platform;
+// skips when it has no device.
 #include "tfm/backend/xpu/device_graph.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <optional>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "../model/parity_fixtures.h"
@@ -21,13 +24,20 @@
 namespace tfm::xpu {
 namespace {
 
-class XpuGraphs : public OnTestDevice<> {
+enum class GraphForm { command_buffer, launch_list };
+
+class XpuGraphs : public OnTestDevice<testing::TestWithParam<GraphForm>> {
  protected:
   void SetUp() override {
     OnTestDevice::SetUp();
     if (IsSkipped()) return;
-    if (!xpu_backend().device(0).command_buffers)
-      GTEST_SKIP() << "xpu:0 has no device graphs: " << xpu_backend().device(0).no_command_buffers;
+    XpuDevice& d = xpu_backend().device(0);
+    if (GetParam() == GraphForm::command_buffer && !d.command_buffers)
+      GTEST_SKIP() << "xpu:0 has no command buffers: " << d.no_command_buffers;
+    if (GetParam() == GraphForm::launch_list) {
+      hidden_ = std::exchange(d.command_buffers, std::nullopt);
+      d.no_command_buffers = "hidden by the test";
+    }
     previous_handler_ =
         logging::set_handler([this](logging::Level, const std::string& m) { log_.push_back(m); });
     previous_verbosity_ = logging::verbosity();
@@ -35,6 +45,11 @@ class XpuGraphs : public OnTestDevice<> {
     capturing_log_ = true;
   }
   void TearDown() override {
+    if (hidden_) {
+      XpuDevice& d = xpu_backend().device(0);
+      d.command_buffers = std::exchange(hidden_, std::nullopt);
+      d.no_command_buffers.clear();
+    }
     if (!capturing_log_) return;
     logging::set_handler(previous_handler_);
     logging::set_verbosity(previous_verbosity_);
@@ -44,6 +59,8 @@ class XpuGraphs : public OnTestDevice<> {
                                              [&](const std::string& m) { return m.find(part) != m.npos; }));
   }
 
+  std::optional<CommandBufferApi>
+      hidden_;  // the device's command buffers, while recorded launches are tested
   std::vector<std::string> log_;
   logging::Handler previous_handler_;
   logging::Level previous_verbosity_{};
@@ -112,7 +129,7 @@ TEST(XpuGraphDecision, FollowsTheDevicesExtension) {
   EXPECT_EQ(d.no_command_buffers.empty(), d.command_buffers.has_value());
 }
 
-TEST_F(XpuGraphs, ReplaysGiveWhatDirectLaunchesGiveOnNewInputs) {
+TEST_P(XpuGraphs, ReplaysGiveWhatDirectLaunchesGiveOnNewInputs) {
   std::mt19937 rng(11);
   Block graphed(device_, rng), direct(device_, rng);
   int calls = 0;
@@ -143,7 +160,7 @@ TEST_F(XpuGraphs, ReplaysGiveWhatDirectLaunchesGiveOnNewInputs) {
   EXPECT_EQ(calls, 1);
 }
 
-TEST_F(XpuGraphs, ReplayingTwiceInARowRepeatsTheWork) {
+TEST_P(XpuGraphs, ReplayingTwiceInARowRepeatsTheWork) {
   std::mt19937 rng(12);
   Tensor x = filled({1000}, random_floats(1000, rng), device_);
   Tensor y = filled({1000}, random_floats(1000, rng), device_);
@@ -158,7 +175,7 @@ TEST_F(XpuGraphs, ReplayingTwiceInARowRepeatsTheWork) {
   for (size_t i = 0; i < x0.size(); ++i) EXPECT_EQ(twice[i], x0[i] + y0[i] + y0[i]) << i;
 }
 
-TEST_F(XpuGraphs, WorkAGraphCannotHoldGivesNoGraphAndRunsNothing) {
+TEST_P(XpuGraphs, WorkAGraphCannotHoldGivesNoGraphAndRunsNothing) {
   Backend& backend = *find_backend(DeviceType::xpu);
   std::mt19937 rng(13);
   Tensor x = filled({64}, random_floats(64, rng), device_);
@@ -183,7 +200,7 @@ TEST_F(XpuGraphs, WorkAGraphCannotHoldGivesNoGraphAndRunsNothing) {
   EXPECT_TRUE(backend.capture(0, [&] { ops::add_(x, y); }));
 }
 
-TEST_F(XpuGraphs, OneCaptureAtATimePerDevice) {
+TEST_P(XpuGraphs, OneCaptureAtATimePerDevice) {
   Backend& backend = *find_backend(DeviceType::xpu);
   std::string error;
   const std::unique_ptr<DeviceGraph> outer = backend.capture(0, [&] {
@@ -197,26 +214,10 @@ TEST_F(XpuGraphs, OneCaptureAtATimePerDevice) {
   EXPECT_EQ(error, "xpu:0: a device graph is already being captured");
 }
 
-TEST_F(XpuGraphs, ADeviceWithoutCommandBuffersGivesNoGraphWithoutRunningTheWork) {
-  SelectionEnv env;
-  env.platform = test_platform();
-  XpuBackend backend(env);
-  XpuDevice& d = backend.device(0);
-  d.command_buffers.reset();
-  d.no_command_buffers = "the device does not offer cl_khr_command_buffer";
-  bool called = false;
-  EXPECT_FALSE(backend.capture(0, [&] { called = true; }));
-  EXPECT_FALSE(called);
-  EXPECT_EQ(logged("xpu:0 (" + d.info.name +
-                   ") records no device graphs: the device does not offer "
-                   "cl_khr_command_buffer"),
-            1u);
-}
-
 // Three sequences that stop after different lengths, so decode steps run 3, 2 and 1 rows (graphs of 4, 2 and
 // 1 rows) while their block tables grow: greedy tokens, step by step, with graphs and without, in both
 // attention forms (the eager one through its scratch buffer), and Transformers' greedy continuations.
-TEST_F(XpuGraphs, GreedyDecodingWithGraphsGivesTheTokensOfKernelByKernelSteps) {
+TEST_P(XpuGraphs, GreedyDecodingWithGraphsGivesTheTokensOfKernelByKernelSteps) {
   const std::string model_name = "llama_gqa";
   const std::vector<parity::Prompt> prompts = parity::reference(model_name);
   ASSERT_GE(prompts.size(), 3u);
@@ -264,6 +265,11 @@ TEST_F(XpuGraphs, GreedyDecodingWithGraphsGivesTheTokensOfKernelByKernelSteps) {
     }
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Forms, XpuGraphs, testing::Values(GraphForm::command_buffer, GraphForm::launch_list),
+                         [](const testing::TestParamInfo<GraphForm>& info) {
+                           return info.param == GraphForm::command_buffer ? "CommandBuffer" : "LaunchList";
+                         });
 
 }  // namespace
 }  // namespace tfm::xpu

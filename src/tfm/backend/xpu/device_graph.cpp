@@ -39,23 +39,46 @@ std::string revision_name(cl_version v) {
          std::to_string(CL_VERSION_PATCH(v));
 }
 
-class XpuGraph final : public DeviceGraph {
- public:
-  XpuGraph(const CommandBufferApi& api, std::string where, cl_command_buffer_khr commands,
-           std::vector<ClKernel> kernels, std::vector<ClBuffer> buffers)
-      : api_(api),
-        where_(std::move(where)),
-        commands_(commands),
-        kernels_(std::move(kernels)),
-        buffers_(std::move(buffers)) {}
+// Enqueues `kernel`, its arguments set, on `queue`; with the kernel timeline on, its event goes there.
+void launch(cl_command_queue queue, cl_kernel kernel, const char* name, const std::array<size_t, 2>& global,
+            const std::array<size_t, 2>& group, const std::string& where) {
+  cl_event done = nullptr;
+  const cl_int status = clEnqueueNDRangeKernel(queue, kernel, 2, nullptr, global.data(), group.data(), 0,
+                                               nullptr, kernel_timeline_enabled() ? &done : nullptr);
+  if (status != CL_SUCCESS) cl_check(status, std::string("clEnqueueNDRangeKernel(") + name + ")", where);
+  if (done) kernel_timeline_add(name, done);
+}
 
-  ~XpuGraph() override {
+// The commands in a finalized command buffer, each waiting for the one before it, as on the in-order queue.
+class CommandBufferGraph final : public DeviceGraph {
+ public:
+  CommandBufferGraph(const CommandBufferApi& api, cl_command_queue queue, std::string where,
+                     std::vector<Recording::Command> commands, std::vector<ClBuffer> buffers)
+      : api_(api), where_(std::move(where)), commands_(std::move(commands)), buffers_(std::move(buffers)) {
+    cl_int status = CL_SUCCESS;
+    buffer_ = api_.create(1, &queue, nullptr, &status);
+    cl_check(status, "clCreateCommandBufferKHR", where_);
+    try {
+      cl_sync_point_khr previous = 0;
+      const cl_sync_point_khr* after = nullptr;  // the first command waits for nothing
+      for (const Recording::Command& command : commands_) {
+        previous = add(command, after);
+        after = &previous;
+      }
+      cl_check(api_.finalize(buffer_), "clFinalizeCommandBufferKHR", where_);
+    } catch (...) {
+      api_.release(buffer_);
+      throw;
+    }
+  }
+
+  ~CommandBufferGraph() override {
     // The queue may still run the last replay: the command buffer and its memory go once it is done.
     if (const cl_event last = last_replay_.get()) clWaitForEvents(1, &last);
-    api_.release(commands_);
+    api_.release(buffer_);
   }
-  XpuGraph(const XpuGraph&) = delete;
-  XpuGraph& operator=(const XpuGraph&) = delete;
+  CommandBufferGraph(const CommandBufferGraph&) = delete;
+  CommandBufferGraph& operator=(const CommandBufferGraph&) = delete;
 
   // A command buffer without simultaneous use may not be enqueued while it is pending, so a replay first
   // waits for the one before (normally long done: a step reads its results before the next one replays).
@@ -63,17 +86,71 @@ class XpuGraph final : public DeviceGraph {
     if (const cl_event last = last_replay_.get())
       cl_check(clWaitForEvents(1, &last), "clWaitForEvents(the previous replay)", where_);
     cl_event done = nullptr;
-    cl_check(api_.enqueue(0, nullptr, commands_, 0, nullptr, &done), "clEnqueueCommandBufferKHR", where_);
+    cl_check(api_.enqueue(0, nullptr, buffer_, 0, nullptr, &done), "clEnqueueCommandBufferKHR", where_);
     last_replay_ = ClEvent(done);
   }
 
  private:
+  // Adds `command` after the sync point `after` (none for the first) and returns its own.
+  cl_sync_point_khr add(const Recording::Command& command, const cl_sync_point_khr* after) {
+    const cl_uint waits = after ? 1 : 0;
+    cl_sync_point_khr done = 0;
+    if (const auto* k = std::get_if<Recording::Launch>(&command)) {
+      cl_check(api_.kernel(buffer_, nullptr, nullptr, k->kernel.get(), 2, nullptr, k->global.data(),
+                           k->group.data(), waits, after, &done, nullptr),
+               std::string("clCommandNDRangeKernelKHR(") + k->name + ")", where_);
+      return done;
+    }
+    const auto& c = std::get<Recording::Copy>(command);
+    const cl_int status =
+        api_.copy_with_properties
+            ? api_.copy_with_properties(buffer_, nullptr, nullptr, c.src, c.dst, c.src_offset, c.dst_offset,
+                                        c.bytes, waits, after, &done, nullptr)
+            : api_.copy(buffer_, nullptr, c.src, c.dst, c.src_offset, c.dst_offset, c.bytes, waits, after,
+                        &done, nullptr);
+    cl_check(status, "clCommandCopyBufferKHR", where_);
+    return done;
+  }
+
   CommandBufferApi api_;
   std::string where_;
-  cl_command_buffer_khr commands_;
-  std::vector<ClKernel> kernels_;
+  std::vector<Recording::Command> commands_;  // the kernels the buffer runs
   std::vector<ClBuffer> buffers_;
+  cl_command_buffer_khr buffer_ = nullptr;
   ClEvent last_replay_;
+};
+
+// The recorded launches and copies, enqueued again one by one on the in-order queue. Each kernel object keeps
+// its arguments, so a replay sets none.
+class LaunchListGraph final : public DeviceGraph {
+ public:
+  LaunchListGraph(cl_command_queue queue, std::string where, std::vector<Recording::Command> commands,
+                  std::vector<ClBuffer> buffers)
+      : queue_(queue),
+        where_(std::move(where)),
+        commands_(std::move(commands)),
+        buffers_(std::move(buffers)) {
+    cl_check(clRetainCommandQueue(queue), "clRetainCommandQueue", where_);
+  }
+
+  void replay() override {
+    for (const Recording::Command& command : commands_) {
+      if (const auto* k = std::get_if<Recording::Launch>(&command)) {
+        launch(queue_.get(), k->kernel.get(), k->name, k->global, k->group, where_);
+        continue;
+      }
+      const auto& c = std::get<Recording::Copy>(command);
+      cl_check(clEnqueueCopyBuffer(queue_.get(), c.src, c.dst, c.src_offset, c.dst_offset, c.bytes, 0,
+                                   nullptr, nullptr),
+               "clEnqueueCopyBuffer", where_);
+    }
+  }
+
+ private:
+  ClQueue queue_;
+  std::string where_;
+  std::vector<Recording::Command> commands_;
+  std::vector<ClBuffer> buffers_;
 };
 
 }  // namespace
@@ -121,17 +198,6 @@ std::optional<CommandBufferApi> CommandBufferApi::load(cl_platform_id platform, 
   return api;
 }
 
-Recording::Recording(const CommandBufferApi& api, cl_command_queue queue, std::string where)
-    : api_(api), where_(std::move(where)) {
-  cl_int status = CL_SUCCESS;
-  commands_ = api_.create(1, &queue, nullptr, &status);
-  cl_check(status, "clCreateCommandBufferKHR", where_);
-}
-
-Recording::~Recording() {
-  if (commands_) api_.release(commands_);
-}
-
 void Recording::retain(cl_mem buffer) {
   cl_check(clRetainMemObject(buffer), "clRetainMemObject", where_);
   buffers_.emplace_back(buffer);
@@ -151,34 +217,22 @@ void Recording::kernel(cl_kernel kernel, const char* name, const KernelArgs& arg
         clSetKernelArg(own.get(), static_cast<cl_uint>(i), args.values[i].size, args.values[i].bytes.data()),
         std::string("clSetKernelArg(") + name + ", " + std::to_string(i) + ")", where_);
   }
-  cl_sync_point_khr done = 0;
-  cl_check(api_.kernel(commands_, nullptr, nullptr, own.get(), 2, nullptr, global.data(), group.data(),
-                       waits(), wait_list(), &done, nullptr),
-           std::string("clCommandNDRangeKernelKHR(") + name + ")", where_);
-  kernels_.push_back(std::move(own));
-  previous_ = done;
-  has_previous_ = true;
+  commands_.emplace_back(Launch{std::move(own), name, global, group});
 }
 
 void Recording::copy(cl_mem src, size_t src_offset, cl_mem dst, size_t dst_offset, size_t bytes) {
   retain(src);
   retain(dst);
-  cl_sync_point_khr done = 0;
-  const cl_int status =
-      api_.copy_with_properties
-          ? api_.copy_with_properties(commands_, nullptr, nullptr, src, dst, src_offset, dst_offset, bytes,
-                                      waits(), wait_list(), &done, nullptr)
-          : api_.copy(commands_, nullptr, src, dst, src_offset, dst_offset, bytes, waits(), wait_list(),
-                      &done, nullptr);
-  cl_check(status, "clCommandCopyBufferKHR", where_);
-  previous_ = done;
-  has_previous_ = true;
+  commands_.emplace_back(Copy{src, src_offset, dst, dst_offset, bytes});
 }
 
-std::unique_ptr<DeviceGraph> Recording::finish() {
-  cl_check(api_.finalize(commands_), "clFinalizeCommandBufferKHR", where_);
-  return std::make_unique<XpuGraph>(api_, where_, std::exchange(commands_, nullptr), std::move(kernels_),
-                                    std::move(buffers_));
+std::unique_ptr<DeviceGraph> Recording::finish(const std::optional<CommandBufferApi>& command_buffers,
+                                               cl_command_queue queue) {
+  if (command_buffers) {
+    return std::make_unique<CommandBufferGraph>(*command_buffers, queue, where_, std::move(commands_),
+                                                std::move(buffers_));
+  }
+  return std::make_unique<LaunchListGraph>(queue, where_, std::move(commands_), std::move(buffers_));
 }
 
 void enqueue_kernel(XpuDevice& device, cl_kernel kernel, const char* name, const KernelArgs& args,
@@ -187,12 +241,7 @@ void enqueue_kernel(XpuDevice& device, cl_kernel kernel, const char* name, const
     device.recording->kernel(kernel, name, args, global, group);
     return;
   }
-  cl_event done = nullptr;
-  const cl_int status =
-      clEnqueueNDRangeKernel(device.queue.get(), kernel, 2, nullptr, global.data(), group.data(), 0, nullptr,
-                             kernel_timeline_enabled() ? &done : nullptr);
-  if (status != CL_SUCCESS) cl_check(status, std::string("clEnqueueNDRangeKernel(") + name + ")", device.where);
-  if (done) kernel_timeline_add(name, done);
+  launch(device.queue.get(), kernel, name, global, group, device.where);
 }
 
 void refuse_while_recording(const XpuDevice& device, std::string_view what) {
@@ -203,11 +252,11 @@ void refuse_while_recording(const XpuDevice& device, std::string_view what) {
 
 std::unique_ptr<DeviceGraph> record(XpuDevice& device, const std::function<void()>& work) {
   if (!device.command_buffers) {
-    logging::log_once(logging::Level::info, device.where + " (" + device.info.name +
-                                                ") records no device graphs: " + device.no_command_buffers);
-    return nullptr;
+    logging::log_once(logging::Level::info,
+                      device.where + " (" + device.info.name +
+                          ") replays device graphs launch by launch: " + device.no_command_buffers);
   }
-  device.recording = std::make_unique<Recording>(*device.command_buffers, device.queue.get(), device.where);
+  device.recording = std::make_unique<Recording>(device.where);
   try {
     work();
   } catch (const CannotRecord& e) {
@@ -219,7 +268,7 @@ std::unique_ptr<DeviceGraph> record(XpuDevice& device, const std::function<void(
     throw;
   }
   const std::unique_ptr<Recording> recorded = std::move(device.recording);
-  return recorded->finish();
+  return recorded->finish(device.command_buffers, device.queue.get());
 }
 
 }  // namespace tfm::xpu

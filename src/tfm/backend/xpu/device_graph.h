@@ -1,8 +1,10 @@
-// Device graphs of the xpu backend through cl_khr_command_buffer. While a device records, the kernels and
-// on-device copies issued to it go into a command buffer instead of its queue; a replay enqueues the
-// finalized buffer on the queue. Work a command buffer cannot hold (a copy to or from the host, a wait for
-// the device) ends the recording with CannotRecord, and the capture then gives no graph, so the caller runs
-// the work as it is.
+// Device graphs of the xpu backend. While a device records, the kernels and on-device copies issued to it are
+// kept instead of enqueued; the recording then becomes a graph of one of two forms. Where the device offers
+// cl_khr_command_buffer, a finalized command buffer that a replay enqueues at once; elsewhere (NVIDIA's
+// OpenCL, Debian's NEO), the recorded launches themselves, each kernel object holding its arguments, which a
+// replay enqueues one after another: no host code of the step runs again, only clEnqueueNDRangeKernel. Work a
+// graph cannot hold (a copy to or from the host, a wait for the device) ends the recording with CannotRecord,
+// and the capture then gives no graph, so the caller runs the work as it is.
 #pragma once
 
 #include <CL/cl_ext.h>
@@ -14,6 +16,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include "tfm/backend/backend.h"
@@ -75,38 +78,44 @@ struct KernelArgs {
   }
 };
 
-// The command buffer of one device being recorded. Each command waits for the one before it, as on the
-// in-order queue. A recorded kernel is a kernel object of its own, created from the launched one's program
-// with the launch's argument values: PoCL 3.1 reads a recorded kernel's arguments when the buffer runs, so
-// later launches of a shared cl_kernel would change them (and its clCloneKernel crashes on a null buffer
-// argument). The buffers commands use are retained until the graph goes, since arguments do not keep them.
+// The work of one device being recorded, in order. A recorded kernel is a kernel object of its own, created
+// from the launched one's program with the launch's argument values: later launches of the shared cl_kernel
+// set its arguments again (and PoCL 3.1 reads a command buffer's kernel arguments when the buffer runs; its
+// clCloneKernel crashes on a null buffer argument). The buffers commands use are retained until the graph
+// goes, since arguments do not keep them.
 class Recording {
  public:
-  Recording(const CommandBufferApi& api, cl_command_queue queue, std::string where);
-  ~Recording();
-  Recording(const Recording&) = delete;
-  Recording& operator=(const Recording&) = delete;
+  struct Launch {
+    ClKernel kernel;
+    const char* name;
+    std::array<size_t, 2> global, group;
+  };
+  struct Copy {
+    cl_mem src;
+    size_t src_offset;
+    cl_mem dst;
+    size_t dst_offset;
+    size_t bytes;
+  };
+  using Command = std::variant<Launch, Copy>;
+
+  explicit Recording(std::string where) : where_(std::move(where)) {}
 
   void kernel(cl_kernel kernel, const char* name, const KernelArgs& args, const std::array<size_t, 2>& global,
               const std::array<size_t, 2>& group);
   void copy(cl_mem src, size_t src_offset, cl_mem dst, size_t dst_offset, size_t bytes);
 
-  // Finalizes the command buffer into a graph replayed on the queue.
-  std::unique_ptr<DeviceGraph> finish();
+  // The recorded work as a graph replayed on `queue`: a command buffer through `command_buffers` where the
+  // device has them, the recorded launches otherwise.
+  std::unique_ptr<DeviceGraph> finish(const std::optional<CommandBufferApi>& command_buffers,
+                                      cl_command_queue queue);
 
  private:
   void retain(cl_mem buffer);
-  // The wait list of the next command: the previous command, once there is one.
-  cl_uint waits() const { return has_previous_ ? 1 : 0; }
-  const cl_sync_point_khr* wait_list() const { return has_previous_ ? &previous_ : nullptr; }
 
-  const CommandBufferApi& api_;
   std::string where_;
-  cl_command_buffer_khr commands_ = nullptr;
-  std::vector<ClKernel> kernels_;  // the commands' own kernels
+  std::vector<Command> commands_;
   std::vector<ClBuffer> buffers_;  // a reference of each buffer the commands use
-  cl_sync_point_khr previous_ = 0;
-  bool has_previous_ = false;
 };
 
 // A launch of `kernel`, whose arguments are set to `args`, on `device`: recorded while the device records,
@@ -117,9 +126,9 @@ void enqueue_kernel(XpuDevice& device, cl_kernel kernel, const char* name, const
 // Throws CannotRecord naming `what` ("a copy to the host") while `device` records.
 void refuse_while_recording(const XpuDevice& device, std::string_view what);
 
-// The work of `work` on `device` as a graph; nullptr when the device has no command buffers or `work` did
-// something a command buffer cannot hold (then none of its commands ran). Logs why there is no graph. The
-// caller (XpuBackend::capture) allows one capture a device at a time.
+// The work of `work` on `device` as a graph; nullptr when `work` did something a graph cannot hold (then none
+// of its commands ran), which is logged. The caller (XpuBackend::capture) allows one capture a device at a
+// time.
 std::unique_ptr<DeviceGraph> record(XpuDevice& device, const std::function<void()>& work);
 
 }  // namespace tfm::xpu

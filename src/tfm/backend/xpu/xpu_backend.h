@@ -32,8 +32,8 @@ struct XpuDevice {
   DeviceCapabilities capabilities;
   DeviceInfo info;            // everything but free_memory, which is read when asked
   size_t max_allocation;      // CL_DEVICE_MAX_MEM_ALLOC_SIZE
-  std::string no_command_buffers;    // why the device has no device graphs, when command_buffers is empty
-  std::optional<CommandBufferApi> command_buffers;  // device graphs (device_graph.h)
+  std::string no_command_buffers;  // why the device has no command buffers, when command_buffers is empty
+  std::optional<CommandBufferApi> command_buffers;  // the form of its device graphs (device_graph.h)
   std::unique_ptr<Recording> recording;             // while capture() records the device's work
 };
 
@@ -60,7 +60,8 @@ class XpuBackend final : public Backend {
   // The kernels store every dtype as it is and compute in float32, which any OpenCL device can; bfloat16 as
   // DeviceCapabilities::bf16 says.
   bool supports_dtype(int index, DType dtype) override;
-  // Through cl_khr_command_buffer where the device offers it (device_graph.h).
+  // Through cl_khr_command_buffer where the device offers it, as recorded launches elsewhere
+  // (device_graph.h).
   std::unique_ptr<DeviceGraph> capture(int index, const std::function<void()>& work) override;
 
   // The OpenCL objects of xpu:`index`; throws tfm::Error when there is no such device.
