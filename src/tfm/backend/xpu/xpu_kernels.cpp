@@ -25,6 +25,8 @@ namespace {
 
 constexpr int64_t kMinSplitKeys = 128;  // the flash form splits a row's keys in parts of at least this many,
 constexpr int64_t kMaxSplits = 32;      // into at most this many
+constexpr int64_t kArgmaxMinPart = 4096;  // argmax_rows splits a row in parts of at least this many columns,
+constexpr int64_t kArgmaxMaxParts = 64;   // into at most this many (kArgmaxGroup or fewer: its merge's items)
 
 int32_t to_int(int64_t v, const char* what) {
   check(v >= 0 && v <= std::numeric_limits<int32_t>::max(), "xpu kernels: ", what, " ", v,
@@ -365,9 +367,20 @@ void XpuKernels::run(const op::QkvRopeCache& a) {
 
 void XpuKernels::run(const op::ArgmaxRows& a) {
   std::lock_guard lock(devices_->mutex);
+  const int64_t R = a.x.size(0), V = a.x.size(1);
+  if (R == 0) return;
+  // Parts of a row: two work-groups a compute unit over the rows, none scanning fewer than kArgmaxMinPart.
+  const XpuDevice& device = devices_->backend.device(a.x.device().index);
+  const int64_t by_device = (2 * device.capabilities.eu_count + R - 1) / R;
+  const int64_t parts =
+      std::clamp<int64_t>(std::min(by_device, (V + kArgmaxMinPart - 1) / kArgmaxMinPart), 1, kArgmaxMaxParts);
+  const cl_mem partial = parts > 1
+                             ? devices_->scratch(a.x, static_cast<size_t>(R * parts * 3) * sizeof(float))
+                             : cl_mem{nullptr};
+  const cl_mem arrivals = parts > 1 ? devices_->arrivals(a.x, static_cast<size_t>(R)) : cl_mem{nullptr};
   devices_->kernel(a.ids, pointwise_program(a.dtype()), "argmax_rows", kArgmaxGroup)
-      .args(a.x, a.ids, to_int(a.x.size(1), "row size"))
-      .run({static_cast<size_t>(a.x.size(0)) * kArgmaxGroup, 1}, {kArgmaxGroup, 1});
+      .args(a.x, a.ids, to_int(V, "row size"), partial, arrivals)
+      .run({static_cast<size_t>(parts) * kArgmaxGroup, static_cast<size_t>(R)}, {kArgmaxGroup, 1});
 }
 
 void XpuKernels::run(const op::SampleRows& a) {

@@ -195,24 +195,12 @@ __kernel __attribute__((reqd_work_group_size(RMS_GROUP, 1, 1))) void qkv_rope_ca
   }
 }
 
-// op::ArgmaxRows: one work-group of ARGMAX_GROUP items per row of x (R, V). Each item keeps the first largest of
-// the columns it strides over, then the group keeps the largest, the smaller column on a tie; a NaN or an
-// infinity anywhere in the row makes its id -1.
-__kernel __attribute__((reqd_work_group_size(ARGMAX_GROUP, 1, 1))) void argmax_rows(
-    __global const ELEM* x, long x_off, __global int* ids, long ids_off, int V) {
-  __local float best_value[ARGMAX_GROUP];
-  __local int best_index[ARGMAX_GROUP], finite[ARGMAX_GROUP];
-  const int lid = get_local_id(0), r = get_group_id(0);
-  float value = -INFINITY;
-  int index = -1, all_finite = 1;
-  for (int i = lid; i < V; i += ARGMAX_GROUP) {
-    const float v = LOAD(x, x_off + (long)r * V + i);
-    all_finite &= isfinite(v);
-    if (index < 0 || v > value) {
-      value = v;
-      index = i;
-    }
-  }
+// The work-group's choice among its items' candidates (value and column; column -1: none) and flags of whether
+// all they saw was finite: into best_value[0], best_index[0] (the larger value, then the smaller column, as
+// torch.argmax) and finite[0]. Every item calls it: it holds barriers.
+void argmax_group(float value, int index, int all_finite, __local float* best_value, __local int* best_index,
+                  __local int* finite) {
+  const int lid = get_local_id(0);
   best_value[lid] = value;
   best_index[lid] = index;
   finite[lid] = all_finite;
@@ -231,5 +219,53 @@ __kernel __attribute__((reqd_work_group_size(ARGMAX_GROUP, 1, 1))) void argmax_r
     }
     barrier(CLK_LOCAL_MEM_FENCE);
   }
-  if (lid == 0) ids[ids_off + r] = finite[0] ? best_index[0] : -1;
+}
+
+// op::ArgmaxRows: row r of x (R, V) is split into get_num_groups(0) equal parts, a work-group of ARGMAX_GROUP
+// items each (one work-group scanning a 151,936-column row waits out a memory latency per element its items
+// load). A part's choice (argmax_group) goes to `partial` (value, column, finite flag, as floats) and the last
+// part of the row to arrive (counted in `arrivals`, zero between launches) chooses among them; a NaN or an
+// infinity anywhere in the row makes its id -1.
+__kernel __attribute__((reqd_work_group_size(ARGMAX_GROUP, 1, 1))) void argmax_rows(
+    __global const ELEM* x, long x_off, __global int* ids, long ids_off, int V, __global float* partial,
+    __global int* arrivals) {
+  __local float best_value[ARGMAX_GROUP];
+  __local int best_index[ARGMAX_GROUP], finite[ARGMAX_GROUP];
+  __local int last;
+  const int lid = get_local_id(0), part = get_group_id(0), parts = get_num_groups(0), r = get_group_id(1);
+  const int chunk = (V + parts - 1) / parts, begin = min(V, part * chunk), end = min(V, begin + chunk);
+  float value = -INFINITY;
+  int index = -1, all_finite = 1;
+  for (int i = begin + lid; i < end; i += ARGMAX_GROUP) {
+    const float v = LOAD(x, x_off + (long)r * V + i);
+    all_finite &= isfinite(v);
+    if (index < 0 || v > value) {
+      value = v;
+      index = i;
+    }
+  }
+  argmax_group(value, index, all_finite, best_value, best_index, finite);
+  if (parts == 1) {
+    if (lid == 0) ids[ids_off + r] = finite[0] ? best_index[0] : -1;
+    return;
+  }
+  __global float* choices = partial + (long)r * parts * 3;
+  if (lid == 0) {
+    choices[part * 3] = best_value[0];
+    choices[part * 3 + 1] = as_float(best_index[0]);
+    choices[part * 3 + 2] = as_float(finite[0]);
+    mem_fence(CLK_GLOBAL_MEM_FENCE);  // the choice reaches global memory before the part counts as arrived
+    last = atomic_inc(arrivals + r) == parts - 1;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (!last) return;
+  mem_fence(CLK_GLOBAL_MEM_FENCE);
+  __global volatile const float* seen = choices;  // written by other work-groups: not from a cache of this one's
+  const bool mine = lid < parts;
+  argmax_group(mine ? seen[lid * 3] : -INFINITY, mine ? as_int(seen[lid * 3 + 1]) : -1,
+               mine ? as_int(seen[lid * 3 + 2]) : 1, best_value, best_index, finite);
+  if (lid == 0) {
+    ids[ids_off + r] = finite[0] ? best_index[0] : -1;
+    arrivals[r] = 0;
+  }
 }
