@@ -23,7 +23,7 @@
 namespace tfm::xpu {
 namespace {
 
-constexpr int64_t kMinSplitKeys = 128;  // the flash form splits a row's keys in parts of at least this many,
+constexpr int64_t kMinSplitKeys = 64;   // the flash form splits a row's keys in parts of at least this many,
 constexpr int64_t kMaxSplits = 32;      // into at most this many
 constexpr int64_t kArgmaxMinPart = 4096;  // argmax_rows splits a row in parts of at least this many columns,
 constexpr int64_t kArgmaxMaxParts = 64;   // into at most this many (kArgmaxGroup or fewer: its merge's items)

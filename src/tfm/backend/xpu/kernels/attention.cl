@@ -128,14 +128,29 @@ bool arrive_last(__global int* counter, int splits) {
   return last;
 }
 
+#if HEAD_DIM % 8 == 0
+// A tile's values in 16-byte pieces (eight elements; 32 bytes in float32): item (group, piece) adds piece
+// `piece` of the value rows of keys group, group + VALUE_GROUPS, ... A piece a load where the dimensions are
+// items (each item's share of a row one element a load) waits out a memory latency every few elements.
+#define VALUE_PIECES (HEAD_DIM / 8)
+#define VALUE_GROUPS (ATT_GROUP / VALUE_PIECES)
+#endif
+
 // The keys begin..end-1 of `keys` folded into the running state of attention_flash's items (acc: this item's
 // dimensions lid, lid + ATT_GROUP, ... of the unnormalised output; the maximum score; the denominator),
-// ATT_GROUP keys at a time: each item scores one key of the tile, then every item rescales what it summed under
-// the old maximum and adds the tile's values for its dimensions. `p` and `rows` are the work-group's.
+// ATT_GROUP keys at a time: each item scores one key of the tile, then what was summed under the old maximum is
+// rescaled and the tile's values added. `p`, `weights`, `rows` and `pieces` are the work-group's.
 void flash_keys(__local const float* qs, const Keys* keys, int begin, int end, __global const ELEM* cache_k,
                 long cache_k_off, __global const ELEM* cache_v, long cache_v_off, int block_size, int kv_heads,
-                float scale, __local float* p, __local long* rows, float* acc, float* max_score, float* denom) {
+                float scale, __local float* p, __local float* weights, __local long* rows,
+                __local float8* pieces, float* acc, float* max_score, float* denom) {
   const int lid = get_local_id(0);
+#if HEAD_DIM % 8 == 0
+  const bool by_pieces = (cache_v_off & 7) == 0;  // the rows start where 16-byte loads may
+  const int group = lid / VALUE_PIECES, piece = lid % VALUE_PIECES;
+  const bool holds_piece = group < VALUE_GROUPS;  // the items past the last whole group load nothing
+  float8 sum = 0.0f;
+#endif
   for (int j0 = begin; j0 < end; j0 += ATT_GROUP) {
     // The loops below run over the whole tile, a constant count the compiler unrolls so that many loads are in
     // flight at once: the items past the keys' end weigh 0 and point at the last key.
@@ -146,29 +161,61 @@ void flash_keys(__local const float* qs, const Keys* keys, int begin, int end, _
     barrier(CLK_LOCAL_MEM_FENCE);
     float new_max = *max_score;
     for (int i = 0; i < ATT_GROUP; ++i) new_max = fmax(new_max, p[i]);
+    const float e = lid < count ? exp(score - new_max) : 0.0f;
     barrier(CLK_LOCAL_MEM_FENCE);
-    p[lid] = lid < count ? exp(score - new_max) : 0.0f;
+    p[lid] = e;
+    // Each weight multiplies the values rounded to the dtype, while the denominator sums it unrounded, as
+    // torch's flash attention kernels compute P V in the dtype.
+    weights[lid] = ROUND(e);
     barrier(CLK_LOCAL_MEM_FENCE);
     const float c = exp(*max_score - new_max);  // 0 on the first tile
     float tile_sum = 0.0f;
     for (int i = 0; i < ATT_GROUP; ++i) tile_sum += p[i];
     *denom = *denom * c + tile_sum;
-    // Each weight multiplies the values rounded to the dtype, while the denominator sums it unrounded, as
-    // torch's flash attention kernels compute P V in the dtype.
-    barrier(CLK_LOCAL_MEM_FENCE);
-    p[lid] = ROUND(p[lid]);
-    barrier(CLK_LOCAL_MEM_FENCE);
+    *max_score = new_max;
+#if HEAD_DIM % 8 == 0
+    if (by_pieces) {
+      if (holds_piece) {
+        float8 a = sum * c;
+        for (int k = group; k < ATT_GROUP; k += VALUE_GROUPS)
+          a += weights[k] * LOAD8(cache_v, cache_v_off + rows[k] + piece * 8);
+        sum = a;
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);  // p, weights and rows are rewritten by the next tile
+      continue;
+    }
+#endif
     for (int d = 0; d < DIMS_PER_ITEM; ++d) {
       const int dim = lid + d * ATT_GROUP;
       if (dim >= HEAD_DIM) break;
       float a = acc[d] * c;
-      for (int i = 0; i < ATT_GROUP; ++i) a += p[i] * LOAD(cache_v, cache_v_off + rows[i] + dim);
+      for (int i = 0; i < ATT_GROUP; ++i) a += weights[i] * LOAD(cache_v, cache_v_off + rows[i] + dim);
       acc[d] = a;
     }
-    *max_score = new_max;
-    barrier(CLK_LOCAL_MEM_FENCE);  // p and rows are rewritten by the next tile
+    barrier(CLK_LOCAL_MEM_FENCE);  // p, weights and rows are rewritten by the next tile
   }
+#if HEAD_DIM % 8 == 0
+  if (!by_pieces) return;
+  // Each dimension of the output is the sum of its piece over the key groups.
+  pieces[lid] = sum;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  __local const float* summed = (__local const float*)pieces;
+  for (int d = 0; d < DIMS_PER_ITEM; ++d) {
+    const int dim = lid + d * ATT_GROUP;
+    if (dim >= HEAD_DIM) break;
+    float a = 0.0f;
+    for (int g = 0; g < VALUE_GROUPS; ++g) a += summed[(g * VALUE_PIECES + dim / 8) * 8 + dim % 8];
+    acc[d] = a;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);  // pieces may be rewritten after
+#endif
 }
+
+// The local memory flash_keys takes, declared in the kernel.
+#define FLASH_LOCALS                                    \
+  __local float p[ATT_GROUP], weights[ATT_GROUP];       \
+  __local long rows[ATT_GROUP];                         \
+  __local float8 pieces[ATT_GROUP]
 
 // The end of an attention_flash work-group's part of a (row, head)'s keys: its output, or its state and, for the
 // last part to arrive, the merge of every part's (finish_part, arrive_last, combine_splits). `last` is the
@@ -207,8 +254,7 @@ __kernel __attribute__((reqd_work_group_size(ATT_GROUP, 1, 1))) void attention_f
                                                                                      __global float* partial,
                                                                                      __global int* arrivals) {
   ATTENTION_PROLOGUE(get_group_id(0));
-  __local float p[ATT_GROUP];
-  __local long rows[ATT_GROUP];
+  FLASH_LOCALS;
   __local int last;
   int begin, end;
   split_keys(&keys, get_group_id(1), get_num_groups(1), &begin, &end);
@@ -216,7 +262,7 @@ __kernel __attribute__((reqd_work_group_size(ATT_GROUP, 1, 1))) void attention_f
   for (int i = 0; i < DIMS_PER_ITEM; ++i) acc[i] = 0.0f;
   float max_score = -INFINITY, denom = 0.0f;
   flash_keys(qs, &keys, begin, end, cache_k, cache_k_off, cache_v, cache_v_off, block_size, kv_heads, scale, p,
-             rows, acc, &max_score, &denom);
+             weights, rows, pieces, acc, &max_score, &denom);
   end_flash_part(acc, max_score, denom, end > begin, partial, arrivals, out, o, &last);
 }
 
@@ -250,8 +296,7 @@ __kernel __attribute__((reqd_work_group_size(ATT_GROUP, 1, 1))) void qkv_attenti
     __global const int* slots, long slots_off, int rot_dim) {
   ATTENTION_ROW(get_group_id(0));
   __local float raw[HEAD_DIM], qs[HEAD_DIM], ks[HEAD_DIM], vs[HEAD_DIM];
-  __local float p[ATT_GROUP];
-  __local long rows[ATT_GROUP];
+  FLASH_LOCALS;
   __local int last;
   const long qkv_row = qkv_off + (long)row * (heads + 2 * kv_heads) * HEAD_DIM, table = (long)row * rot_dim;
   // Every work-group makes the new key too (no barrier under a branch), whether or not it uses or writes it.
@@ -279,7 +324,7 @@ __kernel __attribute__((reqd_work_group_size(ATT_GROUP, 1, 1))) void qkv_attenti
   for (int i = 0; i < DIMS_PER_ITEM; ++i) acc[i] = 0.0f;
   float max_score = -INFINITY, denom = 0.0f;
   flash_keys(qs, &keys, begin, uses_new ? position : end, cache_k, cache_k_off, cache_v, cache_v_off, block_size,
-             kv_heads, scale, p, rows, acc, &max_score, &denom);
+             kv_heads, scale, p, weights, rows, pieces, acc, &max_score, &denom);
   if (uses_new) {
     float dot = 0.0f, weight;
     for (int i = 0; i < HEAD_DIM; ++i) dot += qs[i] * ks[i];
