@@ -137,33 +137,51 @@ float rope_element(float x, float partner, float c, float s, bool first_half) {
   return ROUND(x * c) + ROUND((first_half ? -partner : partner) * s);
 }
 
+// The most dimensions of a head one item holds in qkv_head: the attention programs' (HEAD_DIM a build option,
+// ATT_GROUP items a head) and the pointwise program's (heads of up to MAX_HEAD_DIM, RMS_GROUP items).
+#if defined(HEAD_DIM) && defined(ATT_GROUP)
+#define HEAD_ITEM_DIMS ((HEAD_DIM + ATT_GROUP - 1) / ATT_GROUP)
+#elif defined(MAX_HEAD_DIM) && defined(RMS_GROUP)
+#define HEAD_ITEM_DIMS (MAX_HEAD_DIM / RMS_GROUP)
+#endif
+
+#ifdef HEAD_ITEM_DIMS
 // A q or k head of the fused projection made as qkv_rope_cache makes it (op_set.h), as floats that hold the
-// dtype's values: the `dim` elements at `at` of qkv go into `raw` and are normalised there with `norm` (when
-// given; rounded as rms_norm rounds), then rotated into `out` by the rot_dim cos and sin values at cos_at and
-// sin_at (rounded as rope_ rounds; dimensions past rot_dim as they are). Every item of the work-group calls it:
-// it holds barriers. `scratch` holds a float an item.
+// dtype's values: the `dim` elements at `at` of qkv (at most HEAD_ITEM_DIMS an item) are normalised with `norm`
+// (when given; rounded as rms_norm rounds) into `raw`, then rotated into `out` by the rot_dim cos and sin values
+// at cos_at and sin_at (rounded as rope_ rounds; dimensions past rot_dim as they are). Every load is issued
+// before the norm's sum, whose barriers they would otherwise wait behind one after another. Every item of the
+// work-group calls it: it holds barriers. `scratch` holds a float an item.
 void qkv_head(__global const ELEM* qkv, long at, __global const ELEM* norm, long norm_off, float eps,
               __global const ELEM* cos_table, long cos_at, __global const ELEM* sin_table, long sin_at, int dim,
               int rot_dim, __local float* raw, __local float* scratch, __local float* out) {
   const int lid = get_local_id(0), items = get_local_size(0);
+  float x[HEAD_ITEM_DIMS], weight[HEAD_ITEM_DIMS], c[HEAD_ITEM_DIMS], s[HEAD_ITEM_DIMS];
   float sum = 0.0f;
-  for (int i = lid; i < dim; i += items) {
-    raw[i] = LOAD(qkv, at + i);
-    sum += raw[i] * raw[i];
+  for (int j = 0; j < HEAD_ITEM_DIMS; ++j) {
+    const int i = lid + j * items;
+    x[j] = i < dim ? LOAD(qkv, at + i) : 0.0f;
+    weight[j] = norm && i < dim ? LOAD(norm, norm_off + i) : 1.0f;
+    c[j] = i < rot_dim ? LOAD(cos_table, cos_at + i) : 0.0f;
+    s[j] = i < rot_dim ? LOAD(sin_table, sin_at + i) : 0.0f;
+    sum += x[j] * x[j];
   }
   const float inv = 1.0f / sqrt(group_sum(scratch, sum) / (float)dim + eps);
-  if (norm)
-    for (int i = lid; i < dim; i += items) raw[i] = ROUND(LOAD(norm, norm_off + i) * ROUND(raw[i] * inv));
+  for (int j = 0; j < HEAD_ITEM_DIMS; ++j) {
+    const int i = lid + j * items;
+    if (i < dim) raw[i] = norm ? ROUND(weight[j] * ROUND(x[j] * inv)) : x[j];
+  }
   barrier(CLK_LOCAL_MEM_FENCE);  // the rotation reads the other half of the head
   const int pairs = rot_dim / 2;
-  for (int i = lid; i < dim; i += items) {
+  for (int j = 0; j < HEAD_ITEM_DIMS; ++j) {
+    const int i = lid + j * items;
     const bool first = i < pairs;
-    out[i] = i < rot_dim ? ROUND(rope_element(raw[i], raw[first ? i + pairs : i - pairs], LOAD(cos_table, cos_at + i),
-                                              LOAD(sin_table, sin_at + i), first))
-                         : raw[i];
+    if (i >= dim) continue;
+    out[i] = i < rot_dim ? ROUND(rope_element(raw[i], raw[first ? i + pairs : i - pairs], c[j], s[j], first)) : raw[i];
   }
   barrier(CLK_LOCAL_MEM_FENCE);
 }
+#endif
 #endif
 
 // The host's counter-based random stream (backend/sampling_math.h), bit for bit.

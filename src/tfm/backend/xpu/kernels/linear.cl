@@ -116,42 +116,61 @@ float column_sum(float acc[ROWS_MAX], __local float (*partial)[ROWS_GROUP]) {
   return sum;
 }
 
-// This item's share of the dot products of w's row at w_row with the M rows in local memory (K apart): eight
+// This item's share of the dot products of w's row at w_row with the M rows in local memory (K apart), and of
+// w's row at up_row too where `gated` (into acc and up_acc: both rows' loads in flight together): eight
 // elements at a time where `vector` (w's rows start on multiples of eight), else one.
-void local_row_dots(__global const ELEM* w, long w_row, bool vector, __local const float* rows, int M, int K,
-                    int k_end, int lane, float acc[ROWS_MAX]) {
-  for (int m = 0; m < ROWS_MAX; ++m) acc[m] = 0.0f;
+void local_row_dots(__global const ELEM* w, long w_row, bool gated, long up_row, bool vector,
+                    __local const float* rows, int M, int K, int k_end, int lane, float acc[ROWS_MAX],
+                    float up_acc[ROWS_MAX]) {
+  for (int m = 0; m < ROWS_MAX; ++m) acc[m] = up_acc[m] = 0.0f;
   const int vector_end = vector ? k_end : 0;
 #pragma unroll 4
   for (int k = lane * 8; k < vector_end; k += ROWS_LANES * 8) {
-    const float8 wk = LOAD8(w, w_row + k);
-    for (int m = 0; m < ROWS_MAX; ++m)
-      if (m < M) acc[m] += sum8(vload8(0, rows + (long)m * K + k) * wk);
+    const float8 wk = LOAD8(w, w_row + k), uk = gated ? LOAD8(w, up_row + k) : 0.0f;
+    for (int m = 0; m < ROWS_MAX; ++m) {
+      if (m >= M) continue;
+      const float8 xk = vload8(0, rows + (long)m * K + k);
+      acc[m] += sum8(xk * wk);
+      if (gated) up_acc[m] += sum8(xk * uk);
+    }
   }
   for (int k = vector_end + lane; k < k_end; k += ROWS_LANES) {
-    const float wk = LOAD(w, w_row + k);
-    for (int m = 0; m < ROWS_MAX; ++m)
-      if (m < M) acc[m] += rows[(long)m * K + k] * wk;
+    const float wk = LOAD(w, w_row + k), uk = gated ? LOAD(w, up_row + k) : 0.0f;
+    for (int m = 0; m < ROWS_MAX; ++m) {
+      if (m >= M) continue;
+      acc[m] += rows[(long)m * K + k] * wk;
+      if (gated) up_acc[m] += rows[(long)m * K + k] * uk;
+    }
   }
 }
 
-// This item's share of the dot products of w's row at w_row with the M rows of x in global memory (K apart),
-// as local_row_dots; eight elements at a time where `vector` (x's and w's rows start on multiples of eight).
-void global_row_dots(__global const ELEM* x, long x_off, __global const ELEM* w, long w_row, bool vector, int M,
-                     int K, int k_end, int lane, float acc[ROWS_MAX]) {
-  for (int m = 0; m < ROWS_MAX; ++m) acc[m] = 0.0f;
+// This item's share of the dot products of w's row at w_row (and at up_row where `gated`) with the M rows of x
+// in global memory (K apart), as local_row_dots; eight elements at a time where `vector` (x's and w's rows
+// start on multiples of eight).
+void global_row_dots(__global const ELEM* x, long x_off, __global const ELEM* w, long w_row, bool gated,
+                     long up_row, bool vector, int M, int K, int k_end, int lane, float acc[ROWS_MAX],
+                     float up_acc[ROWS_MAX]) {
+  for (int m = 0; m < ROWS_MAX; ++m) acc[m] = up_acc[m] = 0.0f;
   const int vector_end = vector ? k_end : 0;
   // Unrolled so that each item has several loads in flight.
 #pragma unroll 4
   for (int k = lane * 8; k < vector_end; k += ROWS_LANES * 8) {
-    const float8 wk = LOAD8(w, w_row + k);
-    for (int m = 0; m < ROWS_MAX; ++m)
-      if (m < M) acc[m] += sum8(LOAD8(x, x_off + (long)m * K + k) * wk);
+    const float8 wk = LOAD8(w, w_row + k), uk = gated ? LOAD8(w, up_row + k) : 0.0f;
+    for (int m = 0; m < ROWS_MAX; ++m) {
+      if (m >= M) continue;
+      const float8 xk = LOAD8(x, x_off + (long)m * K + k);
+      acc[m] += sum8(xk * wk);
+      if (gated) up_acc[m] += sum8(xk * uk);
+    }
   }
   for (int k = vector_end + lane; k < k_end; k += ROWS_LANES) {
-    const float wk = LOAD(w, w_row + k);
-    for (int m = 0; m < ROWS_MAX; ++m)
-      if (m < M) acc[m] += LOAD(x, x_off + (long)m * K + k) * wk;
+    const float wk = LOAD(w, w_row + k), uk = gated ? LOAD(w, up_row + k) : 0.0f;
+    for (int m = 0; m < ROWS_MAX; ++m) {
+      if (m >= M) continue;
+      const float xk = LOAD(x, x_off + (long)m * K + k);
+      acc[m] += xk * wk;
+      if (gated) up_acc[m] += xk * uk;
+    }
   }
 }
 
@@ -178,13 +197,13 @@ __kernel __attribute__((reqd_work_group_size(ROWS_GROUP, 1, 1))) void linear_row
   // of x and w to start on a multiple of eight; else one at a time.
   const int k_end = n < columns ? K : 0;
   const bool vector = ((x_off | w_off | K) & 7) == 0;
-  float acc[ROWS_MAX];
-  global_row_dots(x, x_off, w, w_off + (long)n * K, vector, M, K, k_end, lane, acc);
+  float acc[ROWS_MAX], up_acc[ROWS_MAX];
+  global_row_dots(x, x_off, w, w_off + (long)n * K, gated, w_off + (long)(n + columns) * K, vector, M, K, k_end,
+                  lane, acc, up_acc);
   float value = column_sum(acc, partial) + (bias && n < columns ? LOAD(bias, bias_off + n) : 0.0f);
   if (gated) {
-    global_row_dots(x, x_off, w, w_off + (long)(n + columns) * K, vector, M, K, k_end, lane, acc);
-    value = silu_gate(value,
-                      column_sum(acc, partial) + (bias && n < columns ? LOAD(bias, bias_off + n + columns) : 0.0f));
+    value = silu_gate(value, column_sum(up_acc, partial) +
+                                 (bias && n < columns ? LOAD(bias, bias_off + n + columns) : 0.0f));
   }
   if (n < columns && lane < M) STORE(value, y, y_off + (long)lane * columns + n);
 }
@@ -203,6 +222,12 @@ __kernel __attribute__((reqd_work_group_size(ROWS_GROUP, 1, 1))) void norm_linea
   __local float partial[ROWS_MAX][ROWS_GROUP];
   const int lid = get_local_id(0), lane = lid % ROWS_LANES;
   const bool writes_residual = pending && get_group_id(0) == 0;
+  // The norm's weights load with the first row, not behind its sum's barriers.
+  float norm_weights[NORM_ROWS / ROWS_GROUP];
+  for (int j = 0; j < NORM_ROWS / ROWS_GROUP; ++j) {
+    const int i = lid + j * ROWS_GROUP;
+    norm_weights[j] = i < K ? LOAD(norm_w, norm_w_off + i) : 0.0f;
+  }
   for (int m = 0; m < M; ++m) {
     const long row = (long)m * K;
     float sum = 0.0f;
@@ -216,21 +241,23 @@ __kernel __attribute__((reqd_work_group_size(ROWS_GROUP, 1, 1))) void norm_linea
       sum += v * v;
     }
     const float inv = 1.0f / sqrt(group_sum(partial[0], sum) / (float)K + eps);
-    for (int i = lid; i < K; i += ROWS_GROUP)
-      rows[row + i] = ROUND(LOAD(norm_w, norm_w_off + i) * ROUND(rows[row + i] * inv));
+    for (int j = 0; j < NORM_ROWS / ROWS_GROUP; ++j) {
+      const int i = lid + j * ROWS_GROUP;
+      if (i < K) rows[row + i] = ROUND(norm_weights[j] * ROUND(rows[row + i] * inv));
+    }
   }
   barrier(CLK_LOCAL_MEM_FENCE);
   const int columns = gated ? N / 2 : N;
   const int n = get_group_id(0) * (ROWS_GROUP / ROWS_LANES) + lid / ROWS_LANES;
   const int k_end = n < columns ? K : 0;
   const bool vector = ((w_off | K) & 7) == 0;
-  float acc[ROWS_MAX];
-  local_row_dots(w, w_off + (long)n * K, vector, rows, M, K, k_end, lane, acc);
+  float acc[ROWS_MAX], up_acc[ROWS_MAX];
+  local_row_dots(w, w_off + (long)n * K, gated, w_off + (long)(n + columns) * K, vector, rows, M, K, k_end, lane,
+                 acc, up_acc);
   float value = column_sum(acc, partial) + (bias && n < columns ? LOAD(bias, bias_off + n) : 0.0f);
   if (gated) {
-    local_row_dots(w, w_off + (long)(n + columns) * K, vector, rows, M, K, k_end, lane, acc);
-    value = silu_gate(value,
-                      column_sum(acc, partial) + (bias && n < columns ? LOAD(bias, bias_off + n + columns) : 0.0f));
+    value = silu_gate(value, column_sum(up_acc, partial) +
+                                 (bias && n < columns ? LOAD(bias, bias_off + n + columns) : 0.0f));
   }
   if (n < columns && lane < M) STORE(value, y, y_off + (long)lane * columns + n);
 }
