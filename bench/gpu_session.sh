@@ -221,28 +221,34 @@ if want demo; then
   # The demo's recipe (models/demo/README.md): 32 blocks of 512 tokens a step, AdamW 0.9/0.95 with weight decay
   # 0.1, 100 warm-up steps and cosine decay to a tenth of 2e-3, clipping at 1, bf16, from Transformers' own
   # initialisation under train_model.py's seed (bench/demo_init.py); its blocks start at a new offset each epoch,
-  # which N copies of the corpus in one epoch reproduce (bench/brown_jsonl.py --copies). It kept the best of runs
-  # of 4, 8, 16 and 32 epochs by validation loss, evaluated every half epoch (8 won: perplexity 72.8, of its
-  # saved bf16 weights computed in float32). Here: runs of 8, 12 and 16 epochs, evaluated every epoch in training
-  # (bf16), then the saved model's perplexity in float32 (one step at learning rate 0 changes no weight).
+  # which N copies of the corpus in one epoch reproduce (bench/brown_jsonl.py --copies). It kept the weights of
+  # the best validation loss, evaluated every half epoch, across runs of 4, 8, 16 and 32 epochs (8 won:
+  # perplexity 72.8, of its saved bf16 weights computed in float32). Here: the runs TFM_DEMO_RUNS names
+  # (epochs:seed, the seed ordering the data), each evaluated and saved every half epoch (48 steps); the
+  # checkpoint of the best evaluation is then evaluated in float32 (one step at learning rate 0 changes no
+  # weight), as the committed model's figure was computed.
   rm -rf /tmp/demo_init && timeout 120 python3 bench/demo_init.py /tmp/demo_init
-  for copies in 8 12 16; do
-    step "tfm train: the demo model from scratch on the Brown corpus, $copies epochs at moving offsets (cuda, ${precision[*]:-float32})"
+  for run in ${TFM_DEMO_RUNS:-8:42}; do
+    copies=${run%%:*} seed=${run##*:}
+    step "tfm train: the demo model from scratch, $copies epochs at moving offsets, seed $seed (cuda, ${precision[*]:-float32})"
     rm -rf /tmp/demo_out /tmp/brown_copies
     python3 bench/brown_jsonl.py /tmp/brown /tmp/brown_copies --copies $copies
     timeout 400 python3 bench/train_timing.py 16384 -- $b/bin/tfm train --model /tmp/demo_init \
       --data /tmp/brown_copies/train.jsonl --eval-data /tmp/brown_copies/val.jsonl --max-seq-length 512 \
       --output-dir /tmp/demo_out "${precision[@]}" --num_train_epochs 1 --per_device_train_batch_size 32 --learning_rate 2e-3 \
       --adam_beta2 0.95 --weight_decay 0.1 --warmup_steps 100 --lr_scheduler_type cosine_with_min_lr \
-      --lr_scheduler_kwargs '{"min_lr_rate": 0.1}' --eval_strategy steps --eval_steps 96 --logging_steps 1 \
-      --save_strategy no --quiet 2>&1 |
-      grep -E 'eval_loss|"peer"' | sed -E 's/,"eval_(runtime|samples_per_second|steps_per_second)":[^,]*//g'
-    step "the saved model's validation perplexity in float32 ($copies epochs)"
-    timeout 120 $b/bin/tfm train --model /tmp/demo_out --data /tmp/brown_copies/val.jsonl \
+      --lr_scheduler_kwargs '{"min_lr_rate": 0.1}' --eval_strategy steps --eval_steps 48 --save_strategy steps \
+      --save_steps 48 --seed $seed --logging_steps 1 --quiet 2>&1 | grep -E '"peer"|error|failed|Error'
+    best=$(python3 -c 'import json, math, sys
+evals = [e for e in json.load(open(sys.argv[1]))["log_history"] if "eval_loss" in e]
+print("perplexity by step:", " ".join("%d:%.2f" % (e["step"], math.exp(e["eval_loss"])) for e in evals), file=sys.stderr)
+print(min(evals, key=lambda e: e["eval_loss"])["step"])' /tmp/demo_out/trainer_state.json)
+    step "float32 validation perplexity of the best evaluation's checkpoint (step $best, $copies epochs, seed $seed)"
+    timeout 120 $b/bin/tfm train --model /tmp/demo_out/checkpoint-$best --data /tmp/brown_copies/val.jsonl \
       --eval-data /tmp/brown_copies/val.jsonl --max-seq-length 512 --output-dir /tmp/demo_eval --max_steps 1 \
       --learning_rate 0 --save_strategy no --quiet 2>&1 | grep perplexity
   done
-  timeout 60 $b/bin/tfm generate --model /tmp/demo_out --prompt "The old man said" --max-new-tokens 40 --quiet
+  timeout 60 $b/bin/tfm generate --model /tmp/demo_out/checkpoint-$best --prompt "The old man said" --max-new-tokens 40 --quiet
 fi
 
 if want trainspeed; then

@@ -8,6 +8,8 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "../model/parity_fixtures.h"
 #include "../xpu/test_platform.h"
@@ -245,6 +247,34 @@ TEST(Trainer, EvaluationIsTheMeanLossPerLabel) {
     want += l.loss_sum / static_cast<double>(l.items) * static_cast<double>(size);
   }
   EXPECT_NEAR(json::Value(metrics).at("eval_loss").as_double(), want / 6, 1e-9);
+}
+
+// On the cpu a model in its file's dtype views the file's mapping, and training writes its weights: the
+// writes stay in the process (copy-on-write pages), and the file keeps its bytes.
+TEST(Trainer, TrainsAModelViewingItsFileWithoutWritingTheFile) {
+  testing::ScratchDir dir;
+  const std::string fixture = parity::kFixtures + "qwen3_head_dim_sliding";
+  CausalLM first = load_float32("qwen3_head_dim_sliding");
+  TrainingArguments args = short_run(dir / "float32");
+  args.max_steps = 2;  // the first step's learning rate is 0 (warm-up)
+  args.save_strategy = IntervalStrategy::no;
+  Trainer(first, args, full_model_weights(first, fixture), reference_examples()).train();
+  const std::string file = dir / "float32/model.safetensors";
+  std::ifstream in(file, std::ios::binary);
+  const std::string before{std::istreambuf_iterator<char>(in), {}};
+
+  LoadOptions options;
+  options.progress = false;
+  CausalLM viewing = CausalLM::from_pretrained(dir / "float32", options);
+  ASSERT_EQ(viewing.dtype(), DType::float32);
+  args.output_dir = dir / "again";
+  Trainer(viewing, args, full_model_weights(viewing, dir / "float32"), reference_examples()).train();
+  const SafetensorsFile saved = SafetensorsFile::open(file);
+  const Tensor stored = saved.get("model.embed_tokens.weight");
+  const Tensor trained = viewing.parameters().front().value;
+  EXPECT_NE(std::memcmp(stored.raw(), trained.raw(), stored.nbytes()), 0);  // the step changed the weights
+  std::ifstream after_in(file, std::ios::binary);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(after_in), {}), before);
 }
 
 }  // namespace

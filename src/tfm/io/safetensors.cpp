@@ -194,7 +194,9 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
     ::close(fd);
     reader.fail("file is ", file_size, " bytes, too short for the 8-byte header length");
   }
-  void* address = mmap(nullptr, file_size, PROT_READ, MAP_PRIVATE, fd, 0);
+  // Private and writable: a view's writes (a cpu model trained in its file's dtype) go to pages of this
+  // process, copied on write, and never reach the file; pages never written stay shared with the page cache.
+  void* address = mmap(nullptr, file_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_NORESERVE, fd, 0);
   const int map_errno = errno;
   if (address == MAP_FAILED) {
     ::close(fd);
@@ -335,7 +337,7 @@ void SafetensorsFile::release(std::string_view name, size_t begin, size_t end) c
   end = end == 0 ? info->nbytes : std::min(end, info->nbytes);
   if (begin >= end) return;
   const auto [pages, bytes] = inner_pages(mapping_->bytes() + info->offset + begin, end - begin);
-  if (bytes > 0) madvise(pages, bytes, MADV_DONTNEED);  // a read-only private mapping: nothing is lost
+  if (bytes > 0) madvise(pages, bytes, MADV_DONTNEED);  // pages not written: nothing is lost
 }
 
 void save_safetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,

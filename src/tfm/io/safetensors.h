@@ -32,24 +32,25 @@ struct TensorInfo {
 
 class SafetensorsFile {
  public:
-  // Maps the file read-only and validates the whole header; a bad file throws tfm::Error naming the file and,
-  // where one is at fault, the tensor.
+  // Maps the file (privately: nothing written to the mapping reaches the file) and validates the whole
+  // header; a bad file throws tfm::Error naming the file and, where one is at fault, the tensor.
   static SafetensorsFile open(const std::string& path);
 
   const std::string& path() const { return path_; }
   // In header order (the order the writer chose; the Python library sorts by dtype then name).
   const std::vector<TensorInfo>& tensors() const { return tensors_; }
   const TensorInfo* find(std::string_view name) const;  // nullptr when absent
-  // A CPU tensor viewing the mapped bytes (no copy, read-only memory: writing to it faults). It keeps the
-  // mapping alive after this object is gone. A tensor whose offset is not a multiple of its element size
-  // (never so in files the Python library wrote) is copied to aligned memory instead. An absent name throws,
-  // naming the file.
+  // A CPU tensor viewing the mapped bytes (no copy; a write copies the page it lands on, in this process
+  // only, so an optimizer may update weights that view the file). It keeps the mapping alive after this
+  // object is gone. A tensor whose offset is not a multiple of its element size (never so in files the Python
+  // library wrote) is copied to aligned memory instead. An absent name throws, naming the file.
   Tensor get(std::string_view name) const;
   // Copies bytes [begin, begin + bytes) of tensor `name` to `dst` by reading the file (pread), so that the
   // mapping's pages stay out of this process's memory; safe from several threads at once.
   void read(std::string_view name, size_t begin, void* dst, size_t bytes) const;
   // Done with bytes [begin, end) of the tensor (end 0: to its end): their pages leave this process's memory
-  // but stay in the page cache, and a later read maps them again; views stay valid.
+  // but stay in the page cache, and a later read maps them again; views stay valid, but a page written
+  // through one goes back to the file's bytes, so release only what no view writes.
   void release(std::string_view name, size_t begin = 0, size_t end = 0) const;
   // The "__metadata__" object (string values only); empty when the file has none.
   const json::Value& metadata() const { return metadata_; }
