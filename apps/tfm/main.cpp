@@ -68,6 +68,18 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
+  // The first word of commands of two words ("bench"): name the second words it takes.
+  std::string second_words;
+  for (const auto* c : kCommands) {
+    if (!c->name.starts_with(name + " ")) continue;
+    if (!second_words.empty()) second_words += ", ";
+    second_words += c->name.substr(name.size() + 1);
+  }
+  if (!second_words.empty()) {
+    std::cerr << "error: 'tfm " << name << "' takes one of: " << second_words << " (`tfm " << name
+              << " <one> --help` describes it)\n";
+    return 2;
+  }
   std::cerr << "error: unknown command '" << name << "'\n";
   print_usage(std::cerr);
   return 2;

@@ -223,6 +223,18 @@ TEST(Cli, EveryCommandHasHelp) {
   EXPECT_EQ(listed, 7u);
 }
 
+// The first word of a two-word command alone, with --help, or with an unknown second word names the second
+// words.
+TEST(Cli, BenchAloneNamesItsSubcommands) {
+  for (const std::string args : {"bench", "bench --help", "bench nonsense"}) {
+    const Result r = tfm_run(args);
+    EXPECT_EQ(r.status, 2) << args;
+    EXPECT_NE(r.out.find("error: 'tfm bench' takes one of: throughput, serve, latency"), std::string::npos)
+        << args << "\n"
+        << r.out;
+  }
+}
+
 TEST(Cli, PrintsItsVersion) {
   for (const std::string args : {"--version", "version"}) {
     const Result r = tfm_run(args);
