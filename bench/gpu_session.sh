@@ -2,7 +2,7 @@
 # A GPU-machine session: the device tests and the benchmarks that need that machine, by section, in one call:
 #   bash bench/gpu_session.sh [tests] [latency] [peers] [engine] [dtypes] [load] [tokenizer] [xpu] [train] [demo]
 #     [trainspeed] [trainpeers] [kernels] [attention] [engineprofile] [serve] [ab] [abprofile] [abxpu] [loraprofile]
-#     [engineattention] [enginesweep]
+#     [trainprofile] [engineattention] [enginesweep]
 # (no section: all). Expects .carry/bundle.tar.xz (bench/device_bundle.sh); the Qwen3 tokenizer and the Brown
 # corpus come from the repository (tests/assets, models/demo/scripts). cuBLASLt comes from the machine's CUDA
 # Python packages, through LD_LIBRARY_PATH: tfm opens it on the first matmul. Writes $OUT/session.log. Sections ab
@@ -380,6 +380,17 @@ if want loraprofile; then
   for build in $b $n; do
     step "$build: op profile of LoRA r=16 training, Qwen3-0.6B shape, bf16, 8 x 1024 tokens a step, 3 steps"
     TFM_PROFILE_OPS=1 timeout 300 $build/bin/tfm "${q_train[@]}" --max_steps 3 "${q_lora[@]}" 2>&1 |
+      grep -A30 "op profile" | cut -c1-160
+  done
+fi
+if want trainprofile; then
+  # Where a training step's time goes, full fine-tuning and LoRA (TFM_PROFILE_OPS waits around every op; an op's
+  # slowest call is mostly the first step's plan building: its total less that is the steady cost).
+  brown_jsonl
+  qwen3_to_train
+  for lora in "" "${q_lora[*]}"; do
+    step "op profile of training${lora:+ with $lora}, Qwen3-0.6B shape, bf16, 8 x 1024 tokens a step, 3 steps"
+    TFM_PROFILE_OPS=1 timeout 300 $b/bin/tfm "${q_train[@]}" --max_steps 3 $lora 2>&1 |
       grep -A30 "op profile" | cut -c1-160
   done
 fi
