@@ -17,6 +17,7 @@
 
 #include "tfm/backend/cpu/cpu_backend.h"
 #include "tfm/backend/onednn_linear.h"
+#include "tfm/backend/op_set.h"
 #include "tfm/backend/pointer_args.h"
 #include "tfm/core/floats.h"
 #include "tfm/core/parallel.h"
@@ -24,8 +25,23 @@
 namespace tfm::cpu {
 namespace {
 
-// oneDNN matmul primitives by shape and dtype, created once (creation costs far more than a decode step's
-// small matmul); whether oneDNN has one for a dtype on this CPU is asked once.
+// A product c (M, N) = a (M, K) @ b (K, N) (+ bias (N)) in dtype d, row-major but where a_t (a stored (K, M))
+// or b_t (b stored (N, K), a Linear's weights); with `accumulate`, added to c's values (oneDNN's sum
+// post-op).
+struct Product {
+  int64_t M, K, N;
+  DType d;
+  bool a_t, b_t, bias, accumulate;
+  auto operator<=>(const Product&) const = default;
+};
+
+// Linear's forward: y = x @ w^T (+ bias).
+Product linear_product(int64_t M, int64_t K, int64_t N, DType d, bool bias) {
+  return {M, K, N, d, false, true, bias, false};
+}
+
+// oneDNN matmul primitives by product, created once (creation costs far more than a decode step's small
+// matmul); whether oneDNN has one for a dtype on this CPU is asked once.
 class OneDnn {
  public:
   static OneDnn& get() {
@@ -36,36 +52,53 @@ class OneDnn {
   bool runs(DType d) {
     std::lock_guard lock(mutex_);
     auto it = runs_.find(d);
-    if (it == runs_.end()) it = runs_.emplace(d, create(1, 64, 64, d, true).has_value()).first;
+    if (it == runs_.end())
+      it = runs_.emplace(d, create(linear_product(1, 64, 64, d, true)).has_value()).first;
     return it->second;
   }
 
-  // y (M, N) = x (M, K) @ w^T, w (N, K) row-major; all of dtype d; bias (N) of dtype d or null.
-  void matmul(const void* x, const void* w, const void* bias, void* y, int64_t M, int64_t K, int64_t N,
-              DType d) {
-    const LinearDescs descs(d, M, K, N);
+  void run(const Product& p, const void* a, const void* b, const void* bias, void* c) {
+    const Descs descs(p);
     std::lock_guard lock(mutex_);
-    const auto key = std::make_tuple(M, K, N, d, bias != nullptr);
-    auto it = primitives_.find(key);
+    auto it = primitives_.find(p);
     if (it == primitives_.end()) {
-      std::optional<dnnl::matmul> created = create(M, K, N, d, bias != nullptr);
-      check(created.has_value(), "oneDNN has no ", dtype_name(d), " matmul for ", M, "x", K, " by ", K, "x", N,
-            " on this CPU");
-      it = primitives_.emplace(key, *created).first;
+      std::optional<dnnl::matmul> created = create(p);
+      check(created.has_value(), "oneDNN has no ", dtype_name(p.d), " matmul for ", p.M, "x", p.K, " by ",
+            p.K, "x", p.N, " on this CPU");
+      it = primitives_.emplace(p, *created).first;
     }
     std::unordered_map<int, dnnl::memory> args{
-        {DNNL_ARG_SRC, dnnl::memory(descs.x, engine_, const_cast<void*>(x))},
-        {DNNL_ARG_WEIGHTS, dnnl::memory(descs.w, engine_, const_cast<void*>(w))},
-        {DNNL_ARG_DST, dnnl::memory(descs.y, engine_, y)}};
+        {DNNL_ARG_SRC, dnnl::memory(descs.a, engine_, const_cast<void*>(a))},
+        {DNNL_ARG_WEIGHTS, dnnl::memory(descs.b, engine_, const_cast<void*>(b))},
+        {DNNL_ARG_DST, dnnl::memory(descs.c, engine_, c)}};
     if (bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory(descs.bias, engine_, const_cast<void*>(bias)));
     it->second.execute(stream_, args);
     stream_.wait();
   }
 
  private:
-  std::optional<dnnl::matmul> create(int64_t M, int64_t K, int64_t N, DType d, bool with_bias) {
+  struct Descs {
+    explicit Descs(const Product& p)
+        : a({p.M, p.K}, onednn_type(p.d), p.a_t ? tag::ba : tag::ab),
+          b({p.K, p.N}, onednn_type(p.d), p.b_t ? tag::ba : tag::ab),
+          bias({1, p.N}, onednn_type(p.d), tag::ab),
+          c({p.M, p.N}, onednn_type(p.d), tag::ab) {}
+    using tag = dnnl::memory::format_tag;
+    dnnl::memory::desc a, b, bias, c;
+  };
+
+  std::optional<dnnl::matmul> create(const Product& p) {
     try {
-      return dnnl::matmul(dnnl::matmul::primitive_desc(LinearDescs(d, M, K, N).matmul(with_bias), engine_));
+      const Descs descs(p);
+      dnnl::primitive_attr attr;
+      if (p.accumulate) {
+        dnnl::post_ops sum;
+        sum.append_sum(1.f);
+        attr.set_post_ops(sum);
+      }
+      const dnnl::matmul::desc desc = p.bias ? dnnl::matmul::desc(descs.a, descs.b, descs.bias, descs.c)
+                                             : dnnl::matmul::desc(descs.a, descs.b, descs.c);
+      return dnnl::matmul(dnnl::matmul::primitive_desc(desc, attr, engine_));
     } catch (const dnnl::error&) {  // unimplemented for this dtype on this CPU
       return std::nullopt;
     }
@@ -75,7 +108,7 @@ class OneDnn {
   dnnl::stream stream_{engine_};
   std::mutex mutex_;
   std::map<DType, bool> runs_;
-  std::map<std::tuple<int64_t, int64_t, int64_t, DType, bool>, dnnl::matmul> primitives_;
+  std::map<Product, dnnl::matmul> primitives_;
 };
 
 // sum over k of x[k] * w[k], x in float32 and w in T, with sixteen running sums so that the compiler can
@@ -167,7 +200,8 @@ void linear_blocks(const T* x, const T* w, const T* bias, T* y, int64_t M, int64
     parallel_for(nb * K, {}, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) wf[i] = to_float(w[n0 * K + i]);
     });
-    OneDnn::get().matmul(xf.data(), wf.data(), nullptr, yf.data(), M, K, nb, DType::float32);
+    OneDnn::get().run(linear_product(M, K, nb, DType::float32, false), xf.data(), wf.data(), nullptr,
+                      yf.data());
     parallel_for(M, {.enabled = M * nb > 16384}, [&](int64_t begin, int64_t end) {
       for (int64_t m = begin; m < end; ++m) {
         for (int64_t j = 0; j < nb; ++j) {
@@ -184,7 +218,8 @@ void linear(const op::Linear& a) {
   if (M == 0 || N == 0) return;
   const T* bias = data_or_null<T>(a.bias);
   if (OneDnn::get().runs(dtype_of<T>())) {
-    OneDnn::get().matmul(a.x.raw(), a.w.raw(), bias, a.y.raw(), M, K, N, dtype_of<T>());
+    OneDnn::get().run(linear_product(M, K, N, dtype_of<T>(), bias != nullptr), a.x.raw(), a.w.raw(), bias,
+                      a.y.raw());
   } else if (M <= kRowsPath) {
     linear_rows(a.x.data<T>(), a.w.data<T>(), bias, a.y.data<T>(), M, K, N);
   } else {
@@ -223,11 +258,46 @@ void linear_add(const op::LinearAdd& a) {
   if (M == 0 || N == 0 || K == 0) return;
   const std::vector<float> xf = to_floats(a.x.data<T>(), M * K), wf = to_floats(a.w.data<T>(), N * K);
   std::vector<float> product(static_cast<size_t>(M * N));
-  OneDnn::get().matmul(xf.data(), wf.data(), nullptr, product.data(), M, K, N, DType::float32);
+  OneDnn::get().run(linear_product(M, K, N, DType::float32, false), xf.data(), wf.data(), nullptr,
+                    product.data());
   T* y = a.y.data<T>();
   parallel_for(M * N, {.enabled = M * N > 16384}, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) y[i] = from_float<T>(to_float(y[i]) + product[i]);
   });
+}
+
+// Linear's backward, its products in float32 through oneDNN: dx = dy @ w (rounded to T once), and dw += dy^T
+// @ x straight into the float32 accumulator; dbias += the column sums of dy.
+template <typename T>
+void linear_backward(const op::LinearBackward& a) {
+  const int64_t M = a.x.size(0), K = a.x.size(1), N = a.w.size(0);
+  if (M == 0) return;
+  const std::vector<float> dy = to_floats(a.dy.data<T>(), M * N);
+  if (a.dx.defined()) {
+    const std::vector<float> w = to_floats(a.w.data<T>(), N * K);
+    std::vector<float> dx(static_cast<size_t>(M * K));
+    OneDnn::get().run({M, N, K, DType::float32, false, false, false, false}, dy.data(), w.data(), nullptr,
+                      dx.data());
+    T* out = a.dx.data<T>();
+    parallel_for(M * K, {.enabled = M * K > 65536}, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) out[i] = from_float<T>(dx[i]);
+    });
+  }
+  if (a.dw.defined()) {
+    const std::vector<float> x = to_floats(a.x.data<T>(), M * K);
+    OneDnn::get().run({N, M, K, DType::float32, true, false, false, true}, dy.data(), x.data(), nullptr,
+                      a.dw.data<float>());
+  }
+  if (a.dbias.defined()) {
+    float* dbias = a.dbias.data<float>();
+    parallel_for(N, {.enabled = M * N > 65536}, [&](int64_t begin, int64_t end) {
+      for (int64_t n = begin; n < end; ++n) {
+        float sum = 0.f;
+        for (int64_t m = 0; m < M; ++m) sum += dy[m * N + n];
+        dbias[n] += sum;
+      }
+    });
+  }
 }
 
 template <typename T>
@@ -245,6 +315,8 @@ void register_linear_kernels(KernelRegistry& r) {
       r.add<op::Linear>(DeviceType::cpu, d, "reference", {.run = linear_reference<T>});
       r.add<op::LinearAdd>(DeviceType::cpu, d, "default", {.run = linear_add<T>, .is_default = true});
       r.add<op::LinearAdd>(DeviceType::cpu, d, "reference", {.run = linear_add_reference<T>});
+      r.add<op::LinearBackward>(DeviceType::cpu, d, "default",
+                                {.run = linear_backward<T>, .is_default = true});
     });
   }
 }

@@ -1,7 +1,8 @@
 // The CPU's training kernels: each forward op's backward, the loss and the AdamW step (op_set.h says what
-// each computes). Plain C++ over each dtype's storage type with float32 arithmetic, parallel with OpenMP where
-// threads write disjoint outputs; these are also the reference other devices' training kernels are tested
-// against, and the finite-difference checks in tests/train test them.
+// each computes; linear's backward is beside its forward, in linear.cpp). Plain C++ over each dtype's storage
+// type with float32 arithmetic, parallel with OpenMP where threads write disjoint outputs; these are also the
+// reference other devices' training kernels are tested against, and the finite-difference checks in
+// tests/train test them.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -14,51 +15,6 @@
 
 namespace tfm::cpu {
 namespace {
-
-template <typename T>
-void linear_backward(const op::LinearBackward& a) {
-  const int64_t M = a.x.size(0), K = a.x.size(1), N = a.w.size(0);
-  const T* x = a.x.data<T>();
-  const T* w = a.w.data<T>();
-  const T* dy = a.dy.data<T>();
-  if (a.dx.defined()) {  // dx[m] = sum over n of dy[m, n] w[n]
-    parallel_for(M, {.enabled = M * N * K > 65536}, [&](int64_t begin, int64_t end) {
-      std::vector<float> row(static_cast<size_t>(K));
-      for (int64_t m = begin; m < end; ++m) {
-        std::fill(row.begin(), row.end(), 0.f);
-        for (int64_t n = 0; n < N; ++n) {
-          const float g = to_float(dy[m * N + n]);
-          if (g == 0.f) continue;
-          const T* wn = w + n * K;
-          for (int64_t k = 0; k < K; ++k) row[k] += g * to_float(wn[k]);
-        }
-        T* out = a.dx.data<T>() + m * K;
-        for (int64_t k = 0; k < K; ++k) out[k] = from_float<T>(row[k]);
-      }
-    });
-  }
-  if (a.dw.defined() || a.dbias.defined()) {  // dw[n] += sum over m of dy[m, n] x[m]
-    parallel_for(N, {.enabled = M * N * K > 65536}, [&](int64_t begin, int64_t end) {
-      std::vector<float> row(static_cast<size_t>(K));
-      for (int64_t n = begin; n < end; ++n) {
-        std::fill(row.begin(), row.end(), 0.f);
-        float bias = 0.f;
-        for (int64_t m = 0; m < M; ++m) {
-          const float g = to_float(dy[m * N + n]);
-          bias += g;
-          if (g == 0.f || !a.dw.defined()) continue;
-          const T* xm = x + m * K;
-          for (int64_t k = 0; k < K; ++k) row[k] += g * to_float(xm[k]);
-        }
-        if (a.dw.defined()) {
-          float* dw = a.dw.data<float>() + n * K;
-          for (int64_t k = 0; k < K; ++k) dw[k] += row[k];
-        }
-        if (a.dbias.defined()) a.dbias.data<float>()[n] += bias;
-      }
-    });
-  }
-}
 
 template <typename T>
 void rms_norm_backward(const op::RmsNormBackward& a) {
@@ -311,7 +267,6 @@ void register_training_kernels(KernelRegistry& r) {
   constexpr DeviceType cpu = DeviceType::cpu;
   for (DType d : kComputeDTypes) {
     visit_float(d, [&]<typename T>() {
-      r.add<op::LinearBackward>(cpu, d, "default", {.run = linear_backward<T>, .is_default = true});
       r.add<op::RmsNormBackward>(cpu, d, "default", {.run = rms_norm_backward<T>, .is_default = true});
       r.add<op::SiluMulBackward>(cpu, d, "default", {.run = silu_mul_backward<T>, .is_default = true});
       r.add<op::EmbeddingBackward>(cpu, d, "default", {.run = embedding_backward<T>, .is_default = true});
