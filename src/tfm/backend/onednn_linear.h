@@ -1,5 +1,7 @@
 // op::Linear as oneDNN's matmul sees it, for the backends that run it there (cpu, xpu): x (M, K) and y (M, N)
-// row-major, w (N, K) row-major read as the (K, N) weights (tag ba), bias (1, N); all in the op's dtype.
+// row-major, w (N, K) row-major read as the (K, N) weights (tag ba), bias (1, N); all in the op's dtype. The
+// cpu's linear backward takes the other layouts of the same product: x stored transposed ((K, M), x_t) and w
+// row-major as (K, N) (w_t false).
 #pragma once
 
 #include <cstdint>
@@ -17,9 +19,9 @@ inline dnnl::memory::data_type onednn_type(DType d) {
 }
 
 struct LinearDescs {
-  LinearDescs(DType dtype, int64_t M, int64_t K, int64_t N)
-      : x({M, K}, onednn_type(dtype), dnnl::memory::format_tag::ab),
-        w({K, N}, onednn_type(dtype), dnnl::memory::format_tag::ba),
+  LinearDescs(DType dtype, int64_t M, int64_t K, int64_t N, bool x_t = false, bool w_t = true)
+      : x({M, K}, onednn_type(dtype), x_t ? dnnl::memory::format_tag::ba : dnnl::memory::format_tag::ab),
+        w({K, N}, onednn_type(dtype), w_t ? dnnl::memory::format_tag::ba : dnnl::memory::format_tag::ab),
         bias({1, N}, onednn_type(dtype), dnnl::memory::format_tag::ab),
         y({M, N}, onednn_type(dtype), dnnl::memory::format_tag::ab) {}
 

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <optional>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include <oneapi/dnnl/dnnl.hpp>
@@ -58,7 +59,7 @@ class OneDnn {
   }
 
   void run(const Product& p, const void* a, const void* b, const void* bias, void* c) {
-    const Descs descs(p);
+    const LinearDescs descs = descs_of(p);
     std::lock_guard lock(mutex_);
     auto it = primitives_.find(p);
     if (it == primitives_.end()) {
@@ -68,37 +69,26 @@ class OneDnn {
       it = primitives_.emplace(p, *created).first;
     }
     std::unordered_map<int, dnnl::memory> args{
-        {DNNL_ARG_SRC, dnnl::memory(descs.a, engine_, const_cast<void*>(a))},
-        {DNNL_ARG_WEIGHTS, dnnl::memory(descs.b, engine_, const_cast<void*>(b))},
-        {DNNL_ARG_DST, dnnl::memory(descs.c, engine_, c)}};
+        {DNNL_ARG_SRC, dnnl::memory(descs.x, engine_, const_cast<void*>(a))},
+        {DNNL_ARG_WEIGHTS, dnnl::memory(descs.w, engine_, const_cast<void*>(b))},
+        {DNNL_ARG_DST, dnnl::memory(descs.y, engine_, c)}};
     if (bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory(descs.bias, engine_, const_cast<void*>(bias)));
     it->second.execute(stream_, args);
     stream_.wait();
   }
 
  private:
-  struct Descs {
-    explicit Descs(const Product& p)
-        : a({p.M, p.K}, onednn_type(p.d), p.a_t ? tag::ba : tag::ab),
-          b({p.K, p.N}, onednn_type(p.d), p.b_t ? tag::ba : tag::ab),
-          bias({1, p.N}, onednn_type(p.d), tag::ab),
-          c({p.M, p.N}, onednn_type(p.d), tag::ab) {}
-    using tag = dnnl::memory::format_tag;
-    dnnl::memory::desc a, b, bias, c;
-  };
+  static LinearDescs descs_of(const Product& p) { return LinearDescs(p.d, p.M, p.K, p.N, p.a_t, p.b_t); }
 
   std::optional<dnnl::matmul> create(const Product& p) {
     try {
-      const Descs descs(p);
       dnnl::primitive_attr attr;
       if (p.accumulate) {
         dnnl::post_ops sum;
         sum.append_sum(1.f);
         attr.set_post_ops(sum);
       }
-      const dnnl::matmul::desc desc = p.bias ? dnnl::matmul::desc(descs.a, descs.b, descs.bias, descs.c)
-                                             : dnnl::matmul::desc(descs.a, descs.b, descs.c);
-      return dnnl::matmul(dnnl::matmul::primitive_desc(desc, attr, engine_));
+      return dnnl::matmul(dnnl::matmul::primitive_desc(descs_of(p).matmul(p.bias), attr, engine_));
     } catch (const dnnl::error&) {  // unimplemented for this dtype on this CPU
       return std::nullopt;
     }
@@ -170,6 +160,17 @@ std::vector<float> to_floats(const T* v, int64_t n) {
     for (int64_t i = begin; i < end; ++i) out[i] = to_float(v[i]);
   });
   return out;
+}
+
+// v's values as float32 for a float32 product: v itself when it is float32, else converted into `storage`.
+template <typename T>
+const float* float_values(const T* v, int64_t n, std::vector<float>& storage) {
+  if constexpr (std::is_same_v<T, float>) {
+    return v;
+  } else {
+    storage = to_floats(v, n);
+    return storage.data();
+  }
 }
 
 constexpr int64_t kRowsPath = 8;  // up to this many rows of x take the dot-product path
@@ -256,10 +257,11 @@ template <typename T>
 void linear_add(const op::LinearAdd& a) {
   const int64_t M = a.x.size(0), K = a.x.size(1), N = a.w.size(0);
   if (M == 0 || N == 0 || K == 0) return;
-  const std::vector<float> xf = to_floats(a.x.data<T>(), M * K), wf = to_floats(a.w.data<T>(), N * K);
+  std::vector<float> x_storage, w_storage;
+  const float* x = float_values(a.x.data<T>(), M * K, x_storage);
+  const float* w = float_values(a.w.data<T>(), N * K, w_storage);
   std::vector<float> product(static_cast<size_t>(M * N));
-  OneDnn::get().run(linear_product(M, K, N, DType::float32, false), xf.data(), wf.data(), nullptr,
-                    product.data());
+  OneDnn::get().run(linear_product(M, K, N, DType::float32, false), x, w, nullptr, product.data());
   T* y = a.y.data<T>();
   parallel_for(M * N, {.enabled = M * N > 16384}, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) y[i] = from_float<T>(to_float(y[i]) + product[i]);
@@ -272,20 +274,25 @@ template <typename T>
 void linear_backward(const op::LinearBackward& a) {
   const int64_t M = a.x.size(0), K = a.x.size(1), N = a.w.size(0);
   if (M == 0) return;
-  const std::vector<float> dy = to_floats(a.dy.data<T>(), M * N);
+  std::vector<float> dy_storage, w_storage, x_storage;
+  const float* dy = float_values(a.dy.data<T>(), M * N, dy_storage);
   if (a.dx.defined()) {
-    const std::vector<float> w = to_floats(a.w.data<T>(), N * K);
-    std::vector<float> dx(static_cast<size_t>(M * K));
-    OneDnn::get().run({M, N, K, DType::float32, false, false, false, false}, dy.data(), w.data(), nullptr,
-                      dx.data());
-    T* out = a.dx.data<T>();
-    parallel_for(M * K, {.enabled = M * K > 65536}, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) out[i] = from_float<T>(dx[i]);
-    });
+    const float* w = float_values(a.w.data<T>(), N * K, w_storage);
+    const Product dx_product{M, N, K, DType::float32, false, false, false, false};
+    if constexpr (std::is_same_v<T, float>) {
+      OneDnn::get().run(dx_product, dy, w, nullptr, a.dx.data<float>());
+    } else {
+      std::vector<float> dx(static_cast<size_t>(M * K));
+      OneDnn::get().run(dx_product, dy, w, nullptr, dx.data());
+      T* out = a.dx.data<T>();
+      parallel_for(M * K, {.enabled = M * K > 65536}, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) out[i] = from_float<T>(dx[i]);
+      });
+    }
   }
   if (a.dw.defined()) {
-    const std::vector<float> x = to_floats(a.x.data<T>(), M * K);
-    OneDnn::get().run({N, M, K, DType::float32, true, false, false, true}, dy.data(), x.data(), nullptr,
+    const float* x = float_values(a.x.data<T>(), M * K, x_storage);
+    OneDnn::get().run({N, M, K, DType::float32, true, false, false, true}, dy, x, nullptr,
                       a.dw.data<float>());
   }
   if (a.dbias.defined()) {
