@@ -120,14 +120,6 @@ void finish_part(const float* acc, int count, int first, int stride, bool leader
   }
 }
 
-// Counts one more of a (row, head)'s `splits` parts in at `counter`: true for the last to arrive, which sets the
-// counter back to zero for the next launch. One item a part calls it, after every item's state is visible.
-bool arrive_last(__global int* counter, int splits) {
-  const bool last = atomic_inc(counter) == splits - 1;
-  if (last) *counter = 0;
-  return last;
-}
-
 #if HEAD_DIM % 8 == 0
 // A tile's values in 16-byte pieces (eight elements; 32 bytes in float32): item (group, piece) adds piece
 // `piece` of the value rows of keys group, group + VALUE_GROUPS, ... A piece a load where the dimensions are

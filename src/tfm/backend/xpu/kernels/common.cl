@@ -101,6 +101,15 @@ float group_max(__local float* scratch, float value) {
   return total;
 }
 
+// Counts one more of the `parts` parts of some work (a decode attention's row and head, an argmax's row) in at
+// `counter`: true for the last to arrive, which then merges the parts and which sets the counter back to zero
+// for the next launch. One item a part calls it, after its part's results are visible to other work-groups.
+bool arrive_last(__global int* counter, int parts) {
+  const bool last = atomic_inc(counter) == parts - 1;
+  if (last) *counter = 0;
+  return last;
+}
+
 // The sequence holding row `row` of a ragged batch whose sequence s is rows [query_start[s],
 // query_start[s + 1]): the last s with query_start[s] <= row (an empty sequence is skipped).
 int sequence_of(__global const int* query_start, int num_seqs, int row) {

@@ -255,7 +255,7 @@ __kernel __attribute__((reqd_work_group_size(ARGMAX_GROUP, 1, 1))) void argmax_r
     choices[part * 3 + 1] = as_float(best_index[0]);
     choices[part * 3 + 2] = as_float(finite[0]);
     mem_fence(CLK_GLOBAL_MEM_FENCE);  // the choice reaches global memory before the part counts as arrived
-    last = atomic_inc(arrivals + r) == parts - 1;
+    last = arrive_last(arrivals + r, parts);
   }
   barrier(CLK_LOCAL_MEM_FENCE);
   if (!last) return;
@@ -264,8 +264,5 @@ __kernel __attribute__((reqd_work_group_size(ARGMAX_GROUP, 1, 1))) void argmax_r
   const bool mine = lid < parts;
   argmax_group(mine ? seen[lid * 3] : -INFINITY, mine ? as_int(seen[lid * 3 + 1]) : -1,
                mine ? as_int(seen[lid * 3 + 2]) : 1, best_value, best_index, finite);
-  if (lid == 0) {
-    ids[ids_off + r] = finite[0] ? best_index[0] : -1;
-    arrivals[r] = 0;
-  }
+  if (lid == 0) ids[ids_off + r] = finite[0] ? best_index[0] : -1;
 }
