@@ -126,15 +126,22 @@ bool subgroup_attention_fits(const op::PagedAttention& a, const DeviceCapabiliti
          rows_block_aligned(a.cache_k, D) && rows_block_aligned(a.cache_v, D);
 }
 
-// Parts each query row's keys are split into for the flash form: enough work-groups for `per_unit` a compute
-// unit when the rows alone are too few (a decode step), no part shorter than kMinSplitKeys of the longest
-// context the block tables hold. Depends only on shapes, so a recorded command sequence stays valid.
+// Parts to cut each of `rows` pieces of work `length` long into where the rows alone leave compute units idle
+// (a decode step's attention rows, a greedy step's logits rows): enough for `per_unit` work-groups a compute
+// unit of `device` over all rows, none shorter than `min_part`, at most `max_parts`.
+int64_t parts_to_fill(const XpuDevice& device, int64_t per_unit, int64_t rows, int64_t length,
+                      int64_t min_part, int64_t max_parts) {
+  rows = std::max<int64_t>(1, rows);
+  const int64_t by_device = (per_unit * device.capabilities.eu_count + rows - 1) / rows;
+  const int64_t by_length = (length + min_part - 1) / min_part;
+  return std::clamp<int64_t>(std::min(by_device, by_length), 1, max_parts);
+}
+
+// Parts each query row's keys are split into for the flash form (parts_to_fill), of the longest context the
+// block tables hold: depends only on shapes, so a recorded command sequence stays valid.
 int64_t attention_splits(const op::PagedAttention& a, const XpuDevice& device, int64_t per_unit) {
-  const int64_t groups = std::max<int64_t>(1, a.q.size(0) * a.q.size(1));
   const int64_t capacity = a.meta.block_tables.size(1) * a.cache_k.size(1);
-  const int64_t by_length = (capacity + kMinSplitKeys - 1) / kMinSplitKeys;
-  const int64_t by_device = (per_unit * device.capabilities.eu_count + groups - 1) / groups;
-  return std::clamp<int64_t>(std::min(by_length, by_device), 1, kMaxSplits);
+  return parts_to_fill(device, per_unit, a.q.size(0) * a.q.size(1), capacity, kMinSplitKeys, kMaxSplits);
 }
 
 // A device buffer kept between launches and grown as they need (XpuKernels::Devices::grown).
@@ -369,11 +376,8 @@ void XpuKernels::run(const op::ArgmaxRows& a) {
   std::lock_guard lock(devices_->mutex);
   const int64_t R = a.x.size(0), V = a.x.size(1);
   if (R == 0) return;
-  // Parts of a row: two work-groups a compute unit over the rows, none scanning fewer than kArgmaxMinPart.
-  const XpuDevice& device = devices_->backend.device(a.x.device().index);
-  const int64_t by_device = (2 * device.capabilities.eu_count + R - 1) / R;
   const int64_t parts =
-      std::clamp<int64_t>(std::min(by_device, (V + kArgmaxMinPart - 1) / kArgmaxMinPart), 1, kArgmaxMaxParts);
+      parts_to_fill(devices_->backend.device(a.x.device().index), 2, R, V, kArgmaxMinPart, kArgmaxMaxParts);
   const cl_mem partial = parts > 1
                              ? devices_->scratch(a.x, static_cast<size_t>(R * parts * 3) * sizeof(float))
                              : cl_mem{nullptr};
@@ -387,12 +391,9 @@ void XpuKernels::run(const op::SampleRows& a) {
   std::lock_guard lock(devices_->mutex);
   const int64_t R = a.logits.size(0), V = a.logits.size(1);
   // Rows that leave compute units idle are cut slice by slice first (sampling.cl), in slices of whole bitmap
-  // words: enough for about one work-group a compute unit, none shorter than kSampleSlice.
-  const int64_t units = devices_->backend.device(a.logits.device().index).capabilities.eu_count;
-  int64_t splits =
-      R < units ? std::clamp<int64_t>(std::min((units + R - 1) / R, (V + kSampleSlice - 1) / kSampleSlice), 1,
-                                      kSampleMaxSplits)
-                : 1;
+  // words: about one work-group a compute unit, none shorter than kSampleSlice.
+  int64_t splits = parts_to_fill(devices_->backend.device(a.logits.device().index), 1, R, V, kSampleSlice,
+                                 kSampleMaxSplits);
   const int64_t slice = round_up(static_cast<size_t>((V + splits - 1) / splits), 32);
   splits = (V + slice - 1) / slice;
   // Scratch: the rows' bitmaps of penalized tokens, then the slices' candidates (pairs of ints), then their counts.
