@@ -242,4 +242,9 @@ Tensor to_device(const Tensor& t, Device device) {
   return out;
 }
 
+std::vector<std::pair<std::string, Tensor>> on_host(std::vector<std::pair<std::string, Tensor>> named) {
+  for (auto& [name, t] : named) t = to_device(t, Device{});
+  return named;
+}
+
 }  // namespace tfm

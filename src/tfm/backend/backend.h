@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "tfm/backend/xpu/device_capabilities.h"
@@ -126,6 +127,9 @@ bool is_bf16_supported(Device device);
 Tensor empty(const Shape& shape, DType dtype, Device device);
 // `t` on `device`: `t` itself when it is there already, else a contiguous copy.
 Tensor to_device(const Tensor& t, Device device);
+// Each of `named` on the host (to_device), as save_safetensors writes them: the tensors of a checkpoint or
+// an adapter, from the device the model is on.
+std::vector<std::pair<std::string, Tensor>> on_host(std::vector<std::pair<std::string, Tensor>> named);
 // A contiguous copy of `t` on its own device.
 Tensor clone(const Tensor& t);
 // Copies `src` into `dst`: contiguous tensors (or views) of the same size on one device.

@@ -322,9 +322,8 @@ std::vector<std::pair<std::string, Tensor>> lora_tensors(CausalLM& model) {
 }
 
 void save_adapter(CausalLM& model, const LoraConfig& config, const std::string& dir) {
-  std::vector<std::pair<std::string, Tensor>> tensors = lora_tensors(model);
+  const std::vector<std::pair<std::string, Tensor>> tensors = on_host(lora_tensors(model));
   check(!tensors.empty(), "save_adapter: the model has no LoRA adapters");
-  for (auto& [name, t] : tensors) t = to_device(t, Device{});
   fs::create_directories(dir);
   save_safetensors((fs::path(dir) / kWeightsFile).string(), tensors, {{"format", "pt"}});
   LoraConfig saved = config;

@@ -278,10 +278,8 @@ void Trainer::save_checkpoint() {
   CheckpointWriter writer(args_.output_dir, state_.global_step);
   const fs::path dir = writer.dir();
   weights_.save(dir.string(), optimizer_);
-  std::vector<std::pair<std::string, Tensor>> state = optimizer_.state();
-  for (auto& [name, t] : state) t = to_device(t, Device{});  // it lives where the model trains
   save_safetensors(
-      (dir / "optimizer.safetensors").string(), state,
+      (dir / "optimizer.safetensors").string(), on_host(optimizer_.state()),
       {{"steps", std::to_string(optimizer_.steps())}, {"loss_scale", json::dump(json::Value(loss_scale_))}});
   state_.save_to_json((dir / "trainer_state.json").string());
   io::write_file_atomically((dir / "training_args.json").string(), json::dump(args_.to_json()) + "\n");
