@@ -126,12 +126,10 @@ class LaunchListGraph final : public DeviceGraph {
  public:
   LaunchListGraph(cl_command_queue queue, std::string where, std::vector<Recording::Command> commands,
                   std::vector<ClBuffer> buffers)
-      : queue_(queue),
+      : queue_(retained(queue, where)),
         where_(std::move(where)),
         commands_(std::move(commands)),
-        buffers_(std::move(buffers)) {
-    cl_check(clRetainCommandQueue(queue), "clRetainCommandQueue", where_);
-  }
+        buffers_(std::move(buffers)) {}
 
   void replay() override {
     for (const Recording::Command& command : commands_) {
@@ -147,6 +145,12 @@ class LaunchListGraph final : public DeviceGraph {
   }
 
  private:
+  // A reference of the graph's own to `queue`, taken before anything owns it.
+  static ClQueue retained(cl_command_queue queue, const std::string& where) {
+    cl_check(clRetainCommandQueue(queue), "clRetainCommandQueue", where);
+    return ClQueue(queue);
+  }
+
   ClQueue queue_;
   std::string where_;
   std::vector<Recording::Command> commands_;
