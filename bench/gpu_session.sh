@@ -224,31 +224,44 @@ if want demo; then
   # which N copies of the corpus in one epoch reproduce (bench/brown_jsonl.py --copies). It kept the weights of
   # the best validation loss, evaluated every half epoch, across runs of 4, 8, 16 and 32 epochs (8 won:
   # perplexity 72.8, of its saved bf16 weights computed in float32). Here: the runs TFM_DEMO_RUNS names
-  # (epochs:seed, the seed ordering the data), each evaluated and saved every half epoch (48 steps); the
-  # checkpoint of the best evaluation is then evaluated in float32 (one step at learning rate 0 changes no
-  # weight), as the committed model's figure was computed.
+  # (epochs:seed[:name=value,...], the seed ordering the data, the optional pairs TrainingArguments that replace
+  # the recipe's, as --name value), each evaluated and saved every half epoch (48 steps); the checkpoint of the
+  # best evaluation is then evaluated in float32 (one step at learning rate 0 changes no weight), as the
+  # committed model's figure was computed. TFM_DEMO_KEEP=DIR copies the best run's config and log there.
   rm -rf /tmp/demo_init && timeout 120 python3 bench/demo_init.py /tmp/demo_init
+  best_perplexity=inf
   for run in ${TFM_DEMO_RUNS:-8:42}; do
-    copies=${run%%:*} seed=${run##*:}
-    step "tfm train: the demo model from scratch, $copies epochs at moving offsets, seed $seed (cuda, ${precision[*]:-float32})"
+    IFS=: read -r copies seed changes <<<"$run"
+    recipe=(--learning_rate 2e-3 --weight_decay 0.1 --warmup_steps 100 --per_device_train_batch_size 32)
+    for change in ${changes//,/ }; do recipe+=("--${change%%=*}" "${change#*=}"); done
+    step "tfm train: the demo model from scratch, $copies epochs at moving offsets, seed $seed${changes:+, $changes} (cuda, ${precision[*]:-float32})"
     rm -rf /tmp/demo_out /tmp/brown_copies
     python3 bench/brown_jsonl.py /tmp/brown /tmp/brown_copies --copies $copies
     timeout 400 python3 bench/train_timing.py 16384 -- $b/bin/tfm train --model /tmp/demo_init \
       --data /tmp/brown_copies/train.jsonl --eval-data /tmp/brown_copies/val.jsonl --max-seq-length 512 \
-      --output-dir /tmp/demo_out "${precision[@]}" --num_train_epochs 1 --per_device_train_batch_size 32 --learning_rate 2e-3 \
-      --adam_beta2 0.95 --weight_decay 0.1 --warmup_steps 100 --lr_scheduler_type cosine_with_min_lr \
+      --output-dir /tmp/demo_out "${precision[@]}" --num_train_epochs 1 --adam_beta2 0.95 --lr_scheduler_type cosine_with_min_lr \
       --lr_scheduler_kwargs '{"min_lr_rate": 0.1}' --eval_strategy steps --eval_steps 48 --save_strategy steps \
-      --save_steps 48 --seed $seed --logging_steps 1 --quiet 2>&1 | grep -E '"peer"|error|failed|Error'
+      --save_steps 48 --seed $seed --logging_steps 1 "${recipe[@]}" --quiet 2>&1 | grep -E '"peer"|error|failed|Error'
     best=$(python3 -c 'import json, math, sys
 evals = [e for e in json.load(open(sys.argv[1]))["log_history"] if "eval_loss" in e]
 print("perplexity by step:", " ".join("%d:%.2f" % (e["step"], math.exp(e["eval_loss"])) for e in evals), file=sys.stderr)
 print(min(evals, key=lambda e: e["eval_loss"])["step"])' /tmp/demo_out/trainer_state.json)
     step "float32 validation perplexity of the best evaluation's checkpoint (step $best, $copies epochs, seed $seed)"
-    timeout 120 $b/bin/tfm train --model /tmp/demo_out/checkpoint-$best --data /tmp/brown_copies/val.jsonl \
+    perplexity=$(timeout 120 $b/bin/tfm train --model /tmp/demo_out/checkpoint-$best --data /tmp/brown_copies/val.jsonl \
       --eval-data /tmp/brown_copies/val.jsonl --max-seq-length 512 --output-dir /tmp/demo_eval --max_steps 1 \
-      --learning_rate 0 --save_strategy no --quiet 2>&1 | grep perplexity
+      --learning_rate 0 --save_strategy no --quiet 2>&1 | grep perplexity | tee /dev/stderr |
+      python3 -c 'import json, sys; print(json.loads(sys.stdin.read())["perplexity"])')
+    if python3 -c 'import sys; sys.exit(not float(sys.argv[1]) < float(sys.argv[2]))' "$perplexity" "$best_perplexity"; then
+      best_perplexity=$perplexity
+      rm -rf /tmp/demo_best && cp -r /tmp/demo_out/checkpoint-$best /tmp/demo_best
+      echo "$run, step $best: float32 validation perplexity $perplexity" > /tmp/demo_best/which_run.txt
+    fi
   done
-  timeout 60 $b/bin/tfm generate --model /tmp/demo_out/checkpoint-$best --prompt "The old man said" --max-new-tokens 40 --quiet
+  step "the best run: $(cat /tmp/demo_best/which_run.txt)"
+  timeout 60 $b/bin/tfm generate --model /tmp/demo_best --prompt "The old man said" --max-new-tokens 40 --quiet
+  if [[ -n ${TFM_DEMO_KEEP:-} ]]; then
+    mkdir -p "$TFM_DEMO_KEEP" && cp /tmp/demo_best/{config.json,which_run.txt,trainer_state.json} "$TFM_DEMO_KEEP"/
+  fi
 fi
 
 if want trainspeed; then
@@ -296,10 +309,11 @@ if want attention; then
     step "ncu: $kernel (the third launch)"
     timeout 200 ncu --clock-control none -k "$kernel" --launch-skip 2 --launch-count 1 \
       --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
-      --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis_Tables \
+      --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis_Tables --section SchedulerStats \
+      --section InstructionStats \
       $b/bin/tfm train --model /tmp/qwen3-0.6b --data /tmp/brown_jsonl/train.jsonl --max-seq-length 1024 \
       --output-dir /tmp/q_out --bf16 --per_device_train_batch_size 8 --max_steps 1 --save_strategy no --quiet \
-      2>&1 | grep -vE '^ *(-+|=+)? *$' | cut -c1-150 | head -120
+      2>&1 | grep -vE '^ *(-+|=+)? *$' | cut -c1-150 | head -170
   done
 fi
 
