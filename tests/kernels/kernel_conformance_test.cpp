@@ -569,6 +569,8 @@ std::vector<Case> paged_attention_cases(std::mt19937& rng) {
       // A head size the 16-byte loads do not divide, and tiles of rows whose windows start past key 0.
       {4, 2, 20, 4, 0, {{0, 40}, {10, 35}}},
       {4, 2, 64, 16, 9, {{50, 70}, {0, 33}}},
+      // Prefill tiles of a GQA group that does not pair up (one head a block where even groups take two).
+      {6, 2, 128, 16, 0, {{20, 70}, {0, 3}}},
       // GQA groups of 8, 4 and 3 in decode over split contexts; steps this small keep one head a block, the
       // batched_decode shapes above group them.
       {8, 1, 128, 16, 0, {{300, 1}, {5, 1}}},
@@ -774,7 +776,7 @@ std::vector<Case> attention_backward_cases(std::mt19937& rng) {
   for (const Shape_& c :
        {Shape_{{0, 1}, 2, 1, 8, 0}, Shape_{{0, 5, 6, 30}, 4, 2, 16, 0}, Shape_{{0, 70}, 2, 2, 64, 9},
         Shape_{{0, 3, 200}, 8, 2, 128, 0}, Shape_{{0, 130, 131, 300}, 4, 1, 64, 100},
-        Shape_{{0, 45, 90}, 6, 3, 20, 0}, Shape_{{0, 40}, 2, 1, 256, 7}}) {
+        Shape_{{0, 45, 90}, 6, 3, 20, 0}, Shape_{{0, 40}, 2, 1, 256, 7}, Shape_{{0, 90, 97}, 6, 2, 64, 0}}) {
     const int64_t T = c.starts.back(), S = static_cast<int64_t>(c.starts.size()) - 1;
     const Shape qs{T, c.heads, c.D}, ks{T, c.kv_heads, c.D};
     const float scale = 1.f / std::sqrt(static_cast<float>(c.D));

@@ -642,28 +642,32 @@ __global__ void __launch_bounds__(kSplitWarps * 32)
 
 constexpr int kTileKeys = kTileRows;
 
-// Shared memory of the tile kernel: the query tile and one tile of keys and one of values, rows padded by 16 bytes
-// so that the eight rows of an ldmatrix fall in different banks. Scores, weights, the output accumulators and
-// (up to head size 128) the query fragments stay in registers.
-template <typename T, int D>
+// Shared memory of the tile kernel: the query tiles of its G heads and one tile of keys and one of values,
+// rows padded by 16 bytes so that the eight rows of an ldmatrix fall in different banks. Scores, weights, the
+// output accumulators and (up to head size 128) the query fragments stay in registers.
+template <typename T, int D, int G>
 struct TileLayout {
   static constexpr int kLd = D + 8;  // q, k and v rows (T)
   static constexpr size_t kQ = 0;
-  static constexpr size_t kK = kQ + sizeof(T) * kTileRows * kLd;
+  static constexpr size_t kK = kQ + sizeof(T) * G * kTileRows * kLd;
   static constexpr size_t kV = kK + sizeof(T) * kTileKeys * kLd;
   static constexpr size_t kBytes = kV + sizeof(T) * kTileKeys * kLd;
 };
 
-// Flash attention 2's forward for one block of 64 query rows of a sequence and a head, four warps of 16 rows:
-// each warp keeps its query fragments (up to head size 128), scores, weights and output in registers (mma.sync),
-// and reads keys and values from shared memory (ldmatrix). A tile's values load while its scores are computed
-// and the next tile's keys while its values are summed. Masks are applied only to tiles that some row of the warp
-// sees in part; a warp skips the tiles none of its rows sees.
-template <typename T, int D>
-__global__ void __launch_bounds__(kTileWarps * 32) tiles_kernel(PagedAttentionArgs a) {
+// Flash attention 2's forward for one block of 64 query rows of a sequence and G heads of one kv head, four
+// warps of 16 rows a head: each warp keeps its query fragments (up to head size 128), scores, weights and
+// output in registers (mma.sync), and reads keys and values from shared memory (ldmatrix), where one load of
+// a tile serves the G heads (the kernel is bound by what it reads from L2 otherwise). A tile's values load
+// while its scores are computed and the next tile's keys while its values are summed. Masks are applied only
+// to tiles that some row of the warp sees in part; a warp skips the tiles none of its rows sees.
+template <typename T, int D, int G>
+__global__ void __launch_bounds__(kTileWarps * 32 * G, G == 1 ? 3 : 2) tiles_kernel(PagedAttentionArgs a) {
 #if __CUDA_ARCH__ >= 800
-  using L = TileLayout<T, D>;
-  constexpr bool kQInRegisters = D <= 128;  // 256 would leave too few registers for the output
+  using L = TileLayout<T, D, G>;
+  constexpr int kThreads = kTileWarps * 32 * G;
+  // With two heads the fragments come from shared memory, so that two blocks fit a multiprocessor's
+  // registers; with one, 256 would leave too few registers for the output.
+  constexpr bool kQInRegisters = D <= 128 && G == 1;
   extern __shared__ __align__(128) unsigned char smem[];
   T* q_tile = reinterpret_cast<T*>(smem + L::kQ);
   T* k_tile = reinterpret_cast<T*>(smem + L::kK);
@@ -673,13 +677,15 @@ __global__ void __launch_bounds__(kTileWarps * 32) tiles_kernel(PagedAttentionAr
   // The last tiles of a sequence see the most keys: they start first, so that the grid's tail is light.
   int64_t s = 0, tile = 0;
   if (!find_tile(a.query_start, a.num_seqs, gridDim.x - 1 - blockIdx.x, s, tile)) return;
-  const int64_t h = blockIdx.y, kv_head = h / (a.heads / a.kv_heads);
+  const int64_t first_head = blockIdx.y * G, kv_head = first_head / (a.heads / a.kv_heads);
   const int64_t row0 = a.query_start[s] + tile * kTileRows;
   const int rows = static_cast<int>(min(static_cast<int64_t>(kTileRows), a.query_start[s + 1] - row0));
   const int32_t* blocks = a.block_tables + s * a.max_blocks;
   const T* q = static_cast<const T*>(a.q);
-  start_rows_load<T, D>(q_tile, L::kLd,
-                        [&](int r) { return r < rows ? q + ((row0 + r) * a.heads + h) * D : nullptr; });
+  start_rows_load<T, D, G * kTileRows, kThreads>(q_tile, L::kLd, [&](int r) {  // head r / kTileRows's tile
+    const int row = r % kTileRows;
+    return row < rows ? q + ((row0 + row) * a.heads + first_head + r / kTileRows) * D : nullptr;
+  });
   if (threadIdx.x == 0) {
     key_bounds[0] = INT32_MAX;
     key_bounds[1] = -1;
@@ -695,10 +701,12 @@ __global__ void __launch_bounds__(kTileWarps * 32) tiles_kernel(PagedAttentionAr
   const auto keys_from = [&](const void* cache, int j0) {
     return [=, &a](int r) { return j0 + r <= last ? cache_entry<T>(a, cache, blocks, j0 + r, kv_head) : nullptr; };
   };
-  if (first <= last) start_rows_load<T, D>(k_tile, L::kLd, keys_from(a.cache_k, first));
+  if (first <= last) start_rows_load<T, D, kTileKeys, kThreads>(k_tile, L::kLd, keys_from(a.cache_k, first));
   wait_rows_loads();
 
-  const int warp = threadIdx.x / 32, warp_row = warp * 16, c = fragment_pair();
+  const int warp = threadIdx.x / 32, head_of_warp = warp / kTileWarps, c = fragment_pair();
+  const int warp_row = warp % kTileWarps * 16, h = static_cast<int>(first_head) + head_of_warp;
+  const T* warp_q = q_tile + (head_of_warp * kTileRows + warp_row) * L::kLd;
   bool real[2];
   int row_first[2], row_last[2];
   for (int half = 0; half < 2; ++half) {
@@ -713,12 +721,12 @@ __global__ void __launch_bounds__(kTileWarps * 32) tiles_kernel(PagedAttentionAr
   FragA q_frags[kQInRegisters ? D / 16 : 1];
   if constexpr (kQInRegisters) {
 #pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk) q_frags[kk] = load_a(q_tile + warp_row * L::kLd + kk * 16, L::kLd);
+    for (int kk = 0; kk < D / 16; ++kk) q_frags[kk] = load_a(warp_q + kk * 16, L::kLd);
   }
   float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.f, 0.f};  // row_sum: this lane's columns only
   FragC out[D / 8] = {};
   for (int j0 = first; j0 <= last; j0 += kTileKeys) {
-    start_rows_load<T, D>(v_tile, L::kLd, keys_from(a.cache_v, j0));
+    start_rows_load<T, D, kTileKeys, kThreads>(v_tile, L::kLd, keys_from(a.cache_v, j0));
     __pipeline_commit();
     const bool active = keys.some(j0, kTileKeys);
     FragA weights[kTileKeys / 16];
@@ -730,7 +738,7 @@ __global__ void __launch_bounds__(kTileWarps * 32) tiles_kernel(PagedAttentionAr
             if constexpr (kQInRegisters) {
               return q_frags[kk];
             } else {
-              return load_a(q_tile + warp_row * L::kLd + kk * 16, L::kLd);
+              return load_a(warp_q + kk * 16, L::kLd);
             }
           },
           k_tile, L::kLd);
@@ -772,7 +780,8 @@ __global__ void __launch_bounds__(kTileWarps * 32) tiles_kernel(PagedAttentionAr
       }
     }
     wait_rows_loads();  // the values are in; every warp is done with the keys
-    if (j0 + kTileKeys <= last) start_rows_load<T, D>(k_tile, L::kLd, keys_from(a.cache_k, j0 + kTileKeys));
+    if (j0 + kTileKeys <= last)
+      start_rows_load<T, D, kTileKeys, kThreads>(k_tile, L::kLd, keys_from(a.cache_k, j0 + kTileKeys));
     __pipeline_commit();
     if (active) weigh_rows<T, D, kTileKeys / 16>(out, weights, v_tile, L::kLd);
     wait_rows_loads();  // the next keys are in; every warp is done with the values
@@ -898,16 +907,30 @@ void launch_group_tiles(const PagedAttentionArgs& a, float* partial) {
   check_launch("paged_attention (group tiles)");
 }
 
+// Heads a tile block serves (head sizes up to 128: two heads of 256 would not fit a multiprocessor's
+// registers): two of a kv head's group where the group pairs up, else one.
+int tile_heads(const PagedAttentionArgs& a) {
+  return (a.heads / a.kv_heads) % 2 == 0 ? 2 : 1;
+}
+
 template <typename T, int D>
 void launch_tiles(const PagedAttentionArgs& a) {
-  constexpr size_t bytes = TileLayout<T, D>::kBytes;
-  static const bool configured = [] {
-    allow_shared_bytes(tiles_kernel<T, D>, bytes);
-    return true;
-  }();
-  (void)configured;
-  const dim3 grid(tile_grid(a.num_rows, a.num_seqs), static_cast<unsigned>(a.heads));
-  tiles_kernel<T, D><<<grid, kTileWarps * 32, bytes, current_stream()>>>(a);
+  const auto launch = [&](auto heads) {
+    constexpr int G = heads();
+    constexpr size_t bytes = TileLayout<T, D, G>::kBytes;
+    static const bool configured = [] {
+      allow_shared_bytes(tiles_kernel<T, D, G>, bytes);
+      return true;
+    }();
+    (void)configured;
+    const dim3 grid(tile_grid(a.num_rows, a.num_seqs), static_cast<unsigned>(a.heads / G));
+    tiles_kernel<T, D, G><<<grid, kTileWarps * 32 * G, bytes, current_stream()>>>(a);
+  };
+  if constexpr (D <= 128) {
+    with_constant<1, 2>(tile_heads(a), launch);
+  } else {
+    launch(std::integral_constant<int, 1>());
+  }
   check_launch("paged_attention (tiles)");
 }
 

@@ -134,23 +134,27 @@ __global__ void attention_dkdv_kernel(AttentionBackwardArgs a, const T* q, const
   write_summed(dv_part, shared_vec, D, dv + (key_row * a.kv_heads + kvh) * D);
 }
 
-
-// Shared memory of the tile kernels: four tiles of 64 head vectors, rows padded by 16 bytes so that the eight
-// rows of an ldmatrix fall in different banks, and two floats a row.
-template <typename T, int D>
+// Shared memory of the tile kernels: 2 G + 2 tiles of 64 head vectors (a tile of each of G heads for two
+// tensors, and two more), rows padded by 16 bytes so that the eight rows of an ldmatrix fall in different
+// banks, and two floats a row of the G heads.
+template <typename T, int D, int G = 1>
 struct BackwardLayout {
   static constexpr int kLd = D + 8;
   static constexpr size_t kTile = sizeof(T) * kTileRows * kLd;
-  static constexpr size_t kStats = 4 * kTile;
-  static constexpr size_t kBytes = kStats + 2 * sizeof(float) * kTileRows;
+  static constexpr size_t kStats = (2 * G + 2) * kTile;
+  static constexpr size_t kBytes = kStats + 2 * sizeof(float) * G * kTileRows;
 };
 
-// Rows first .. first + count - 1 (at most kTileRows; the rest of the tile zeros) of one head of a tensor laid
-// out (rows, heads, D), copied into `tile` without waiting.
-template <typename T, int D>
-__device__ void start_head_rows(T* tile, const T* x, int64_t first, int64_t count, int64_t heads, int64_t head) {
-  start_rows_load<T, D>(tile, BackwardLayout<T, D>::kLd,
-                        [&](int r) { return r < count ? x + ((first + r) * heads + head) * D : nullptr; });
+// Rows first .. first + count - 1 (at most kTileRows; the rest of each tile zeros) of heads head .. head + G
+// - 1 of a tensor laid out (rows, heads, D), copied into G tiles one after the other by the block's Threads
+// threads, without waiting.
+template <typename T, int D, int G = 1, int Threads = kTileWarps * 32>
+__device__ void start_head_rows(T* tile, const T* x, int64_t first, int64_t count, int64_t heads,
+                                int64_t head) {
+  start_rows_load<T, D, G * kTileRows, Threads>(tile, BackwardLayout<T, D>::kLd, [&](int r) {
+    const int row = r % kTileRows;
+    return row < count ? x + ((first + row) * heads + head + r / kTileRows) * D : nullptr;
+  });
 }
 
 // Writes the 16 x D result a warp holds as C fragments (acc[t]: columns 8t ..) to rows of T: fragment row r to
@@ -169,38 +173,45 @@ __device__ void write_fragments(const FragC (&acc)[D / 8], int rows, T* dst, int
   }
 }
 
-// One block per (64 query rows of a sequence, head), flash attention 2's dq: the rows' log-sum-exp in a first pass
-// over the key tiles, then dq = sum over keys of ds k with ds = p (dout . v - delta) scale in a second. Each warp
-// keeps its 16 rows' scores and dq in registers; the operands stay in shared memory, so that three blocks fit a
-// multiprocessor.
-template <typename T, int D>
-__global__ void __launch_bounds__(kTileWarps * 32, 3)
-    dq_tiles_kernel(AttentionBackwardArgs a, const T* q, const T* k, const T* v, const T* out, const T* dout, T* dq,
-                    float* lse, float* delta) {
+// One block per (64 query rows of a sequence, G heads of one kv head), flash attention 2's dq: the rows'
+// log-sum-exp in a first pass over the key tiles, then dq = sum over keys of ds k with ds = p (dout . v -
+// delta) scale in a second. Four warps a head, each keeping its 16 rows' scores and dq in registers; the
+// operands stay in shared memory, where one load of a key or value tile serves the G heads (L2's bandwidth
+// bounds the kernel otherwise).
+template <typename T, int D, int G>
+__global__ void __launch_bounds__(kTileWarps * 32 * G, G == 1 ? 3 : 2)
+    dq_tiles_kernel(AttentionBackwardArgs a, const T* q, const T* k, const T* v, const T* out, const T* dout,
+                    T* dq, float* lse, float* delta) {
 #if __CUDA_ARCH__ >= 800
-  using L = BackwardLayout<T, D>;
+  using L = BackwardLayout<T, D, G>;
+  constexpr int kThreads = kTileWarps * 32 * G;
   extern __shared__ __align__(128) unsigned char smem[];
-  T* q_tile = reinterpret_cast<T*>(smem);
-  T* g_tile = reinterpret_cast<T*>(smem + L::kTile);
-  T* k_tile = reinterpret_cast<T*>(smem + 2 * L::kTile);
-  T* v_tile = reinterpret_cast<T*>(smem + 3 * L::kTile);
-  float* row_delta = reinterpret_cast<float*>(smem + L::kStats);
+  T* q_tile = reinterpret_cast<T*>(smem);  // G tiles, then G of dout
+  T* g_tile = reinterpret_cast<T*>(smem + G * L::kTile);
+  T* k_tile = reinterpret_cast<T*>(smem + 2 * G * L::kTile);
+  T* v_tile = reinterpret_cast<T*>(smem + (2 * G + 1) * L::kTile);
+  float* row_delta = reinterpret_cast<float*>(smem + L::kStats);  // G x kTileRows
 
   // The last tiles of a sequence see the most keys: they start first, so that the grid's tail is light.
   int64_t s = 0, tile = 0;
   if (!find_tile(a.query_start, a.num_seqs, gridDim.x - 1 - blockIdx.x, s, tile)) return;
-  const int64_t h = blockIdx.y, kv_head = h / (a.heads / a.kv_heads), start = a.query_start[s];
+  const int64_t first_head = blockIdx.y * G, kv_head = first_head / (a.heads / a.kv_heads),
+                start = a.query_start[s];
   const int i0 = static_cast<int>(tile * kTileRows);  // of the sequence
   const int rows = static_cast<int>(min(static_cast<int64_t>(kTileRows), a.query_start[s + 1] - start - i0));
-  start_head_rows<T, D>(q_tile, q, start + i0, rows, a.heads, h);
-  start_head_rows<T, D>(g_tile, dout, start + i0, rows, a.heads, h);
+  start_head_rows<T, D, G, kThreads>(q_tile, q, start + i0, rows, a.heads, first_head);
+  start_head_rows<T, D, G, kThreads>(g_tile, dout, start + i0, rows, a.heads, first_head);
   wait_rows_loads();
 
-  const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp, warp_row = warp * 16, c = fragment_pair();
-  for (int r = warp; r < kTileRows; r += kTileWarps) {
+  const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp, c = fragment_pair();
+  const int head_of_warp = warp / kTileWarps, warp_row = warp % kTileWarps * 16;
+  const int64_t h = first_head + head_of_warp;
+  const T* warp_q = q_tile + (head_of_warp * kTileRows + warp_row) * L::kLd;
+  const T* warp_g = g_tile + (head_of_warp * kTileRows + warp_row) * L::kLd;
+  for (int r = warp; r < G * kTileRows; r += G * kTileWarps) {  // row r % kTileRows of head r / kTileRows
     float dot = 0.f;
-    if (r < rows) {
-      const T* o = out + ((start + i0 + r) * a.heads + h) * D;
+    if (r % kTileRows < rows) {
+      const T* o = out + ((start + i0 + r % kTileRows) * a.heads + first_head + r / kTileRows) * D;
       for (int d = lane; d < D; d += kWarp) dot += to_float(g_tile[r * L::kLd + d]) * to_float(o[d]);
     }
     dot = warp_reduce<Sum>(dot);
@@ -216,16 +227,17 @@ __global__ void __launch_bounds__(kTileWarps * 32, 3)
     real[half] = r < rows;
     row_first[half] = a.window > 0 ? max(0, i - static_cast<int>(a.window) + 1) : 0;
     row_last[half] = i;
-    delta_of[half] = row_delta[r];
+    delta_of[half] = row_delta[head_of_warp * kTileRows + r];
   }
   const WarpKeys keys(real, row_first, row_last);
-  // The scores of this warp's rows against the keys of `keys_tile` (starting at key j0), scaled for a softmax
-  // in base 2 (by log2(e) too), and -inf where a row does not see the key.
-  const auto scores_of = [&](FragC (&scores)[kTileRows / 8], const T* keys_tile, int j0) {
-    head_products<T, D, kTileRows / 8>(scores, q_tile + warp_row * L::kLd, keys_tile, L::kLd);
-    const bool whole = keys.every(j0, kTileRows);
+  // The scores of this warp's rows against the 8 x Tiles keys of `keys_tile` (starting at key j0), scaled for
+  // a softmax in base 2 (by log2(e) too), and -inf where a row does not see the key.
+  const auto scores_of = [&](auto& scores, const T* keys_tile, int j0) {
+    constexpr int Tiles = std::extent_v<std::remove_reference_t<decltype(scores)>>;
+    head_products<T, D, Tiles>(scores, warp_q, keys_tile, L::kLd);
+    const bool whole = keys.every(j0, 8 * Tiles);
 #pragma unroll
-    for (int t = 0; t < kTileRows / 8; ++t) {
+    for (int t = 0; t < Tiles; ++t) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const bool seen = whole || keys.sees(e / 2, j0 + t * 8 + c + e % 2);
@@ -238,7 +250,7 @@ __global__ void __launch_bounds__(kTileWarps * 32, 3)
   // two buffers so that the next loads while this one is scored.
   float running_max[2] = {-INFINITY, -INFINITY}, running_sum[2] = {0.f, 0.f};  // running_sum: this lane's part
   const auto start_keys = [&](T* tile_buffer, int j0) {
-    start_head_rows<T, D>(tile_buffer, k, start + j0, last - j0 + 1, a.kv_heads, kv_head);
+    start_head_rows<T, D, 1, kThreads>(tile_buffer, k, start + j0, last - j0 + 1, a.kv_heads, kv_head);
   };
   start_keys(k_tile, first);
   __pipeline_commit();
@@ -284,28 +296,33 @@ __global__ void __launch_bounds__(kTileWarps * 32, 3)
   }
   __syncthreads();  // every warp is done with both key buffers
 
-  // Pass 2: dq.
+  // Pass 2: dq, each tile of keys in parts of kPart, which keeps the scores and their gradients in fewer
+  // registers beside dq's.
+  constexpr int kPart = 32;
   FragC dq_acc[D / 8] = {};
   for (int j0 = first; j0 <= last; j0 += kTileRows) {
     start_keys(k_tile, j0);
-    start_head_rows<T, D>(v_tile, v, start + j0, last - j0 + 1, a.kv_heads, kv_head);
+    start_head_rows<T, D, 1, kThreads>(v_tile, v, start + j0, last - j0 + 1, a.kv_heads, kv_head);
     wait_rows_loads();
-    if (keys.some(j0, kTileRows)) {
-      FragC scores[kTileRows / 8], grads[kTileRows / 8];
-      scores_of(scores, k_tile, j0);
-      head_products<T, D, kTileRows / 8>(grads, g_tile + warp_row * L::kLd, v_tile, L::kLd);  // dout . v
+#pragma unroll 1
+    for (int part = 0; part < kTileRows; part += kPart) {
+      if (!keys.some(j0 + part, kPart)) continue;
+      const T* part_keys = k_tile + part * L::kLd;
+      FragC scores[kPart / 8], grads[kPart / 8];
+      scores_of(scores, part_keys, j0 + part);
+      head_products<T, D, kPart / 8>(grads, warp_g, v_tile + part * L::kLd, L::kLd);  // dout . v
 #pragma unroll
-      for (int t = 0; t < kTileRows / 8; ++t) {
+      for (int t = 0; t < kPart / 8; ++t) {
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           const float p = exp2f(scores[t].x[e] - row_lse[e / 2]);  // 0 where not seen
           grads[t].x[e] = p * (grads[t].x[e] - delta_of[e / 2]) * a.scale;
         }
       }
-      FragA ds[kTileRows / 16];
+      FragA ds[kPart / 16];
 #pragma unroll
-      for (int n = 0; n < kTileRows / 16; ++n) ds[n] = as_operand<T>(grads[2 * n], grads[2 * n + 1]);
-      weigh_rows<T, D, kTileRows / 16>(dq_acc, ds, k_tile, L::kLd);
+      for (int n = 0; n < kPart / 16; ++n) ds[n] = as_operand<T>(grads[2 * n], grads[2 * n + 1]);
+      weigh_rows<T, D, kPart / 16>(dq_acc, ds, part_keys, L::kLd);
     }
     __syncthreads();  // every warp is done with the tiles
   }
@@ -320,15 +337,16 @@ __global__ void __launch_bounds__(kTileWarps * 32, 3)
 // One block per (64 keys of a sequence, kv head), flash attention 2's dk and dv: over the heads of the kv
 // head's group and the query tiles that see the keys, dv += p^T dout and dk += ds^T q, with the rows'
 // log-sum-exp and delta from dq_tiles_kernel (the log-sum-exp in base 2). Each warp holds 16 keys' dk and dv
-// and works through a query tile 32 rows at a time, its scores transposed (a row a key): eight independent
-// products in flight per step.
+// and works through a query tile 16 rows at a time, its scores transposed (a row a key): steps that small
+// keep the kernel in 168 registers, so that three blocks share a multiprocessor (with 32 rows a step, four
+// independent products a step more, it took 242 and two blocks fit: 12% slower).
 template <typename T, int D>
-__global__ void __launch_bounds__(kTileWarps * 32)
-    dkdv_tiles_kernel(AttentionBackwardArgs a, const T* q, const T* k, const T* v, const T* dout, const float* lse,
-                      const float* delta, T* dk, T* dv) {
+__global__ void __launch_bounds__(kTileWarps * 32, 3)
+    dkdv_tiles_kernel(AttentionBackwardArgs a, const T* q, const T* k, const T* v, const T* dout,
+                      const float* lse, const float* delta, T* dk, T* dv) {
 #if __CUDA_ARCH__ >= 800
   using L = BackwardLayout<T, D>;
-  constexpr int kStep = 32;  // query rows a step
+  constexpr int kStep = 16;  // query rows a step
   extern __shared__ __align__(128) unsigned char smem[];
   T* k_tile = reinterpret_cast<T*>(smem);
   T* v_tile = reinterpret_cast<T*>(smem + L::kTile);
@@ -416,14 +434,20 @@ void launch_tiles(const AttentionBackwardArgs& a, const T* q, const T* k, const 
                   float* lse, float* delta, T* dq, T* dk, T* dv) {
   constexpr size_t bytes = BackwardLayout<T, D>::kBytes;
   static const bool configured = [] {
-    allow_shared_bytes(dq_tiles_kernel<T, D>, bytes);
+    allow_shared_bytes(dq_tiles_kernel<T, D, 1>, bytes);
+    allow_shared_bytes(dq_tiles_kernel<T, D, 2>, BackwardLayout<T, D, 2>::kBytes);
     allow_shared_bytes(dkdv_tiles_kernel<T, D>, bytes);
     return true;
   }();
   (void)configured;
   const unsigned tiles = tile_grid(a.rows, a.num_seqs);
-  dq_tiles_kernel<T, D><<<dim3(tiles, static_cast<unsigned>(a.heads)), kTileWarps * 32, bytes, current_stream()>>>(
-      a, q, k, v, out, dout, dq, lse, delta);
+  // Two heads of a kv head's group a block where the group pairs up, one elsewhere.
+  with_constant<1, 2>((a.heads / a.kv_heads) % 2 == 0 ? 2 : 1, [&](auto heads) {
+    constexpr int G = heads();
+    dq_tiles_kernel<T, D, G>
+        <<<dim3(tiles, static_cast<unsigned>(a.heads / G)), kTileWarps * 32 * G,
+           BackwardLayout<T, D, G>::kBytes, current_stream()>>>(a, q, k, v, out, dout, dq, lse, delta);
+  });
   check_launch("attention_backward (dq tiles)");
   dkdv_tiles_kernel<T, D><<<dim3(tiles, static_cast<unsigned>(a.kv_heads)), kTileWarps * 32, bytes,
                             current_stream()>>>(a, q, k, v, dout, lse, delta, dk, dv);

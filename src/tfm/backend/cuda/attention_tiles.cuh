@@ -36,11 +36,13 @@ inline unsigned tile_grid(int64_t rows, int64_t num_seqs) {
   return static_cast<unsigned>((rows + kTileRows - 1) / kTileRows + num_seqs);
 }
 
-// Starts copying kTileRows rows of D elements into `tile` (rows ld apart) with cp.async, two threads a row: row r
-// from source(r), or zeros where that is null. The caller commits and waits (wait_rows_loads).
-template <typename T, int D, typename Source>
+// Starts copying Rows rows of D elements into `tile` (rows ld apart) with cp.async, the block's Threads
+// threads sharing each row: row r from source(r), or zeros where that is null. The caller commits and waits
+// (wait_rows_loads).
+template <typename T, int D, int Rows = kTileRows, int Threads = kTileWarps * 32, typename Source>
 __device__ void start_rows_load(T* tile, int ld, const Source& source) {
-  constexpr int kPiece = 16 / sizeof(T), kPieces = D / kPiece, kThreadsPerRow = kTileWarps * 32 / kTileRows;
+  static_assert(Threads % Rows == 0, "whole rows a thread group");
+  constexpr int kPiece = 16 / sizeof(T), kPieces = D / kPiece, kThreadsPerRow = Threads / Rows;
   const int r = static_cast<int>(threadIdx.x) / kThreadsPerRow;
   const int part = static_cast<int>(threadIdx.x) % kThreadsPerRow;
   const T* from = source(r);
