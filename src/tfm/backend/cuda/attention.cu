@@ -907,12 +907,6 @@ void launch_group_tiles(const PagedAttentionArgs& a, float* partial) {
   check_launch("paged_attention (group tiles)");
 }
 
-// Heads a tile block serves (head sizes up to 128: two heads of 256 would not fit a multiprocessor's
-// registers): two of a kv head's group where the group pairs up, else one.
-int tile_heads(const PagedAttentionArgs& a) {
-  return (a.heads / a.kv_heads) % 2 == 0 ? 2 : 1;
-}
-
 template <typename T, int D>
 void launch_tiles(const PagedAttentionArgs& a) {
   const auto launch = [&](auto heads) {
@@ -926,8 +920,8 @@ void launch_tiles(const PagedAttentionArgs& a) {
     const dim3 grid(tile_grid(a.num_rows, a.num_seqs), static_cast<unsigned>(a.heads / G));
     tiles_kernel<T, D, G><<<grid, kTileWarps * 32 * G, bytes, current_stream()>>>(a);
   };
-  if constexpr (D <= 128) {
-    with_constant<1, 2>(tile_heads(a), launch);
+  if constexpr (D <= 128) {  // two heads of 256 would not fit a multiprocessor's registers
+    with_constant<1, 2>(tile_heads(a.heads, a.kv_heads), launch);
   } else {
     launch(std::integral_constant<int, 1>());
   }

@@ -441,8 +441,7 @@ void launch_tiles(const AttentionBackwardArgs& a, const T* q, const T* k, const 
   }();
   (void)configured;
   const unsigned tiles = tile_grid(a.rows, a.num_seqs);
-  // Two heads of a kv head's group a block where the group pairs up, one elsewhere.
-  with_constant<1, 2>((a.heads / a.kv_heads) % 2 == 0 ? 2 : 1, [&](auto heads) {
+  with_constant<1, 2>(tile_heads(a.heads, a.kv_heads), [&](auto heads) {
     constexpr int G = heads();
     dq_tiles_kernel<T, D, G>
         <<<dim3(tiles, static_cast<unsigned>(a.heads / G)), kTileWarps * 32 * G,

@@ -31,6 +31,12 @@ __device__ inline bool find_tile(const int32_t* query_start, int64_t num_seqs, i
   return false;
 }
 
+// Heads of a kv head's group that one tile block serves: two where the group pairs up, so that one load of a
+// key or value tile serves both (the kernels are bound by what they read from L2 otherwise), else one.
+inline int tile_heads(int64_t heads, int64_t kv_heads) {
+  return (heads / kv_heads) % 2 == 0 ? 2 : 1;
+}
+
 // Blocks enough for every tile of `rows` rows in `num_seqs` sequences.
 inline unsigned tile_grid(int64_t rows, int64_t num_seqs) {
   return static_cast<unsigned>((rows + kTileRows - 1) / kTileRows + num_seqs);
