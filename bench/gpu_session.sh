@@ -361,7 +361,8 @@ if want ab; then
   brown_jsonl
   qwen3_to_train
   next_bundle
-  # TFM_AB_PARTS: which of the comparison's parts run (default all of them).
+  # TFM_AB_PARTS: which of the comparison's parts run (default all of them); `kernels` (not among them) runs the
+  # kernel benchmarks the bundle carries (attention_bench, cuda_rowwise_bench) with each build.
   parts=" ${TFM_AB_PARTS:-tests latency throughput training} "
   part() { [[ $parts == *" $1 "* ]]; }
   if part tests; then
@@ -384,6 +385,13 @@ if want ab; then
       step "$build: tfm bench throughput $args (bf16, --use-kernels)"
       timeout 200 $build/bin/tfm bench throughput --device cuda --dtype bfloat16 --use-kernels --json $args 2>&1 |
         tail -1
+    done
+  done
+  part kernels && for build in $b $n; do
+    for bench in attention_bench cuda_rowwise_bench; do
+      [[ -x $build/bin/$bench ]] || continue
+      step "$build: $bench (bf16, the Qwen3-0.6B shape's training step)"
+      timeout 120 $build/bin/$bench 2>&1 | tail -20
     done
   done
   part training && for build in $b $n; do
