@@ -63,7 +63,7 @@ Tensor Linear::forward(const Tensor& x, const StepContext& ctx) const {
 
 void Linear::forward_into(const Tensor& x, Tensor& y, const StepContext& ctx) const {
   ctx.keep(name_, "input", x);
-  weight_->forward(x, bias_, y, ctx.kernels.of("Linear"));
+  weight_->forward(x, bias_, y, ctx, name_);
 }
 
 const Tensor* Linear::foldable(int64_t rows, bool gated, const StepContext& ctx) const {
@@ -101,7 +101,7 @@ Tensor Linear::backward(const Tensor& dy, const BackwardContext& ctx, bool need_
   const Tensor& x = ctx.kept(name_, "input");
   Tensor dx = need_dx ? ctx.empty(x.shape()) : Tensor();
   Tensor dbias = bias_.defined() ? ctx.grads.of(name_ + ".bias") : Tensor();
-  weight_->backward(x, dy, dx, dbias, ctx.grads, name_);
+  weight_->backward(x, dy, dx, dbias, ctx, name_);
   return dx;
 }
 

@@ -88,11 +88,14 @@ class LinearWeight {
   virtual int64_t in_features() const = 0;
   virtual int64_t out_features() const = 0;
   // y = x @ W^T + bias                      x (T, in), bias (out) or undefined, y (T, out)
-  virtual void forward(const Tensor& x, const Tensor& bias, Tensor& y, std::string_view variant) const = 0;
-  // dx = dy @ W (when dx is defined), the gradients of its own parameters (named from `name`, the layer's)
-  // accumulated where `grads` has them, and dbias += the column sums of dy when defined.
-  virtual void backward(const Tensor& x, const Tensor& dy, Tensor& dx, Tensor& dbias, const Gradients& grads,
-                        const std::string& name) const = 0;
+  // A training forward may keep what the backward reads, beside x (which the Linear keeps), under the name of
+  // `layer` (StepContext::keep).
+  virtual void forward(const Tensor& x, const Tensor& bias, Tensor& y, const StepContext& ctx,
+                       const std::string& layer) const = 0;
+  // dx = dy @ W (when dx is defined), the gradients of its own parameters (named from `layer`'s name)
+  // accumulated where ctx.grads has them, and dbias += the column sums of dy when defined.
+  virtual void backward(const Tensor& x, const Tensor& dy, Tensor& dx, Tensor& dbias,
+                        const BackwardContext& ctx, const std::string& layer) const = 0;
   virtual size_t nbytes() const = 0;  // of device memory
   // The weight as one (out, in) tensor, where it is one: what kernels that fold other ops into the matmul take.
   virtual const Tensor* dense() const { return nullptr; }
@@ -106,12 +109,13 @@ class DenseWeight final : public LinearWeight {
   explicit DenseWeight(Tensor w) : w_(std::move(w)) {}
   int64_t in_features() const override { return w_.size(1); }
   int64_t out_features() const override { return w_.size(0); }
-  void forward(const Tensor& x, const Tensor& bias, Tensor& y, std::string_view variant) const override {
-    ops::linear(x, w_, bias, y, variant);
+  void forward(const Tensor& x, const Tensor& bias, Tensor& y, const StepContext& ctx,
+               const std::string& /*layer*/) const override {
+    ops::linear(x, w_, bias, y, ctx.kernels.of("Linear"));
   }
-  void backward(const Tensor& x, const Tensor& dy, Tensor& dx, Tensor& dbias, const Gradients& grads,
-                const std::string& name) const override {
-    Tensor dw = grads.of(name + ".weight");
+  void backward(const Tensor& x, const Tensor& dy, Tensor& dx, Tensor& dbias, const BackwardContext& ctx,
+                const std::string& layer) const override {
+    Tensor dw = ctx.grads.of(layer + ".weight");
     ops::linear_backward(x, w_, dy, dx, dw, dbias);
   }
   size_t nbytes() const override { return w_.nbytes(); }

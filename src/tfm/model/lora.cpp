@@ -174,25 +174,30 @@ Tensor LoraWeight::stacked_b() const {
   return stacked;
 }
 
-void LoraWeight::forward(const Tensor& x, const Tensor& bias, Tensor& y, std::string_view variant) const {
-  base_->forward(x, bias, y, variant);
+void LoraWeight::forward(const Tensor& x, const Tensor& bias, Tensor& y, const StepContext& ctx,
+                         const std::string& layer) const {
+  base_->forward(x, bias, y, ctx, layer);
   if (dropping()) ++training_forwards_;
-  ops::linear_add(ranks_of(x, variant), stacked_b(), y);
+  const Tensor h = ranks_of(x, ctx.kernels.of("Linear"));
+  ctx.keep(layer, "lora_ranks", h);
+  ops::linear_add(h, stacked_b(), y);
 }
 
 void LoraWeight::backward(const Tensor& x, const Tensor& dy, Tensor& dx, Tensor& dbias,
-                          const Gradients& grads, const std::string& name) const {
-  base_->backward(x, dy, dx, dbias, grads, name);
+                          const BackwardContext& ctx, const std::string& layer) const {
+  base_->backward(x, dy, dx, dbias, ctx, layer);
+  const Gradients& grads = ctx.grads;
   bool a_wanted = false, b_wanted = false;
   for (const LoraAdapter& a : adapters_) {
     a_wanted = a_wanted || grads.of(lora_key(a.module, 'A')).defined();
     b_wanted = b_wanted || grads.of(lora_key(a.module, 'B')).defined();
   }
   if (!a_wanted && !b_wanted && !dx.defined()) return;
-  // y += h stacked_b^T, h the adapters' A outputs again (the forward keeps only x): dh = dy stacked_b (each
-  // adapter's block of dy times its scaling * B), and adapter i's dB is its scaling times its block of
-  // dy^T h.
-  const Tensor h = ranks_of(x, {});
+  // y += h stacked_b^T, h the adapters' A outputs (the forward's, or again where it kept none): dh = dy
+  // stacked_b (each adapter's block of dy times its scaling * B), and adapter i's dB is its scaling times its
+  // block of dy^T h.
+  const Tensor* kept = ctx.saved.find(layer + ".lora_ranks");
+  const Tensor h = kept ? *kept : ranks_of(x, {});
   const Tensor b = stacked_b();
   Tensor dh = empty(h.shape(), x.dtype(), x.device()), no_bias;
   Tensor d_b = b_wanted ? zeros(b.shape(), DType::float32, x.device()) : Tensor();

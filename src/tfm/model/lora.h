@@ -41,10 +41,12 @@ class LoraWeight final : public LinearWeight {
              uint64_t seed);
   int64_t in_features() const override { return base_->in_features(); }
   int64_t out_features() const override { return base_->out_features(); }
-  void forward(const Tensor& x, const Tensor& bias, Tensor& y, std::string_view variant) const override;
-  // dA and dB accumulate under lora_key's names; the base weight's gradient only where `grads` has one.
-  void backward(const Tensor& x, const Tensor& dy, Tensor& dx, Tensor& dbias, const Gradients& grads,
-                const std::string& name) const override;
+  // A training forward keeps the adapters' A outputs (ranks_of), which the backward's products with dy take.
+  void forward(const Tensor& x, const Tensor& bias, Tensor& y, const StepContext& ctx,
+               const std::string& layer) const override;
+  // dA and dB accumulate under lora_key's names; the base weight's gradient only where ctx.grads has one.
+  void backward(const Tensor& x, const Tensor& dy, Tensor& dx, Tensor& dbias, const BackwardContext& ctx,
+                const std::string& layer) const override;
   size_t nbytes() const override;
   void train(bool mode) override { training_ = mode; }
 
