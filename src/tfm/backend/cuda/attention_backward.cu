@@ -339,7 +339,7 @@ __global__ void __launch_bounds__(kTileWarps * 32 * G, G == 1 ? 3 : 2)
 // log-sum-exp and delta from dq_tiles_kernel (the log-sum-exp in base 2). Each warp holds 16 keys' dk and dv
 // and works through a query tile 16 rows at a time, its scores transposed (a row a key): steps that small
 // keep the kernel in 168 registers, so that three blocks share a multiprocessor (with 32 rows a step, four
-// independent products a step more, it took 242 and two blocks fit: 12% slower).
+// independent products a step more, it took 242 and two blocks fit: 9% slower).
 template <typename T, int D>
 __global__ void __launch_bounds__(kTileWarps * 32, 3)
     dkdv_tiles_kernel(AttentionBackwardArgs a, const T* q, const T* k, const T* v, const T* dout,
