@@ -1,14 +1,17 @@
 // The Trainer on each device: checkpoints written mid-run there (the optimizer's state lives on the device)
-// and a resume from one that continues the run. xpu runs on the OpenCL test platform; cuda when a GPU is
-// present; an absent device skips.
+// and a resume from one that continues the run; LoRA's step against the CPU's. xpu runs on the OpenCL test
+// platform; cuda when a GPU is present; an absent device skips.
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <random>
 
 #include "../model/parity_fixtures.h"
 #include "../xpu/test_platform.h"
 #include "support/scratch_dir.h"
 #include "tfm/io/json.h"
+#include "tfm/model/lora.h"
+#include "tfm/model/lora_config.h"
 #include "tfm/train/trainer.h"
 
 namespace tfm {
@@ -81,6 +84,53 @@ TEST_P(DeviceTrainer, CheckpointsMidRunAndResumesFromThem) {
   for (size_t i = 2; i + 1 < a.size(); ++i) {  // steps 3 and 4; the last entry is the summary
     const double want = json::Value(a[i]).at("loss").as_double();
     EXPECT_NEAR(json::Value(b[i]).at("loss").as_double(), want, 1e-5 * want) << "step " << i + 1;
+  }
+}
+
+// LoRA on the device: one training step's loss and every adapter's gradients against the CPU's (which
+// tests/model holds to finite differences and PEFT), for adapters on every linear layer (stacked and lone, B
+// random so that every product is exercised) and one adapter with dropout.
+TEST_P(DeviceTrainer, LoraGradientsMatchTheCpus) {
+  const std::vector<TrainingExample> data = examples();
+  const std::vector<const TrainingExample*> batch = {&data[0], &data[5]};
+  for (const char* config :
+       {R"({"r": 4, "lora_alpha": 8, "target_modules": "all-linear"})",
+        R"({"r": 2, "lora_alpha": 4, "lora_dropout": 0.25, "target_modules": ["v_proj"]})"}) {
+    auto step = [&](const std::string& device, std::vector<std::pair<std::string, Tensor>>& grads) {
+      LoadOptions options;
+      options.dtype = "float32";
+      options.device = device;
+      options.progress = false;
+      CausalLM model = CausalLM::from_pretrained(parity::kFixtures + kModel, options);
+      const auto adapters = attach_lora(model, LoraConfig::from_json(json::parse(config)), 7);
+      std::mt19937 rng(3);
+      std::uniform_real_distribution<float> dist(-0.5f, 0.5f);
+      Gradients g;
+      for (const auto& [name, t] : adapters) {
+        if (name.ends_with("lora_B.weight")) {
+          Tensor host = Tensor::cpu(t.shape(), DType::float32);
+          for (int64_t i = 0; i < host.numel(); ++i) host.data<float>()[i] = dist(rng);
+          Tensor b = t;
+          ops::cast(to_device(host, model.device()), b);
+        }
+        g.add(name, to_device(Tensor::cpu(t.shape(), DType::float32), model.device()));
+      }
+      model.train();
+      const double loss = model.forward_backward(batch, 0.5f, g).loss_sum;
+      for (const auto& [name, t] : g.all()) grads.emplace_back(name, to_device(t, Device{}));
+      return loss;
+    };
+    std::vector<std::pair<std::string, Tensor>> on_device, on_cpu;
+    const double device_loss = step(std::string(device_type_name(GetParam())) + ":0", on_device);
+    const double cpu_loss = step("cpu", on_cpu);
+    EXPECT_NEAR(device_loss, cpu_loss, 1e-4 * cpu_loss) << config;
+    ASSERT_EQ(on_device.size(), on_cpu.size());
+    for (size_t i = 0; i < on_cpu.size(); ++i) {
+      const Tensor& want = on_cpu[i].second;
+      const std::vector<float> want_values(want.data<float>(), want.data<float>() + want.numel());
+      EXPECT_LT(parity::relative_error(on_device[i].second.data<float>(), want_values), 1e-4)
+          << config << " " << on_cpu[i].first;
+    }
   }
 }
 

@@ -3,6 +3,7 @@
 // them for Intel targets through every_program, so the options exist once.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -30,6 +31,11 @@ inline constexpr size_t kTile = 64;        // linear_tiled: a 64x64 block of y p
 inline constexpr size_t kTileK = 16;       // staged 16 columns of K at a time,
 inline constexpr size_t kTileReg = 4;      // 4x4 outputs per item: 16x16 items
 inline constexpr size_t kTileItems = kTile / kTileReg;
+// The work-items (columns, rows) of linear.cl's tiled kernels for an output of rows x cols.
+inline std::array<size_t, 2> tiled_items(int64_t rows, int64_t cols) {
+  return {(static_cast<size_t>(cols) + kTile - 1) / kTile * kTileItems,
+          (static_cast<size_t>(rows) + kTile - 1) / kTile * kTileItems};
+}
 inline constexpr int64_t kRowsMax = 8;         // linear_rows serves x of up to 8 rows (decode steps),
 inline constexpr size_t kRowsGroup = 256;      // with work-groups of 256 items,
 inline constexpr size_t kRowsLanes = 32;       // 32 of them on each output column

@@ -310,12 +310,9 @@ void XpuKernels::run(const op::Linear& a, LinearVariant variant) {
         .args(a.x, a.w, a.bias, a.y, m, k, n, int32_t{0})
         .run({static_cast<size_t>(rows_groups(N)) * kRowsGroup, 1}, {kRowsGroup, 1});
   } else {
-    const auto tiles = [](int64_t size) {
-      return (static_cast<size_t>(size) + kTile - 1) / kTile * kTileItems;
-    };
     devices_->kernel(a.y, linear_program(a.dtype()), "linear_tiled", kTileItems * kTileItems)
         .args(a.x, a.w, a.bias, a.y, m, k, n)
-        .run({tiles(N), tiles(M)}, {kTileItems, kTileItems});
+        .run(tiled_items(M, N), {kTileItems, kTileItems});
   }
 }
 
@@ -524,24 +521,31 @@ void XpuKernels::run(const op::Dropout& a) {
       .run({static_cast<size_t>(a.x.numel()), 1}, {kPointGroup, 1});
 }
 
+void XpuKernels::run(const op::LinearAdd& a) {
+  std::lock_guard lock(devices_->mutex);
+  const int64_t M = a.x.size(0), K = a.x.size(1), N = a.w.size(0);
+  if (M == 0 || N == 0) return;
+  const auto m = to_int(M, "rows"), k = to_int(K, "inner size"), n = to_int(N, "columns");
+  // y (M, N) += x (M, K) @ w^T, w^T's element (k, n) at w's k + n * K.
+  devices_->kernel(a.y, linear_program(a.dtype()), "matmul_add", kTileItems * kTileItems)
+      .args(a.x, int64_t{K}, int64_t{1}, a.w, int64_t{1}, int64_t{K}, m, k, n, a.y)
+      .run(tiled_items(M, N), {kTileItems, kTileItems});
+}
+
 void XpuKernels::run(const op::LinearBackward& a) {
   std::lock_guard lock(devices_->mutex);
   const int64_t M = a.x.size(0), K = a.x.size(1), N = a.w.size(0);
   const auto m = to_int(M, "rows"), k = to_int(K, "inner size"), n = to_int(N, "columns");
   const Program& program = linear_program(a.dtype());
-  const auto tiles = [](int64_t rows, int64_t cols) -> std::array<size_t, 2> {
-    return {(static_cast<size_t>(cols) + kTile - 1) / kTile * kTileItems,
-            (static_cast<size_t>(rows) + kTile - 1) / kTile * kTileItems};
-  };
   if (a.dx.defined()) {  // dx (M, K) = dy (M, N) @ w (N, K)
     devices_->kernel(a.dx, program, "matmul_store", kTileItems * kTileItems)
         .args(a.dy, int64_t{N}, int64_t{1}, a.w, int64_t{K}, int64_t{1}, m, n, k, a.dx)
-        .run(tiles(M, K), {kTileItems, kTileItems});
+        .run(tiled_items(M, K), {kTileItems, kTileItems});
   }
   if (a.dw.defined()) {  // dw (N, K) += dy^T (N, M) @ x (M, K)
     devices_->kernel(a.dw, program, "matmul_accumulate", kTileItems * kTileItems)
         .args(a.dy, int64_t{1}, int64_t{N}, a.x, int64_t{K}, int64_t{1}, n, m, k, a.dw)
-        .run(tiles(N, K), {kTileItems, kTileItems});
+        .run(tiled_items(N, K), {kTileItems, kTileItems});
   }
   if (a.dbias.defined()) {
     devices_->kernel(a.dbias, program, "column_sums", kPointGroup)
@@ -781,6 +785,7 @@ void register_kernels(KernelRegistry& r) {
     r.add<op::AddScaledColumns>(xpu, d, "default",
                                 {.run = run_on_xpu<op::AddScaledColumns>, .is_default = true});
     r.add<op::Dropout>(xpu, d, "default", {.run = run_on_xpu<op::Dropout>, .is_default = true});
+    r.add<op::LinearAdd>(xpu, d, "default", {.run = run_on_xpu<op::LinearAdd>, .is_default = true});
     r.add<op::LinearBackward>(xpu, d, "default", {.run = run_on_xpu<op::LinearBackward>, .is_default = true});
     r.add<op::RmsNormBackward>(xpu, d, "default",
                                {.run = run_on_xpu<op::RmsNormBackward>, .is_default = true});

@@ -55,6 +55,7 @@ class XpuKernels {
   void run(const op::Dropout& a);
   void run(const op::SampleRows& a);
   // Training (op_set.h): the backward ops, the loss and the optimizer step.
+  void run(const op::LinearAdd& a);
   void run(const op::LinearBackward& a);
   void run(const op::RmsNormBackward& a);
   void run(const op::SiluMulBackward& a);

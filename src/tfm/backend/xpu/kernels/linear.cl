@@ -69,7 +69,8 @@ TILED_KERNEL linear_tiled(__global const ELEM* x, long x_off, __global const ELE
 }
 
 // linear's backward (op::LinearBackward): dx = dy @ w rounded once, through matmul_store; dw += dy^T @ x into
-// its float32 accumulator, through matmul_accumulate; dbias += dy's column sums, through column_sums.
+// its float32 accumulator, through matmul_accumulate; dbias += dy's column sums, through column_sums. And
+// linear_add (op::LinearAdd) through matmul_add.
 #define MATMUL_ARGS                                                                                    \
   __global const ELEM *a, long a_off, long a_row, long a_inner, __global const ELEM *b, long b_off,      \
       long b_inner, long b_col, int rows, int inner, int cols
@@ -80,6 +81,17 @@ TILED_KERNEL matmul_store(MATMUL_ARGS, __global ELEM* c, long c_off) {
   float acc[TILE_REG][TILE_REG];
   matmul_tile(a, a_off, a_row, a_inner, b, b_off, b_inner, b_col, rows, inner, cols, as, bs, acc);
   FOR_TILE_OUTPUTS(rows, cols, { STORE(acc[i][j], c, c_off + (long)row * cols + col); })
+}
+
+// c += a @ b in c's dtype, the product added in float before the one rounding (op::LinearAdd).
+TILED_KERNEL matmul_add(MATMUL_ARGS, __global ELEM* c, long c_off) {
+  __local float as[TILE_K][TILE + 1], bs[TILE_K][TILE + 1];
+  float acc[TILE_REG][TILE_REG];
+  matmul_tile(a, a_off, a_row, a_inner, b, b_off, b_inner, b_col, rows, inner, cols, as, bs, acc);
+  FOR_TILE_OUTPUTS(rows, cols, {
+    const long at = c_off + (long)row * cols + col;
+    STORE(LOAD(c, at) + acc[i][j], c, at);
+  })
 }
 
 // c += a @ b into a float32 accumulator (each element written by one item).
