@@ -110,7 +110,7 @@ TEST(JinjaLimits, IntegerOverflowIsAnError) {
   for (const std::string& expr : std::vector<std::string>{
            min + " // -1", min + " * 2", "9223372036854775807 + 1", min + " - 1", "-" + min, min + "|abs",
            "2 ** 63", "(-3) ** 41", "7 ** 9223372036854775807", "1e300|int", "'1e300'|int", "'%d' % 1e300",
-           "[1, 2, 3]|sum(start=9223372036854775807)"}) {
+           "[1, 2, 3]|sum(start=9223372036854775807)", min + "|round(-1)", "9223372036854775807|round(-1)"}) {
     SCOPED_TRACE(expr);
     EXPECT_NE(error_of("{{ " + expr + " }}").find("integer overflow"), std::string::npos);
   }

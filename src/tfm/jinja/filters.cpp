@@ -136,7 +136,7 @@ int64_t python_round(int64_t x, int64_t n) {
   if (n < -18) return 0;  // 10**19 is past every 64-bit integer
   int64_t p = 1;
   for (int64_t k = 0; k < -n; ++k) p *= 10;
-  const int64_t r = int_mod(x, p), base = x - r;
+  const int64_t r = int_mod(x, p), base = int_sub(x, r);  // past int64 near its minimum: an overflow error
   if (r > p - r || (r == p - r && int_mod(int_floordiv(base, p), 2) == 1)) return int_add(base, p);
   return base;
 }
