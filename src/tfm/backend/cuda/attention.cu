@@ -643,11 +643,11 @@ __global__ void __launch_bounds__(kSplitWarps * 32)
 constexpr int kTileKeys = kTileRows;
 
 // Shared memory of the tile kernel: the query tiles of its G heads and one tile of keys and one of values,
-// rows padded by 16 bytes so that the eight rows of an ldmatrix fall in different banks. Scores, weights, the
-// output accumulators and (up to head size 128) the query fragments stay in registers.
+// rows kTileLd apart. Scores, weights, the output accumulators and (up to head size 128) the query fragments
+// stay in registers.
 template <typename T, int D, int G>
 struct TileLayout {
-  static constexpr int kLd = D + 8;  // q, k and v rows (T)
+  static constexpr int kLd = kTileLd<D>;  // q, k and v rows (T)
   static constexpr size_t kQ = 0;
   static constexpr size_t kK = kQ + sizeof(T) * G * kTileRows * kLd;
   static constexpr size_t kV = kK + sizeof(T) * kTileKeys * kLd;
@@ -682,10 +682,7 @@ __global__ void __launch_bounds__(kTileWarps * 32 * G, G == 1 ? 3 : 2) tiles_ker
   const int rows = static_cast<int>(min(static_cast<int64_t>(kTileRows), a.query_start[s + 1] - row0));
   const int32_t* blocks = a.block_tables + s * a.max_blocks;
   const T* q = static_cast<const T*>(a.q);
-  start_rows_load<T, D, G * kTileRows, kThreads>(q_tile, L::kLd, [&](int r) {  // head r / kTileRows's tile
-    const int row = r % kTileRows;
-    return row < rows ? q + ((row0 + row) * a.heads + first_head + r / kTileRows) * D : nullptr;
-  });
+  start_head_rows<T, D, G, kThreads>(q_tile, q, row0, rows, a.heads, first_head);
   if (threadIdx.x == 0) {
     key_bounds[0] = INT32_MAX;
     key_bounds[1] = -1;

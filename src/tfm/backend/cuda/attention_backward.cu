@@ -135,27 +135,14 @@ __global__ void attention_dkdv_kernel(AttentionBackwardArgs a, const T* q, const
 }
 
 // Shared memory of the tile kernels: 2 G + 2 tiles of 64 head vectors (a tile of each of G heads for two
-// tensors, and two more), rows padded by 16 bytes so that the eight rows of an ldmatrix fall in different
-// banks, and two floats a row of the G heads.
+// tensors, and two more), rows kTileLd apart, and two floats a row of the G heads.
 template <typename T, int D, int G = 1>
 struct BackwardLayout {
-  static constexpr int kLd = D + 8;
+  static constexpr int kLd = kTileLd<D>;
   static constexpr size_t kTile = sizeof(T) * kTileRows * kLd;
   static constexpr size_t kStats = (2 * G + 2) * kTile;
   static constexpr size_t kBytes = kStats + 2 * sizeof(float) * G * kTileRows;
 };
-
-// Rows first .. first + count - 1 (at most kTileRows; the rest of each tile zeros) of heads head .. head + G
-// - 1 of a tensor laid out (rows, heads, D), copied into G tiles one after the other by the block's Threads
-// threads, without waiting.
-template <typename T, int D, int G = 1, int Threads = kTileWarps * 32>
-__device__ void start_head_rows(T* tile, const T* x, int64_t first, int64_t count, int64_t heads,
-                                int64_t head) {
-  start_rows_load<T, D, G * kTileRows, Threads>(tile, BackwardLayout<T, D>::kLd, [&](int r) {
-    const int row = r % kTileRows;
-    return row < count ? x + ((first + row) * heads + head + r / kTileRows) * D : nullptr;
-  });
-}
 
 // Writes the 16 x D result a warp holds as C fragments (acc[t]: columns 8t ..) to rows of T: fragment row r to
 // dst + r * stride, for the rows below `rows`.

@@ -42,6 +42,11 @@ inline unsigned tile_grid(int64_t rows, int64_t num_seqs) {
   return static_cast<unsigned>((rows + kTileRows - 1) / kTileRows + num_seqs);
 }
 
+// Elements between the rows of a tile in shared memory: D padded by 16 bytes (of 16-bit elements), so that
+// the eight rows of an ldmatrix fall in different banks.
+template <int D>
+inline constexpr int kTileLd = D + 8;
+
 // Starts copying Rows rows of D elements into `tile` (rows ld apart) with cp.async, the block's Threads
 // threads sharing each row: row r from source(r), or zeros where that is null. The caller commits and waits
 // (wait_rows_loads).
@@ -68,6 +73,18 @@ __device__ inline void wait_rows_loads() {
   __pipeline_commit();
   __pipeline_wait_prior(0);
   __syncthreads();
+}
+
+// Rows first .. first + count - 1 (at most kTileRows; the rest of each tile zeros) of heads head .. head + G
+// - 1 of a tensor laid out (rows, heads, D), copied into G tiles (kTileLd apart) one after the other by the
+// block's Threads threads, without waiting.
+template <typename T, int D, int G = 1, int Threads = kTileWarps * 32>
+__device__ void start_head_rows(T* tile, const T* x, int64_t first, int64_t count, int64_t heads,
+                                int64_t head) {
+  start_rows_load<T, D, G * kTileRows, Threads>(tile, kTileLd<D>, [&](int r) {
+    const int row = r % kTileRows;
+    return row < count ? x + ((first + row) * heads + head + r / kTileRows) * D : nullptr;
+  });
 }
 
 // acc[t] = A (8 * Tiles rows of `b`)^T, for head vectors of D (rows of b ld apart): A is 16 rows of D whose
