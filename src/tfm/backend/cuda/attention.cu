@@ -660,8 +660,10 @@ struct TileLayout {
 // a tile serves the G heads (the kernel is bound by what it reads from L2 otherwise). A tile's values load
 // while its scores are computed and the next tile's keys while its values are summed. Masks are applied only
 // to tiles that some row of the warp sees in part; a warp skips the tiles none of its rows sees.
+// Two heads a block ask for two blocks a multiprocessor; one head sets no minimum (0), which leaves head size
+// 256 its 244 registers (a minimum of three spilled it).
 template <typename T, int D, int G>
-__global__ void __launch_bounds__(kTileWarps * 32 * G, G == 1 ? 3 : 2) tiles_kernel(PagedAttentionArgs a) {
+__global__ void __launch_bounds__(kTileWarps * 32 * G, G == 1 ? 0 : 2) tiles_kernel(PagedAttentionArgs a) {
 #if __CUDA_ARCH__ >= 800
   using L = TileLayout<T, D, G>;
   constexpr int kThreads = kTileWarps * 32 * G;
