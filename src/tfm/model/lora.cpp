@@ -193,11 +193,9 @@ void LoraWeight::backward(const Tensor& x, const Tensor& dy, Tensor& dx, Tensor&
     b_wanted = b_wanted || grads.of(lora_key(a.module, 'B')).defined();
   }
   if (!a_wanted && !b_wanted && !dx.defined()) return;
-  // y += h stacked_b^T, h the adapters' A outputs (the forward's, or again where it kept none): dh = dy
-  // stacked_b (each adapter's block of dy times its scaling * B), and adapter i's dB is its scaling times its
-  // block of dy^T h.
-  const Tensor* kept = ctx.saved.find(layer + ".lora_ranks");
-  const Tensor h = kept ? *kept : ranks_of(x, {});
+  // y += h stacked_b^T, h the adapters' A outputs as the forward kept them: dh = dy stacked_b (each adapter's
+  // block of dy times its scaling * B), and adapter i's dB is its scaling times its block of dy^T h.
+  const Tensor& h = ctx.kept(layer, "lora_ranks");
   const Tensor b = stacked_b();
   Tensor dh = empty(h.shape(), x.dtype(), x.device()), no_bias;
   Tensor d_b = b_wanted ? zeros(b.shape(), DType::float32, x.device()) : Tensor();
