@@ -117,13 +117,7 @@ TEST_P(DeviceParity, TrainingGradientsMatchTheCpus) {
     const double device_loss = step(device(), on_device), cpu_loss = step("cpu", on_cpu);
     const double tol = dtype == "float32" ? 1e-4 : 3e-2;
     EXPECT_NEAR(device_loss, cpu_loss, tol * cpu_loss) << dtype;
-    ASSERT_EQ(on_device.size(), on_cpu.size());
-    for (size_t i = 0; i < on_cpu.size(); ++i) {
-      const Tensor& want = on_cpu[i].second;
-      const std::vector<float> want_values(want.data<float>(), want.data<float>() + want.numel());
-      EXPECT_LT(parity::relative_error(on_device[i].second.data<float>(), want_values), tol)
-          << dtype << " " << on_cpu[i].first;
-    }
+    parity::expect_gradients_near(on_device, on_cpu, tol, dtype);
   }
 }
 

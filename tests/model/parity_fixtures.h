@@ -56,6 +56,20 @@ inline double relative_error(const float* a, const std::vector<float>& b) {
   return diff / scale;
 }
 
+// Named float32 gradients on the host (a device's, copied back) against the CPU's, each within `tolerance` of
+// relative_error; `what` names the case in the failure.
+inline void expect_gradients_near(const std::vector<std::pair<std::string, Tensor>>& got,
+                                  const std::vector<std::pair<std::string, Tensor>>& want, double tolerance,
+                                  const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < want.size(); ++i) {
+    const Tensor& w = want[i].second;
+    const std::vector<float> want_values(w.data<float>(), w.data<float>() + w.numel());
+    EXPECT_LT(relative_error(got[i].second.data<float>(), want_values), tolerance)
+        << what << " " << want[i].first;
+  }
+}
+
 // Greedy decoding one token at a time through the cache, as generate() does.
 inline std::vector<int64_t> greedy(CausalLM& model, const std::vector<int64_t>& prompt, size_t max_new) {
   KVCache cache = model.make_cache(blocks_for(static_cast<int64_t>(prompt.size() + max_new), 4), 4);
