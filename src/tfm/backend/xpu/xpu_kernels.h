@@ -40,6 +40,7 @@ class XpuKernels {
   // linear: Intel's sub-group or DPAS kernel where the device and shape allow (intel_linear.h), else portable.
   void run(const op::Linear& a, LinearVariant variant = LinearVariant::automatic);
   void run(const op::NormLinear& a);  // for a few rows (norm_linear_fits)
+  void run(const op::LinearAdd& a);   // a LoRA adapter's product added into its base layer's output
   void run(const op::RmsNorm& a);
   void run(const op::AddRmsNorm& a);  // the fused kernel; the registry's default is add then rms_norm
   void run(const op::Rope& a);
@@ -55,7 +56,6 @@ class XpuKernels {
   void run(const op::Dropout& a);
   void run(const op::SampleRows& a);
   // Training (op_set.h): the backward ops, the loss and the optimizer step.
-  void run(const op::LinearAdd& a);
   void run(const op::LinearBackward& a);
   void run(const op::RmsNormBackward& a);
   void run(const op::SiluMulBackward& a);
