@@ -15,6 +15,7 @@
 #include <numeric>
 #include <optional>
 #include <random>
+#include <type_traits>
 
 #include "../xpu/test_platform.h"
 #include "tfm/backend/backend.h"
@@ -537,6 +538,8 @@ std::string attention_text(const AttentionCase& c) {
   return what;
 }
 
+// paged_attention's cases, or paged_attention_lse's (Op), which keeps each row's log-sum-exp too.
+template <typename Op>
 std::vector<Case> paged_attention_cases(std::mt19937& rng) {
   const AttentionCase shapes[] = {
       batched_decode(8, 2, 128, 256),
@@ -598,7 +601,7 @@ std::vector<Case> paged_attention_cases(std::mt19937& rng) {
   for (const AttentionCase& c : drawn) {
     const PagedBatch b = paged_batch(c, rng);
     const float scale = 1.f / std::sqrt(static_cast<float>(c.head_dim));
-    cases.push_back(make_case<op::PagedAttention>(
+    cases.push_back(make_case<Op>(
         attention_text(c),
         {random_floats({b.T, c.heads, c.head_dim}, rng, 2.f),
          random_floats({b.blocks, c.block_size, c.kv_heads, c.head_dim}, rng, 2.f),
@@ -609,7 +612,12 @@ std::vector<Case> paged_attention_cases(std::mt19937& rng) {
                       std::vector<Tensor>& out) {
           op::AttentionMetadata meta{in[3], in[4], in[5], in[6], in[7], b.max_context};
           out = {poisoned({b.T, c.heads, c.head_dim}, dtype, device)};
-          return kernel(op::PagedAttention{in[0], in[1], in[2], meta, scale, c.window, out[0]});
+          if constexpr (std::is_same_v<Op, op::PagedAttentionLse>) {
+            out.push_back(poisoned({b.T, c.heads}, DType::float32, device));
+            return kernel(op::PagedAttentionLse{in[0], in[1], in[2], meta, scale, c.window, out[0], out[1]});
+          } else {
+            return kernel(op::PagedAttention{in[0], in[1], in[2], meta, scale, c.window, out[0]});
+          }
         }));
   }
   return cases;
@@ -767,6 +775,36 @@ std::vector<Case> embedding_backward_cases(std::mt19937& rng) {
   return cases;
 }
 
+// Each row's log-sum-exp of its scaled scores (natural log) over the keys it sees, in double from the inputs'
+// values, on `device`: what a training forward keeps (paged_attention_lse) for attention_backward.
+// q (T, heads, D), k (T, kv_heads, D); sequences start at position 0.
+Tensor forward_lse(const Tensor& q_in, const Tensor& k_in, const std::vector<int32_t>& starts, int64_t window,
+                   float scale, Device device) {
+  const Tensor q = as_floats(q_in), k = as_floats(k_in);
+  const int64_t heads = q.size(1), kv_heads = k.size(1), D = q.size(2);
+  Tensor lse = Tensor::cpu({q.size(0), heads}, DType::float32);
+  for (size_t s = 0; s + 1 < starts.size(); ++s) {
+    for (int64_t i = starts[s]; i < starts[s + 1]; ++i) {
+      for (int64_t h = 0; h < heads; ++h) {
+        const int64_t first = window > 0 ? std::max<int64_t>(starts[s], i - window + 1) : starts[s];
+        std::vector<double> scores;
+        for (int64_t j = first; j <= i; ++j) {
+          double dot = 0;
+          for (int64_t d = 0; d < D; ++d)
+            dot += double{q.data<float>()[(i * heads + h) * D + d]} *
+                   k.data<float>()[(j * kv_heads + h / (heads / kv_heads)) * D + d];
+          scores.push_back(dot * scale);
+        }
+        const double max = *std::max_element(scores.begin(), scores.end());
+        double sum = 0;
+        for (double x : scores) sum += std::exp(x - max);
+        lse.data<float>()[i * heads + h] = static_cast<float>(max + std::log(sum));
+      }
+    }
+  }
+  return to_device(lse, device);
+}
+
 std::vector<Case> attention_backward_cases(std::mt19937& rng) {
   struct Shape_ {
     std::vector<int32_t> starts;
@@ -780,17 +818,23 @@ std::vector<Case> attention_backward_cases(std::mt19937& rng) {
     const int64_t T = c.starts.back(), S = static_cast<int64_t>(c.starts.size()) - 1;
     const Shape qs{T, c.heads, c.D}, ks{T, c.kv_heads, c.D};
     const float scale = 1.f / std::sqrt(static_cast<float>(c.D));
-    cases.push_back(make_case<op::AttentionBackward>(
-        "attention_backward heads " + std::to_string(c.heads) + "/" + std::to_string(c.kv_heads) + " dim " +
-            std::to_string(c.D) + " rows " + std::to_string(T) + " window " + std::to_string(c.window),
-        {random_floats(qs, rng, 2.f), random_floats(ks, rng, 2.f), random_floats(ks, rng), random_floats(qs, rng),
-         random_floats(qs, rng), ints(c.starts, {S + 1})},
-        [c, qs, ks, scale](std::vector<Tensor>& in, Device device, DType dtype, auto kernel,
-                           std::vector<Tensor>& out) {
-          out = {poisoned(qs, dtype, device), poisoned(ks, dtype, device), poisoned(ks, dtype, device)};
-          return kernel(op::AttentionBackward{in[0], in[1], in[2], in[3], in[4], in[5], scale, c.window, out[0],
-                                              out[1], out[2]});
-        }));
+    // Each shape also with the forward's log-sum-exp given, which a kernel may read instead of computing it.
+    for (bool with_lse : {false, true}) {
+      cases.push_back(make_case<op::AttentionBackward>(
+          "attention_backward heads " + std::to_string(c.heads) + "/" + std::to_string(c.kv_heads) + " dim " +
+              std::to_string(c.D) + " rows " + std::to_string(T) + " window " + std::to_string(c.window) +
+              (with_lse ? " with the forward's lse" : ""),
+          {random_floats(qs, rng, 2.f), random_floats(ks, rng, 2.f), random_floats(ks, rng),
+           random_floats(qs, rng), random_floats(qs, rng), ints(c.starts, {S + 1})},
+          [c, qs, ks, scale, with_lse](std::vector<Tensor>& in, Device device, DType dtype, auto kernel,
+                                       std::vector<Tensor>& out) {
+            out = {poisoned(qs, dtype, device), poisoned(ks, dtype, device), poisoned(ks, dtype, device)};
+            const Tensor lse =
+                with_lse ? forward_lse(in[0], in[1], c.starts, c.window, scale, device) : Tensor();
+            return kernel(op::AttentionBackward{in[0], in[1], in[2], in[3], in[4], in[5], scale, c.window,
+                                                out[0], out[1], out[2], lse});
+          }));
+    }
   }
   return cases;
 }
@@ -1043,7 +1087,8 @@ const std::map<std::string_view, std::vector<Case>>& all_cases() {
     m[op::ArgmaxRows::name] = argmax_rows_cases(rng);
     m[op::KvCacheWrite::name] = kv_cache_write_cases(rng);
     m[op::QkvRopeCache::name] = qkv_rope_cache_cases(rng);
-    m[op::PagedAttention::name] = paged_attention_cases(rng);
+    m[op::PagedAttention::name] = paged_attention_cases<op::PagedAttention>(rng);
+    m[op::PagedAttentionLse::name] = paged_attention_cases<op::PagedAttentionLse>(rng);
     m[op::QkvAttention::name] = qkv_attention_cases(rng);
     m[op::ConcatColumns::name] = concat_columns_cases(rng);
     m[op::LinearBackward::name] = linear_backward_cases(rng);

@@ -298,6 +298,29 @@ struct PagedAttention {
   }
 };
 
+// paged_attention's "flash" form in a training forward, which also writes each row's log-sum-exp of its
+// scaled scores (natural log, over the keys the row sees), so that attention_backward need not compute it
+// again. Optional: where it is missing or refuses the arguments, the layer runs paged_attention and the
+// backward computes the log-sum-exp itself.            fields as paged_attention's; lse (T, heads) float32
+struct PagedAttentionLse {
+  static constexpr std::string_view name = "paged_attention_lse", layer = "Attention";
+  static constexpr bool optional = true;
+  const Tensor& q;
+  const Tensor& cache_k;
+  const Tensor& cache_v;
+  const AttentionMetadata& meta;
+  float scale;
+  int64_t window;
+  Tensor& out;
+  Tensor& lse;
+  DType dtype() const { return q.dtype(); }
+  auto tensors() const {
+    return tensor_list(q, cache_k, cache_v, meta.query_start, meta.context_lens, meta.block_tables,
+                       meta.positions, out, lse);
+  }
+  PagedAttention attention() const { return {q, cache_k, cache_v, meta, scale, window, out}; }
+};
+
 // qkv_rope_cache and paged_attention's "flash" form in one pass, for a step of one query row a sequence
 // (meta.one_row_per_sequence: decode): a row's query and its own new key and value come from qkv, normalised
 // and rotated as qkv_rope_cache does them, the keys and values before it from the cache, into which the new
@@ -426,8 +449,11 @@ struct EmbeddingBackward {
 
 // Causal grouped-query attention's backward for sequences that attend only to themselves (a training batch:
 // sequence s is rows [query_start[s], query_start[s + 1]) at positions 0, 1, ...), from the forward's inputs
-// and output: the softmax is recomputed in float32, dq, dk and dv are written (rounded once).
-//               q, out, dout, dq (T, heads, D); k, v, dk, dv (T, kv_heads, D); query_start (S + 1) int32
+// and output: the softmax is recomputed in float32, dq, dk and dv are written (rounded once). lse, where
+// defined, is the forward's log-sum-exp of each row (paged_attention_lse's), which a kernel may read instead
+// of computing.
+//               q, out, dout, dq (T, heads, D); k, v, dk, dv (T, kv_heads, D); query_start (S + 1) int32;
+//               lse (T, heads) float32 or undefined
 struct AttentionBackward {
   static constexpr std::string_view name = "attention_backward", layer = "Attention";
   static constexpr bool optional = true;
@@ -442,8 +468,9 @@ struct AttentionBackward {
   Tensor& dq;
   Tensor& dk;
   Tensor& dv;
+  const Tensor& lse;
   DType dtype() const { return q.dtype(); }
-  auto tensors() const { return tensor_list(q, k, v, out, dout, query_start, dq, dk, dv); }
+  auto tensors() const { return tensor_list(q, k, v, out, dout, query_start, dq, dk, dv, lse); }
 };
 
 // Inverted dropout with a counter-based random stream: element i is kept when
@@ -519,11 +546,11 @@ constexpr bool is_optional() {
 }
 
 // Every op of the set, for code that visits them all: f.template operator()<Op>() for each.
-using All =
-    std::tuple<Embedding, Linear, LinearAdd, RmsNorm, AddRmsNorm, NormLinear, Rope, SiluMul, Add, Cast,
-               SplitColumns, GatherRows, ArgmaxRows, KvCacheWrite, QkvRopeCache, PagedAttention, QkvAttention,
-               LinearBackward, RmsNormBackward, SiluMulBackward, EmbeddingBackward, AttentionBackward,
-               CrossEntropy, SumSquares, AdamW, ConcatColumns, AddScaledColumns, Dropout, SampleRows>;
+using All = std::tuple<Embedding, Linear, LinearAdd, RmsNorm, AddRmsNorm, NormLinear, Rope, SiluMul, Add,
+                       Cast, SplitColumns, GatherRows, ArgmaxRows, KvCacheWrite, QkvRopeCache, PagedAttention,
+                       PagedAttentionLse, QkvAttention, LinearBackward, RmsNormBackward, SiluMulBackward,
+                       EmbeddingBackward, AttentionBackward, CrossEntropy, SumSquares, AdamW, ConcatColumns,
+                       AddScaledColumns, Dropout, SampleRows>;
 template <typename F>
 void for_each_op(F&& f) {
   [&]<typename... Op>(std::tuple<Op...>*) { (f.template operator()<Op>(), ...); }(static_cast<All*>(nullptr));

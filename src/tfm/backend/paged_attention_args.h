@@ -19,6 +19,7 @@ struct PagedAttentionArgs {
   float scale;
   int64_t window;  // 0: full causal; else a row sees its own position and the window-1 before
   void* out;       // (T, heads, head_dim)
+  float* lse = nullptr;  // (T, heads) or null: each row's log-sum-exp of its scaled scores, where kept
 };
 
 }  // namespace tfm

@@ -40,6 +40,12 @@ inline PagedAttentionArgs paged_attention_args(const op::PagedAttention& a) {
   return p;
 }
 
+inline PagedAttentionArgs paged_attention_args(const op::PagedAttentionLse& a) {
+  PagedAttentionArgs p = paged_attention_args(a.attention());
+  p.lse = a.lse.data<float>();
+  return p;
+}
+
 // The outputs of split_columns as pointers and widths (elements per row).
 struct ColumnSplit {
   std::vector<void*> outs;

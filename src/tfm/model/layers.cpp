@@ -194,7 +194,15 @@ Tensor Attention::forward(const BlockInput& in, LayerCache& cache, const StepCon
     ctx.keep(name_, "value", v);
   }
   ctx.keep(name_, "query", q);
-  ops::paged_attention(q, cache.key, cache.value, ctx.meta, scale_, window, out, attention);
+  // A training forward keeps each row's log-sum-exp where the device's kernel can, which the backward then
+  // need not compute.
+  Tensor lse = ctx.saved ? tfm::empty({T, heads}, DType::float32, ctx.device) : Tensor();
+  if (lse.defined() &&
+      ops::paged_attention_lse(q, cache.key, cache.value, ctx.meta, scale_, window, out, lse, attention)) {
+    ctx.keep(name_, "lse", lse);
+  } else {
+    ops::paged_attention(q, cache.key, cache.value, ctx.meta, scale_, window, out, attention);
+  }
   return o_proj_.forward(out.reshape({T, heads * head_dim}), ctx);
 }
 
@@ -204,10 +212,10 @@ Tensor Attention::backward(const Tensor& dy, const BackwardContext& ctx) const {
   const Tensor dattention = o_proj_.backward(dy, ctx).reshape({T, heads, head_dim});
   Tensor dq = ctx.empty({T, heads, head_dim}), dk = ctx.empty({T, kv_heads, head_dim}),
          dv = ctx.empty({T, kv_heads, head_dim});
+  const Tensor* lse = ctx.saved.find(name_ + ".lse");
   ops::attention_backward(ctx.kept(name_, "query"), ctx.kept(name_, "key"), ctx.kept(name_, "value"),
                           ctx.kept(o_proj_.name(), "input").reshape({T, heads, head_dim}), dattention,
-                          ctx.query_start,
-                          scale_, window, dq, dk, dv);
+                          ctx.query_start, scale_, window, dq, dk, dv, lse ? *lse : Tensor());
   ops::rope_(dq, ctx.cos, ctx.neg_sin);  // a rotation's transpose is the rotation back
   ops::rope_(dk, ctx.cos, ctx.neg_sin);
   if (q_norm_) dq = q_norm_->backward(dq, ctx);

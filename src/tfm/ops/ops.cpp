@@ -366,6 +366,13 @@ void check_qkv_inputs(std::string_view op, DType d, const Tensor& qkv, const Ten
   }
 }
 
+// A float32 value for each (row, head) of the queries `q` (T, heads, D): the attention rows' log-sum-exp.
+void expect_row_stats(std::string_view op, const Tensor& lse, const Tensor& q) {
+  expect(lse, DType::float32, op, "lse");
+  if (!(lse.dim() == 2 && q.dim() == 3 && lse.size(0) == q.size(0) && lse.size(1) == q.size(1)))
+    throw_error(op, ": lse ", lse.str(), " is not one value a row and head of ", q.str());
+}
+
 // paged_attention's queries `q` (T, heads, D), caches, metadata and output (qkv_attention's too).
 void check_attention(std::string_view op, DType d, const Tensor& q, const Tensor& cache_k,
                      const Tensor& cache_v, const AttentionMetadata& meta, const Tensor& out) {
@@ -404,6 +411,22 @@ void paged_attention(const Tensor& q, const Tensor& cache_k, const Tensor& cache
   expect(q, d, a.name, "q");
   check_attention(a.name, d, q, cache_k, cache_v, meta, out);
   dispatch(a, variant);
+}
+
+bool paged_attention_lse(const Tensor& q, const Tensor& cache_k, const Tensor& cache_v,
+                         const AttentionMetadata& meta, float scale, int64_t window, Tensor& out, Tensor& lse,
+                         std::string_view variant) {
+  const op::PagedAttentionLse a{q, cache_k, cache_v, meta, scale, window, out, lse};
+  const DType d = compute_dtype(a);
+  expect(q, d, a.name, "q");
+  check_attention(a.name, d, q, cache_k, cache_v, meta, out);
+  expect_row_stats(a.name, lse, q);
+  const Device device = device_of(a);
+  const Kernel<op::PagedAttentionLse>* kernel =
+      kernel_registry().find<op::PagedAttentionLse>(device.type, d, variant);
+  if (!kernel || (kernel->supports && !kernel->supports(a))) return false;
+  timed(a, variant, device, [&] { kernel->run(a); });
+  return true;
 }
 
 bool qkv_attention(const Tensor& qkv, const Tensor& q_norm, const Tensor& k_norm, float eps,
@@ -501,8 +524,8 @@ void embedding_backward(const Tensor& ids, const Tensor& dout, Tensor& dtable) {
 
 void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
                         const Tensor& dout, const Tensor& query_start, float scale, int64_t window,
-                        Tensor& dq, Tensor& dk, Tensor& dv) {
-  const op::AttentionBackward a{q, k, v, out, dout, query_start, scale, window, dq, dk, dv};
+                        Tensor& dq, Tensor& dk, Tensor& dv, const Tensor& lse) {
+  const op::AttentionBackward a{q, k, v, out, dout, query_start, scale, window, dq, dk, dv, lse};
   const DType d = compute_dtype(a);
   for (const auto& [t, what] : {std::pair<const Tensor*, const char*>{&q, "q"},
                                 {&k, "k"},
@@ -521,6 +544,7 @@ void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const
     throw_error("attention_backward: shapes ", q.str(), ", ", k.str(), ", ", query_start.str(),
                 " do not match");
   check(window >= 0, "attention_backward: negative window ", window);
+  if (lse.defined()) expect_row_stats(a.name, lse, q);
   dispatch(a);
 }
 

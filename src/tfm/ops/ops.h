@@ -52,6 +52,11 @@ void qkv_rope_cache(const Tensor& qkv, const Tensor& q_norm, const Tensor& k_nor
 bool qkv_rope_cache_runs_on(DeviceType device, DType dtype);
 void paged_attention(const Tensor& q, const Tensor& cache_k, const Tensor& cache_v, const AttentionMetadata& meta,
                      float scale, int64_t window, Tensor& out, std::string_view variant = {});
+// op::PagedAttentionLse where the Attention variant `variant` has a kernel for it that takes the arguments
+// (no other variant stands in); false, having done nothing, elsewhere.
+bool paged_attention_lse(const Tensor& q, const Tensor& cache_k, const Tensor& cache_v,
+                         const AttentionMetadata& meta, float scale, int64_t window, Tensor& out, Tensor& lse,
+                         std::string_view variant);
 // op::QkvAttention where the Attention variant `variant` has a kernel for it that takes the arguments (no
 // other variant stands in); false, having done nothing, elsewhere.
 bool qkv_attention(const Tensor& qkv, const Tensor& q_norm, const Tensor& k_norm, float eps,
@@ -65,8 +70,9 @@ void rms_norm_backward(const Tensor& x, const Tensor& weight, float eps, const T
                        Tensor& dweight);
 void silu_mul_backward(const Tensor& gate_up, const Tensor& dout, Tensor& dgate_up);
 void embedding_backward(const Tensor& ids, const Tensor& dout, Tensor& dtable);
-void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& dout,
-                        const Tensor& query_start, float scale, int64_t window, Tensor& dq, Tensor& dk, Tensor& dv);
+void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
+                        const Tensor& dout, const Tensor& query_start, float scale, int64_t window,
+                        Tensor& dq, Tensor& dk, Tensor& dv, const Tensor& lse = Tensor());
 void cross_entropy(const Tensor& logits, const Tensor& labels, float grad_scale, Tensor& loss, Tensor& dlogits);
 void sum_squares(const Tensor& x, Tensor& out);
 void dropout(const Tensor& x, float p, uint64_t seed, Tensor& out);

@@ -247,8 +247,7 @@ constexpr int64_t kKeyBlock = 512;
 
 // Causal grouped-query attention over the paged cache, one (row, head) at a time, spread over threads.
 template <typename T, bool Eager>
-void paged_attention(const op::PagedAttention& op_args) {
-  const PagedAttentionArgs a = paged_attention_args(op_args);
+void attend(const PagedAttentionArgs& a) {
   const int64_t group = a.heads / a.kv_heads, D = a.head_dim;
   const int64_t rows = a.query_start[a.num_seqs];
   const T* q_all = static_cast<const T*>(a.q);
@@ -322,12 +321,23 @@ void paged_attention(const op::PagedAttention& op_args) {
                 for (int64_t i = 0; i < D; ++i) acc[i] += p_rounded * to_float(v[i]);
               }
             }
+            if (a.lse) a.lse[row * a.heads + h] = max + std::log(denom);
           }
           T* o = static_cast<T*>(a.out) + (row * a.heads + h) * D;
           const float inv = last >= first ? 1.f / denom : 0.f;
           for (int64_t i = 0; i < D; ++i) o[i] = from_float<T>(acc[i] * inv);
         }
       });
+}
+
+template <typename T, bool Eager>
+void paged_attention(const op::PagedAttention& a) {
+  attend<T, Eager>(paged_attention_args(a));
+}
+
+template <typename T>
+void paged_attention_lse(const op::PagedAttentionLse& a) {
+  attend<T, false>(paged_attention_args(a));
 }
 
 // qkv_attention as the two ops it folds: the reference of the devices' one-pass kernels, and what the cpu
@@ -362,6 +372,7 @@ void register_pointwise_kernels(KernelRegistry& r) {
       r.add<op::SiluMul>(cpu, d, "default", {.run = silu_mul<T>, .is_default = true});
       r.add<op::PagedAttention>(cpu, d, "flash", {.run = paged_attention<T, false>, .is_default = true});
       r.add<op::PagedAttention>(cpu, d, "eager", {.run = paged_attention<T, true>});
+      r.add<op::PagedAttentionLse>(cpu, d, "flash", {.run = paged_attention_lse<T>, .is_default = true});
       r.add<op::QkvAttention>(cpu, d, "flash", {.run = qkv_attention<T>, .is_default = true});
     });
   }

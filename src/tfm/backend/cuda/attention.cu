@@ -789,6 +789,7 @@ __global__ void __launch_bounds__(kTileWarps * 32 * G, G == 1 ? 0 : 2) tiles_ker
     const int r = warp_row + fragment_group() + 8 * half;
     const float total = across_row_lanes<Sum>(row_sum[half]);
     if (r >= rows) continue;
+    if (a.lse && c == 0) a.lse[(row0 + r) * a.heads + h] = (row_max[half] + log2f(total)) * kLn2;
     const float inv = total > 0.f ? 1.f / total : 0.f;
     T* o = static_cast<T*>(a.out) + ((row0 + r) * a.heads + h) * D + c;
 #pragma unroll
@@ -802,10 +803,11 @@ __global__ void __launch_bounds__(kTileWarps * 32 * G, G == 1 ? 0 : 2) tiles_ker
 #endif
 }
 
-// Tiles pay when sequences bring several query rows each; one or two (decode) go to the split rows.
+// Tiles pay when sequences bring several query rows each; one or two (decode) go to the split rows. Only the
+// tiles keep the log-sum-exp.
 template <typename T>
 bool uses_tiles(const PagedAttentionArgs& a) {
-  return sizeof(T) == 2 && lanes_hold(a.head_dim) && a.num_rows > 2 * a.num_seqs;
+  return sizeof(T) == 2 && lanes_hold(a.head_dim) && (a.num_rows > 2 * a.num_seqs || a.lse);
 }
 
 // The query heads one split block serves: GQA's group (heads / kv_heads) when it is 2, 4 or 8 and the grouped
@@ -937,7 +939,17 @@ int64_t paged_attention_workspace(const PagedAttentionArgs& a, bool eager) {
 }
 
 template <typename T>
+bool paged_attention_keeps_lse(const PagedAttentionArgs& a) {
+  return sizeof(T) == 2 && (a.head_dim == 64 || a.head_dim == 128);
+}
+
+template <typename T>
 void paged_attention(const PagedAttentionArgs& args, bool eager, float* workspace) {
+  check(!args.lse || (!eager && paged_attention_keeps_lse<T>(args)),
+        "CUDA kernel paged_attention keeps the log-sum-exp only in its flash form, in 16-bit dtypes, for "
+        "head sizes "
+        "64 and 128 (head size ",
+        args.head_dim, ")");
   if (args.num_rows * args.heads == 0) return;
   using Element = device_t<T>;
   if constexpr (sizeof(T) == 2) {
@@ -986,6 +998,7 @@ void qkv_attention(const QkvRopeCacheArgs& in, const PagedAttentionArgs& args, f
 #define TFM_ATTENTION_LAUNCHERS(T)                                                          \
   template int64_t paged_attention_workspace<T>(const PagedAttentionArgs&, bool);           \
   template void paged_attention<T>(const PagedAttentionArgs&, bool, float*);                \
+  template bool paged_attention_keeps_lse<T>(const PagedAttentionArgs&);                    \
   template bool qkv_attention_takes<T>(const QkvRopeCacheArgs&, const PagedAttentionArgs&); \
   template void qkv_attention<T>(const QkvRopeCacheArgs&, const PagedAttentionArgs&, float*);
 TFM_ATTENTION_LAUNCHERS(float)

@@ -233,15 +233,15 @@ __global__ void __launch_bounds__(kTileWarps * 32 * G, G == 1 ? 3 : 2)
     }
   };
 
-  // Pass 1: the log-sum-exp in base 2 (dkdv_tiles_kernel reads it so), the keys' tiles alternating between
-  // two buffers so that the next loads while this one is scored.
+  // Pass 1: the log-sum-exp in base 2 (dkdv_tiles_kernel reads it so), from the forward's where it kept it;
+  // else over the key tiles, alternating between two buffers so that the next loads while this one is scored.
   float running_max[2] = {-INFINITY, -INFINITY}, running_sum[2] = {0.f, 0.f};  // running_sum: this lane's part
   const auto start_keys = [&](T* tile_buffer, int j0) {
     start_head_rows<T, D, 1, kThreads>(tile_buffer, k, start + j0, last - j0 + 1, a.kv_heads, kv_head);
   };
-  start_keys(k_tile, first);
+  if (!a.forward_lse) start_keys(k_tile, first);
   __pipeline_commit();
-  for (int j0 = first, n = 0; j0 <= last; j0 += kTileRows, ++n) {
+  for (int j0 = first, n = 0; !a.forward_lse && j0 <= last; j0 += kTileRows, ++n) {
     T* current = n % 2 ? v_tile : k_tile;
     __pipeline_wait_prior(0);
     __syncthreads();  // the current tile is in; every warp is done with the other buffer
@@ -274,8 +274,12 @@ __global__ void __launch_bounds__(kTileWarps * 32 * G, G == 1 ? 3 : 2)
   }
   float row_lse[2];
   for (int half = 0; half < 2; ++half) {
-    row_lse[half] = running_max[half] + log2f(across_row_lanes<Sum>(running_sum[half]));
     const int r = warp_row + fragment_group() + 8 * half;
+    if (a.forward_lse) {
+      row_lse[half] = real[half] ? a.forward_lse[(start + i0 + r) * a.heads + h] * kLog2e : 0.f;
+    } else {
+      row_lse[half] = running_max[half] + log2f(across_row_lanes<Sum>(running_sum[half]));
+    }
     if (c == 0 && real[half]) {
       lse[(start + i0 + r) * a.heads + h] = row_lse[half];
       delta[(start + i0 + r) * a.heads + h] = delta_of[half];

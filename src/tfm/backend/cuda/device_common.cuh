@@ -71,6 +71,7 @@ __device__ inline __half from_float<__half>(float v) {
 // log2(e): a softmax whose scores are scaled by it runs in base 2, one ex2 instruction a weight where expf
 // wraps ex2 in a sequence that keeps its accuracy for large arguments.
 constexpr float kLog2e = 1.4426950408889634f;
+constexpr float kLn2 = 0.6931471805599453f;  // 1 / kLog2e
 
 // `v` rounded to T's precision and back: where torch stores an intermediate result in the tensor's dtype.
 template <typename T>

@@ -165,6 +165,17 @@ void paged_attention(const op::PagedAttention& a) {
 }
 
 template <typename T>
+bool paged_attention_lse_takes(const op::PagedAttentionLse& a) {
+  return launch::paged_attention_keeps_lse<T>(paged_attention_args(a));
+}
+
+template <typename T>
+void paged_attention_lse(const op::PagedAttentionLse& a) {
+  use_device_of(a.out);
+  launch::paged_attention<T>(paged_attention_args(a), false, nullptr);  // the tiles, which need no workspace
+}
+
+template <typename T>
 bool qkv_attention_takes(const op::QkvAttention& a) {
   return launch::qkv_attention_takes<T>(qkv_rope_cache_args(a.rope_cache()),
                                         paged_attention_args(a.attention()));
@@ -201,6 +212,9 @@ void register_kernels(KernelRegistry& r) {
       r.add<op::SiluMul>(device, d, "default", {.run = silu_mul<T>, .is_default = true});
       r.add<op::PagedAttention>(device, d, "flash", {.run = paged_attention<T, false>, .is_default = true});
       r.add<op::PagedAttention>(device, d, "eager", {.run = paged_attention<T, true>});
+      r.add<op::PagedAttentionLse>(
+          device, d, "flash",
+          {.run = paged_attention_lse<T>, .supports = paged_attention_lse_takes<T>, .is_default = true});
       r.add<op::QkvAttention>(
           device, d, "flash",
           {.run = qkv_attention<T>, .supports = qkv_attention_takes<T>, .is_default = true});

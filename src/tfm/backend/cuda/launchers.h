@@ -107,6 +107,10 @@ template <typename T>
 int64_t paged_attention_workspace(const PagedAttentionArgs& args, bool eager);
 template <typename T>
 void paged_attention(const PagedAttentionArgs& args, bool eager, float* workspace);
+// Whether paged_attention's flash form keeps each row's log-sum-exp (args.lse) for these arguments: the tile
+// kernels of the head sizes attention_backward's tiles take, which read it.
+template <typename T>
+bool paged_attention_keeps_lse(const PagedAttentionArgs& args);
 // op::QkvAttention: `inputs` as qkv_rope_cache's (its q unused), `args` as paged_attention's (its q unused),
 // where qkv_attention_takes says the decode kernel serves them; `workspace` as paged_attention's flash
 // form's.
@@ -150,6 +154,8 @@ struct AttentionBackwardArgs {
   const int32_t* query_start;  // num_seqs + 1 offsets
   int64_t num_seqs, rows, heads, kv_heads, head_dim, window;
   float scale;
+  const float*
+      forward_lse;  // (rows, heads), natural log, or null: the forward's log-sum-exp, where it kept it
 };
 template <typename T>
 void attention_backward(const AttentionBackwardArgs& a, const T* q, const T* k, const T* v, const T* out,

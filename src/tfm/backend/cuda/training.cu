@@ -27,7 +27,7 @@ __global__ void column_sums_kernel(const T* x, int64_t rows, int64_t cols, float
 // token and head, of 128 elements). Rows too long to hold (kVecs 0) are read again in each pass and add their
 // dweight terms at once.
 template <typename T, int kVecs>
-__global__ void __launch_bounds__(row_block_limit(kVecs))
+__global__ void __launch_bounds__(row_block_limit(kVecs), kVecs == kMaxRowVecs ? 2 : 1)
     rms_norm_backward_kernel(const T* x, const T* weight, const T* dout, int64_t rows, int64_t dim, float eps,
                              int lanes, bool wide, T* dx, float* dweight) {
   __shared__ float shared[32];

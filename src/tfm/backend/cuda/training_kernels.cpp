@@ -45,8 +45,15 @@ template <typename T>
 void attention_backward(const op::AttentionBackward& a) {
   use_device_of(a.q);
   const Tensor stats = empty({2, a.q.size(0), a.q.size(1)}, DType::float32, a.q.device());  // lse, delta
-  const launch::AttentionBackwardArgs args{a.query_start.data<int32_t>(), a.query_start.size(0) - 1, a.q.size(0),
-                                           a.q.size(1), a.k.size(1), a.q.size(2), a.window, a.scale};
+  const launch::AttentionBackwardArgs args{a.query_start.data<int32_t>(),
+                                           a.query_start.size(0) - 1,
+                                           a.q.size(0),
+                                           a.q.size(1),
+                                           a.k.size(1),
+                                           a.q.size(2),
+                                           a.window,
+                                           a.scale,
+                                           a.lse.defined() ? a.lse.data<float>() : nullptr};
   launch::attention_backward(args, a.q.data<T>(), a.k.data<T>(), a.v.data<T>(), a.out.data<T>(), a.dout.data<T>(),
                              stats[0].data<float>(), stats[1].data<float>(), a.dq.data<T>(), a.dk.data<T>(),
                              a.dv.data<T>());
