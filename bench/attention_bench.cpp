@@ -1,5 +1,6 @@
-// The attention of a training step (and of a prefill): paged_attention's default form over whole sequences and
-// attention_backward, for SEQS sequences of LEN tokens: the median time of REPEAT calls after a warm-up, and
+// The attention of a training step (and of a prefill): paged_attention's default form over whole sequences, the
+// same keeping each row's log-sum-exp (paged_attention_lse, where the device has it) and attention_backward with
+// and without that log-sum-exp, for SEQS sequences of LEN tokens: the median time of REPEAT calls after a warm-up, and
 // TFLOP/s of the causal work as flash attention counts it (forward 4 x LEN^2 / 2 x HEAD_DIM a head and
 // sequence, the backward 2.5 times that), so that kernel changes are measured without a whole training run.
 //
@@ -82,11 +83,27 @@ int main(int argc, char** argv) try {
   const double backward = median_seconds(device, static_cast<int>(repeat), [&] {
     tfm::ops::attention_backward(q, k, v, out, dout, meta.query_start, scale, 0, dq, dk, dv);
   });
+  tfm::Tensor lse = zeros({T, heads}, tfm::DType::float32);
+  const bool keeps_lse = tfm::ops::paged_attention_lse(q, cache_k, cache_v, meta, scale, 0, out, lse, {});
+  const double forward_lse = keeps_lse ? median_seconds(device, static_cast<int>(repeat), [&] {
+    tfm::ops::paged_attention_lse(q, cache_k, cache_v, meta, scale, 0, out, lse, {});
+  }) : 0;
+  const double backward_lse = keeps_lse ? median_seconds(device, static_cast<int>(repeat), [&] {
+    tfm::ops::attention_backward(q, k, v, out, dout, meta.query_start, scale, 0, dq, dk, dv, lse);
+  }) : 0;
   std::printf("%lld sequences of %lld tokens, %lld heads (%lld kv) of %lld, %s\n", static_cast<long long>(seqs),
               static_cast<long long>(len), static_cast<long long>(heads), static_cast<long long>(kv_heads),
               static_cast<long long>(D), tfm::dtype_name(dtype).data());
   std::printf("%-20s %9.3f ms %8.2f TFLOP/s\n", "forward", forward * 1e3, forward_flops / forward / 1e12);
   std::printf("%-20s %9.3f ms %8.2f TFLOP/s\n", "backward", backward * 1e3, 2.5 * forward_flops / backward / 1e12);
+  if (!keeps_lse) {
+    std::printf("(no paged_attention_lse kernel on %s for these arguments)\n", device.str().c_str());
+    return 0;
+  }
+  std::printf("%-20s %9.3f ms %8.2f TFLOP/s\n", "forward, lse kept", forward_lse * 1e3,
+              forward_flops / forward_lse / 1e12);
+  std::printf("%-20s %9.3f ms %8.2f TFLOP/s\n", "backward, lse given", backward_lse * 1e3,
+              2.5 * forward_flops / backward_lse / 1e12);
   return 0;
 } catch (const std::exception& e) {
   std::fprintf(stderr, "attention_bench: %s\n", e.what());
