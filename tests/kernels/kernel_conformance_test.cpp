@@ -912,13 +912,16 @@ std::vector<Case> add_scaled_columns_cases(std::mt19937& rng) {
 std::vector<Case> linear_add_cases(std::mt19937& rng) {
   std::vector<Case> cases;
   for (const auto& [M, K, N] : {std::array<int64_t, 3>{1, 16, 40}, {37, 48, 300}, {130, 8, 97}}) {
-    cases.push_back(make_case<op::LinearAdd>(
-        "linear_add " + shape_text({M, K, N}),
-        {random_floats({M, K}, rng), random_floats({N, K}, rng), random_floats({M, N}, rng)},
-        [](std::vector<Tensor>& in, Device, DType, auto kernel, std::vector<Tensor>& out) {
-          out = {in[2]};
-          return kernel(op::LinearAdd{in[0], in[1], in[2]});
-        }));
+    for (bool by_columns : {false, true}) {  // w (N, K), or (K, N)
+      cases.push_back(make_case<op::LinearAdd>(
+          "linear_add " + shape_text({M, K, N}) + (by_columns ? " by columns" : ""),
+          {random_floats({M, K}, rng), random_floats(by_columns ? Shape{K, N} : Shape{N, K}, rng),
+           random_floats({M, N}, rng)},
+          [by_columns](std::vector<Tensor>& in, Device, DType, auto kernel, std::vector<Tensor>& out) {
+            out = {in[2]};
+            return kernel(op::LinearAdd{in[0], in[1], in[2], by_columns});
+          }));
+    }
   }
   return cases;
 }

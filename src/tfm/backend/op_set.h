@@ -53,7 +53,9 @@ struct Linear {
 };
 
 // y += x @ w^T, the product added in float32 before the one rounding: a linear layer's output added into
-// another's (LoRA's B(A(x)) into the base layer's) without keeping it.      x (M, K), w (N, K), y (M, N)
+// another's (LoRA's B(A(x)) into the base layer's) without keeping it; with w_by_columns, y += x @ w (w
+// stored (K, N)): such a layer's input gradient added into another's (LoRA's dh A into the base layer's dx).
+//                                          x (M, K), w (N, K) or with w_by_columns (K, N), y (M, N)
 // Optional: a device without it runs no LoRA adapters yet.
 struct LinearAdd {
   static constexpr std::string_view name = "linear_add", layer = "";
@@ -61,6 +63,8 @@ struct LinearAdd {
   const Tensor& x;
   const Tensor& w;
   Tensor& y;
+  bool w_by_columns = false;
+  int64_t N() const { return w.size(w_by_columns ? 1 : 0); }
   DType dtype() const { return x.dtype(); }
   auto tensors() const { return tensor_list(x, w, y); }
 };

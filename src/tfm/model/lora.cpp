@@ -207,19 +207,25 @@ void LoraWeight::backward(const Tensor& x, const Tensor& dy, Tensor& dx, Tensor&
     column += a.b.size(1);
   }
   if (!a_wanted && !dx.defined()) return;
-  if (stacks_a()) {  // h = x stacked_a^T: dx += dh stacked_a, and adapter i's dA is its rows of dh^T x
-    Tensor d_a = a_wanted ? zeros(stacked_a_.shape(), DType::float32, x.device()) : Tensor();
-    Tensor dinput = dx.defined() ? empty(x.shape(), x.dtype(), x.device()) : Tensor();
-    ops::linear_backward(x, stacked_a_, dh, dinput, d_a, no_bias);
-    if (dx.defined()) ops::add_(dx, dinput);
+  if (stacks_a()) {
+    // h = x stacked_a^T: dx += dh stacked_a, added into the base layer's dx in the product, and adapter i's
+    // dA is its rows of dh^T x (a lone adapter's straight into its accumulator).
+    const bool lone = adapters_.size() == 1;
+    Tensor d_a = lone       ? grads.of(lora_key(adapters_[0].module, 'A'))
+                 : a_wanted ? zeros(stacked_a_.shape(), DType::float32, x.device())
+                            : Tensor();
+    Tensor no_dx;
+    if (d_a.defined()) ops::linear_backward(x, stacked_a_, dh, no_dx, d_a, no_bias);
+    if (dx.defined()) ops::linear_add(dh, stacked_a_, dx, true);
     int64_t row = 0;
     for (const LoraAdapter& adapter : adapters_) {
-      if (Tensor da = grads.of(lora_key(adapter.module, 'A')); da.defined())
+      if (Tensor da = grads.of(lora_key(adapter.module, 'A')); da.defined() && !lone)
         ops::add_(da, d_a.narrow(row, adapter.a.size(0)));
       row += adapter.a.size(0);
     }
     return;
   }
+  // With dropout each adapter's input is x through its own mask: a product of x and a mask's backward each.
   std::vector<Tensor> dh_parts;
   if (adapters_.size() == 1) {
     dh_parts.push_back(dh);
@@ -236,7 +242,7 @@ void LoraWeight::backward(const Tensor& x, const Tensor& dy, Tensor& dx, Tensor&
     Tensor dinput = dx.defined() ? empty(x.shape(), x.dtype(), x.device()) : Tensor();
     ops::linear_backward(branch_input(x, i), adapters_[i].a, dh_parts[i], dinput, da, no_bias);
     if (!dx.defined()) continue;
-    if (dropping()) ops::dropout(dinput, dropout_, mask_seed(i), dinput);  // the mask is its own backward
+    ops::dropout(dinput, dropout_, mask_seed(i), dinput);  // the mask is its own backward
     ops::add_(dx, dinput);
   }
 }

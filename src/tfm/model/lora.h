@@ -59,8 +59,9 @@ class LoraWeight final : public LinearWeight {
   // Every adapter's A(dropout(x)) side by side, (T, the ranks' sum), in the adapters' order.
   Tensor ranks_of(const Tensor& x, std::string_view variant) const;
   // Without dropout masks every adapter reads x itself, so their A's, rows of stacked_a_, make one product of
-  // x (and its backward one of dh) where each adapter's made its own.
-  bool stacks_a() const { return !dropping() && adapters_.size() > 1; }
+  // x (and its backward one of dh, which adds into the base layer's dx as it is computed) where each
+  // adapter's made its own.
+  bool stacks_a() const { return !dropping(); }
   // Every adapter's scaling * B in one (out_features, the ranks' sum) matrix: adapter i's in its rows and in
   // the columns of its ranks, zeros elsewhere. One product of it adds every adapter's output into the base
   // output, and its backward gives every adapter's input gradient, where an adapter at a time added (and in

@@ -139,10 +139,19 @@ void linear(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y, std
   dispatch(a, variant);
 }
 
-void linear_add(const Tensor& x, const Tensor& w, Tensor& y) {
-  const op::LinearAdd a{x, w, y};
+void linear_add(const Tensor& x, const Tensor& w, Tensor& y, bool w_by_columns) {
+  const op::LinearAdd a{x, w, y, w_by_columns};
   const DType d = compute_dtype(a);
-  expect_product(a.name, x, w, y, d);
+  if (w_by_columns) {
+    expect(x, d, a.name, "x");
+    expect(w, d, a.name, "weight");
+    expect(y, d, a.name, "y");
+    if (!(x.dim() == 2 && w.dim() == 2 && w.size(0) == x.size(1) && y.dim() == 2 && y.size(0) == x.size(0) &&
+          y.size(1) == w.size(1)))
+      throw_error(a.name, ": shapes ", x.str(), " @ ", w.str(), " -> ", y.str(), " do not match");
+  } else {
+    expect_product(a.name, x, w, y, d);
+  }
   dispatch(a);
 }
 

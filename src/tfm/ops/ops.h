@@ -20,7 +20,8 @@ std::vector<std::string_view> ops_without_kernels(DeviceType device, DType dtype
 
 void embedding(const Tensor& table, const Tensor& ids, Tensor& out, std::string_view variant = {});
 void linear(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y, std::string_view variant = {});
-void linear_add(const Tensor& x, const Tensor& w, Tensor& y);  // y += x @ w^T
+void linear_add(const Tensor& x, const Tensor& w, Tensor& y,
+                bool w_by_columns = false);  // y += x @ w^T (or w)
 void rms_norm(const Tensor& x, const Tensor& weight, float eps, Tensor& out, std::string_view variant = {});
 void add_rms_norm(Tensor& residual, const Tensor& x, const Tensor& weight, float eps, Tensor& out,
                   std::string_view variant = {});

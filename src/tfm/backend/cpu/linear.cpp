@@ -228,11 +228,12 @@ void linear(const op::Linear& a) {
   }
 }
 
-// y[i] = start(n, i) + (x w^T)[i] accumulated in float64 and rounded once, n being i's column: the plain
-// definitions the other kernels are tested against.
+// y[i] = start(n, i) + (x w^T)[i] (x w with w_by_columns) accumulated in float64 and rounded once, n being
+// i's column: the plain definitions the other kernels are tested against.
 template <typename T, typename Start>
-void reference_product(const Tensor& x_in, const Tensor& w_in, Tensor& y_out, Start&& start) {
-  const int64_t M = x_in.size(0), K = x_in.size(1), N = w_in.size(0);
+void reference_product(const Tensor& x_in, const Tensor& w_in, Tensor& y_out, Start&& start,
+                       bool w_by_columns = false) {
+  const int64_t M = x_in.size(0), K = x_in.size(1), N = w_in.size(w_by_columns ? 1 : 0);
   const T* x = x_in.data<T>();
   const T* w = w_in.data<T>();
   T* y = y_out.data<T>();
@@ -240,7 +241,8 @@ void reference_product(const Tensor& x_in, const Tensor& w_in, Tensor& y_out, St
     for (int64_t i = begin; i < end; ++i) {
       const int64_t m = i / N, n = i % N;
       double acc = start(n, i);
-      for (int64_t k = 0; k < K; ++k) acc += double{to_float(x[m * K + k])} * to_float(w[n * K + k]);
+      for (int64_t k = 0; k < K; ++k)
+        acc += double{to_float(x[m * K + k])} * to_float(w[w_by_columns ? k * N + n : n * K + k]);
       y[i] = from_float<T>(static_cast<float>(acc));
     }
   });
@@ -252,16 +254,17 @@ void linear_reference(const op::Linear& a) {
   reference_product<T>(a.x, a.w, a.y, [&](int64_t n, int64_t) { return bias ? to_float(bias[n]) : 0.f; });
 }
 
-// y += x w^T: the product in float32 (oneDNN), added to y before the one rounding.
+// y += x w^T (or x w): the product in float32 (oneDNN), added to y before the one rounding.
 template <typename T>
 void linear_add(const op::LinearAdd& a) {
-  const int64_t M = a.x.size(0), K = a.x.size(1), N = a.w.size(0);
+  const int64_t M = a.x.size(0), K = a.x.size(1), N = a.N();
   if (M == 0 || N == 0 || K == 0) return;
   std::vector<float> x_storage, w_storage;
   const float* x = float_values(a.x.data<T>(), M * K, x_storage);
   const float* w = float_values(a.w.data<T>(), N * K, w_storage);
   std::vector<float> product(static_cast<size_t>(M * N));
-  OneDnn::get().run(linear_product(M, K, N, DType::float32, false), x, w, nullptr, product.data());
+  OneDnn::get().run({M, K, N, DType::float32, false, !a.w_by_columns, false, false}, x, w, nullptr,
+                    product.data());
   T* y = a.y.data<T>();
   parallel_for(M * N, {.enabled = M * N > 16384}, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) y[i] = from_float<T>(to_float(y[i]) + product[i]);
@@ -310,7 +313,8 @@ void linear_backward(const op::LinearBackward& a) {
 template <typename T>
 void linear_add_reference(const op::LinearAdd& a) {
   const T* y = a.y.data<T>();
-  reference_product<T>(a.x, a.w, a.y, [&](int64_t, int64_t i) { return to_float(y[i]); });
+  reference_product<T>(
+      a.x, a.w, a.y, [&](int64_t, int64_t i) { return to_float(y[i]); }, a.w_by_columns);
 }
 
 }  // namespace

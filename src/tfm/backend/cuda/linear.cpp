@@ -174,11 +174,11 @@ void cublaslt(const op::Linear& a) {
                       false});
 }
 
-// y += x w^T: cuBLASLt's beta of 1, the product added in float32 before the one rounding.
+// y += x w^T (or x w): cuBLASLt's beta of 1, the product added in float32 before the one rounding.
 void linear_add(const op::LinearAdd& a) {
-  if (a.x.size(0) == 0 || a.w.size(0) == 0 || a.x.size(1) == 0) return;
-  Matmuls::get().run({a.y.device().index_or_zero(), a.x.size(0), a.w.size(0), a.x.size(1), a.x.raw(), false,
-                      a.w.raw(), true, a.y.raw(), nullptr, a.dtype(), a.dtype(), true});
+  if (a.x.size(0) == 0 || a.N() == 0 || a.x.size(1) == 0) return;
+  Matmuls::get().run({a.y.device().index_or_zero(), a.x.size(0), a.N(), a.x.size(1), a.x.raw(), false,
+                      a.w.raw(), !a.w_by_columns, a.y.raw(), nullptr, a.dtype(), a.dtype(), true});
 }
 
 template <typename T>

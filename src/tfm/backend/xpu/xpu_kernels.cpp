@@ -523,12 +523,14 @@ void XpuKernels::run(const op::Dropout& a) {
 
 void XpuKernels::run(const op::LinearAdd& a) {
   std::lock_guard lock(devices_->mutex);
-  const int64_t M = a.x.size(0), K = a.x.size(1), N = a.w.size(0);
+  const int64_t M = a.x.size(0), K = a.x.size(1), N = a.N();
   if (M == 0 || N == 0) return;
   const auto m = to_int(M, "rows"), k = to_int(K, "inner size"), n = to_int(N, "columns");
-  // y (M, N) += x (M, K) @ w^T, w^T's element (k, n) at w's k + n * K.
+  // y (M, N) += x (M, K) @ b, b's element (k, n) at k * b_inner + n * b_col: w (N, K) read as w^T, or w (K,
+  // N).
+  const int64_t b_inner = a.w_by_columns ? N : 1, b_col = a.w_by_columns ? 1 : K;
   devices_->kernel(a.y, linear_program(a.dtype()), "matmul_add", kTileItems * kTileItems)
-      .args(a.x, int64_t{K}, int64_t{1}, a.w, int64_t{1}, int64_t{K}, m, k, n, a.y)
+      .args(a.x, int64_t{K}, int64_t{1}, a.w, b_inner, b_col, m, k, n, a.y)
       .run(tiled_items(M, N), {kTileItems, kTileItems});
 }
 
