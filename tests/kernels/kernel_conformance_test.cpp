@@ -422,18 +422,24 @@ std::vector<Case> kv_cache_write_cases(std::mt19937& rng) {
   return cases;
 }
 
-// Heads of 16 to 256 dimensions, full and partial rotary, with and without Qwen3's q/k norms, a padding row;
-// 64, 128 and 256 with a rotary half of whole lanes take the lanes kernel on cuda, the heads of a row's kinds
-// (q, k, v) and rows sharing a warp.
+// The heads of the fused projection's output: heads of 16 to 256 dimensions, full and partial rotary, with
+// and without Qwen3's q/k norms; 64, 128 and 256 with a rotary half of whole lanes take cuda's lanes kernels,
+// the heads of a row's kinds (q, k, v) and rows sharing a warp.
+struct QkvShape {
+  int64_t heads, kv_heads, D, rot;
+  bool norms;
+  std::string str() const {
+    return "heads " + std::to_string(heads) + "/" + std::to_string(kv_heads) + " dim " + std::to_string(D) +
+           " rot " + std::to_string(rot) + (norms ? " with norms" : "");
+  }
+};
+constexpr QkvShape kQkvShapes[] = {{4, 2, 16, 16, true}, {4, 4, 16, 8, false},  {8, 2, 128, 128, true},
+                                   {3, 1, 64, 32, true}, {4, 2, 64, 64, false}, {2, 1, 256, 128, true}};
+
+// qkv_rope_cache: with a padding row.
 std::vector<Case> qkv_rope_cache_cases(std::mt19937& rng) {
-  struct Shape4 {
-    int64_t heads, kv_heads, D, rot;
-    bool norms;
-  };
   std::vector<Case> cases;
-  for (const Shape4 c :
-       {Shape4{4, 2, 16, 16, true}, Shape4{4, 4, 16, 8, false}, Shape4{8, 2, 128, 128, true},
-        Shape4{3, 1, 64, 32, true}, Shape4{4, 2, 64, 64, false}, Shape4{2, 1, 256, 128, true}}) {
+  for (const QkvShape c : kQkvShapes) {
     for (int64_t T : {1, 5}) {
       const int64_t blocks = 4, block_size = 4, width = (c.heads + 2 * c.kv_heads) * c.D;
       std::vector<int32_t> slots(blocks * block_size);
@@ -448,10 +454,7 @@ std::vector<Case> qkv_rope_cache_cases(std::mt19937& rng) {
         in.push_back(random_floats({c.D}, rng));
       }
       cases.push_back(make_case<op::QkvRopeCache>(
-          "qkv_rope_cache heads " + std::to_string(c.heads) + "/" + std::to_string(c.kv_heads) + " dim " +
-              std::to_string(c.D) + " rot " + std::to_string(c.rot) + (c.norms ? " with norms" : "") + " rows " +
-              std::to_string(T),
-          std::move(in),
+          "qkv_rope_cache " + c.str() + " rows " + std::to_string(T), std::move(in),
           [c, T, blocks, block_size](std::vector<Tensor>& in, Device device, DType dtype, auto kernel,
                                      std::vector<Tensor>& out) {
             out = {poisoned({T, c.heads, c.D}, dtype, device),
@@ -461,6 +464,31 @@ std::vector<Case> qkv_rope_cache_cases(std::mt19937& rng) {
             const Tensor& q_norm = c.norms ? in[4] : none;
             const Tensor& k_norm = c.norms ? in[5] : none;
             return kernel(op::QkvRopeCache{in[0], q_norm, k_norm, 1e-6f, in[1], in[2], in[3], out[0], out[1], out[2]});
+          }));
+    }
+  }
+  return cases;
+}
+
+// qkv_rope_cache's shapes, with k and v to tensors of the rows instead of the cache (a training step's).
+std::vector<Case> qkv_rope_cases(std::mt19937& rng) {
+  std::vector<Case> cases;
+  for (const QkvShape c : kQkvShapes) {
+    for (int64_t T : {1, 5}) {
+      std::vector<Tensor> in{random_floats({T, (c.heads + 2 * c.kv_heads) * c.D}, rng, 2.f),
+                             random_floats({T, c.rot}, rng), random_floats({T, c.rot}, rng)};
+      if (c.norms) {
+        in.push_back(random_floats({c.D}, rng));
+        in.push_back(random_floats({c.D}, rng));
+      }
+      cases.push_back(make_case<op::QkvRope>(
+          "qkv_rope " + c.str() + " rows " + std::to_string(T), std::move(in),
+          [c, T](std::vector<Tensor>& in, Device device, DType dtype, auto kernel, std::vector<Tensor>& out) {
+            out = {poisoned({T, c.heads, c.D}, dtype, device), poisoned({T, c.kv_heads, c.D}, dtype, device),
+                   poisoned({T, c.kv_heads, c.D}, dtype, device)};
+            const Tensor none;
+            return kernel(op::QkvRope{in[0], c.norms ? in[3] : none, c.norms ? in[4] : none, 1e-6f, in[1],
+                                      in[2], out[0], out[1], out[2]});
           }));
     }
   }
@@ -713,6 +741,47 @@ std::vector<Case> linear_backward_cases(std::mt19937& rng) {
             if (all) out.insert(out.end(), {dw, db});
             return true;
           }));
+    }
+  }
+  return cases;
+}
+
+// qkv_rope_cache's shapes and a training batch's (the Qwen3-0.6B shape's heads over 300 rows, so that cuda's
+// blocks loop over heads), with and without the norms' weight gradients (frozen norms).
+std::vector<Case> qkv_rope_backward_cases(std::mt19937& rng) {
+  std::vector<Case> cases;
+  std::vector<QkvShape> shapes(std::begin(kQkvShapes), std::end(kQkvShapes));
+  shapes.push_back({16, 8, 128, 128, true});
+  for (const QkvShape c : shapes) {
+    for (int64_t T : {1, 5, 300}) {
+      if (T == 300 && c.D != 128) continue;
+      for (const bool frozen : {false, true}) {
+        if (frozen && !c.norms) continue;
+        const int64_t width = (c.heads + 2 * c.kv_heads) * c.D;
+        const Tensor dq_norm0 = random_floats({c.D}, rng), dk_norm0 = random_floats({c.D}, rng);
+        std::vector<Tensor> in{
+            random_floats({T, width}, rng, 2.f),      random_floats({T, c.rot}, rng),
+            random_floats({T, c.rot}, rng),           random_floats({T, c.heads, c.D}, rng),
+            random_floats({T, c.kv_heads, c.D}, rng), random_floats({T, c.kv_heads, c.D}, rng)};
+        if (c.norms) {
+          in.push_back(random_floats({c.D}, rng));
+          in.push_back(random_floats({c.D}, rng));
+        }
+        cases.push_back(make_case<op::QkvRopeBackward>(
+            "qkv_rope_backward " + c.str() + " rows " + std::to_string(T) + (frozen ? " frozen norms" : ""),
+            std::move(in),
+            [c, T, width, frozen, dq_norm0, dk_norm0](std::vector<Tensor>& in, Device device, DType dtype,
+                                                      auto kernel, std::vector<Tensor>& out) {
+              out = {poisoned({T, width}, dtype, device)};
+              if (c.norms && !frozen)
+                out.insert(out.end(), {accumulator(dq_norm0, device), accumulator(dk_norm0, device)});
+              const Tensor none;
+              Tensor no_dq_norm, no_dk_norm;
+              return kernel(op::QkvRopeBackward{
+                  in[0], c.norms ? in[6] : none, c.norms ? in[7] : none, 1e-6f, in[1], in[2], in[3], in[4],
+                  in[5], out[0], out.size() > 1 ? out[1] : no_dq_norm, out.size() > 1 ? out[2] : no_dk_norm});
+            }));
+      }
     }
   }
   return cases;
@@ -1090,6 +1159,8 @@ const std::map<std::string_view, std::vector<Case>>& all_cases() {
     m[op::ArgmaxRows::name] = argmax_rows_cases(rng);
     m[op::KvCacheWrite::name] = kv_cache_write_cases(rng);
     m[op::QkvRopeCache::name] = qkv_rope_cache_cases(rng);
+    m[op::QkvRope::name] = qkv_rope_cases(rng);
+    m[op::QkvRopeBackward::name] = qkv_rope_backward_cases(rng);
     m[op::PagedAttention::name] = paged_attention_cases<op::PagedAttention>(rng);
     m[op::PagedAttentionLse::name] = paged_attention_cases<op::PagedAttentionLse>(rng);
     m[op::QkvAttention::name] = qkv_attention_cases(rng);

@@ -275,6 +275,26 @@ struct QkvRopeCache {
   auto tensors() const { return tensor_list(qkv, q_norm, k_norm, cos, sin, slots, q, cache_k, cache_v); }
 };
 
+// qkv_rope_cache for a training step, without the cache: k and v heads are written to k and v, whose rows are
+// q's (the step's kv_cache_write then fills the cache from them, and the backward reads them).
+//                                             fields as qkv_rope_cache's; k, v (T, kv_heads, D)
+// Optional: a device has it with qkv_rope_backward, and the layer runs both or neither.
+struct QkvRope {
+  static constexpr std::string_view name = "qkv_rope", layer = "Attention";
+  static constexpr bool optional = true;
+  const Tensor& qkv;
+  const Tensor& q_norm;
+  const Tensor& k_norm;
+  float eps;
+  const Tensor& cos;
+  const Tensor& sin;
+  Tensor& q;
+  Tensor& k;
+  Tensor& v;
+  DType dtype() const { return qkv.dtype(); }
+  auto tensors() const { return tensor_list(qkv, q_norm, k_norm, cos, sin, q, k, v); }
+};
+
 // Causal grouped-query attention over the paged cache; window 0 is full attention, else a row sees its own
 // position and the window-1 before it. Variants: "flash" scores, softmaxes (float32) and sums in one pass with a
 // running maximum and rounds the output once (sdpa); "eager" follows Transformers' eager_attention_forward:
@@ -477,6 +497,34 @@ struct AttentionBackward {
   auto tensors() const { return tensor_list(q, k, v, out, dout, query_start, dq, dk, dv, lse); }
 };
 
+// qkv_rope's backward: the gradient of the fused projection's output from those of q, k and v. Each q or k
+// head's gradient is rotated by (cos, sin) as rope_ rotates and rounded (the caller passes -sin: a rotation's
+// transpose is the rotation back), then taken back through its norm, when the model has one, as
+// rms_norm_backward takes it, the norm's input read from qkv; the norm weights' gradients are added into
+// dq_norm and dk_norm where defined. v heads' gradients are copied.
+//               qkv, dqkv (T, (heads + 2 kv_heads) D); dq (T, heads, D); dk, dv (T, kv_heads, D);
+//               q_norm, k_norm (D) or undefined; dq_norm, dk_norm (D) float32 or undefined; cos, sin (T, rot)
+struct QkvRopeBackward {
+  static constexpr std::string_view name = "qkv_rope_backward", layer = "Attention";
+  static constexpr bool optional = true;
+  const Tensor& qkv;
+  const Tensor& q_norm;
+  const Tensor& k_norm;
+  float eps;
+  const Tensor& cos;
+  const Tensor& sin;
+  const Tensor& dq;
+  const Tensor& dk;
+  const Tensor& dv;
+  Tensor& dqkv;
+  Tensor& dq_norm;
+  Tensor& dk_norm;
+  DType dtype() const { return qkv.dtype(); }
+  auto tensors() const {
+    return tensor_list(qkv, q_norm, k_norm, cos, sin, dq, dk, dv, dqkv, dq_norm, dk_norm);
+  }
+};
+
 // Inverted dropout with a counter-based random stream: element i is kept when
 // u(seed, i) = (splitmix64(splitmix64(seed) ^ i) >> 40) / 2^24 (sampling_math.h) is at least p, and then scaled by 1 / (1 - p)
 // (rounded once), else zeroed. The same seed gives the same mask, so that applying it to a gradient is its
@@ -551,10 +599,10 @@ constexpr bool is_optional() {
 
 // Every op of the set, for code that visits them all: f.template operator()<Op>() for each.
 using All = std::tuple<Embedding, Linear, LinearAdd, RmsNorm, AddRmsNorm, NormLinear, Rope, SiluMul, Add,
-                       Cast, SplitColumns, GatherRows, ArgmaxRows, KvCacheWrite, QkvRopeCache, PagedAttention,
-                       PagedAttentionLse, QkvAttention, LinearBackward, RmsNormBackward, SiluMulBackward,
-                       EmbeddingBackward, AttentionBackward, CrossEntropy, SumSquares, AdamW, ConcatColumns,
-                       AddScaledColumns, Dropout, SampleRows>;
+                       Cast, SplitColumns, GatherRows, ArgmaxRows, KvCacheWrite, QkvRopeCache, QkvRope,
+                       PagedAttention, PagedAttentionLse, QkvAttention, LinearBackward, RmsNormBackward,
+                       SiluMulBackward, EmbeddingBackward, AttentionBackward, QkvRopeBackward, CrossEntropy,
+                       SumSquares, AdamW, ConcatColumns, AddScaledColumns, Dropout, SampleRows>;
 template <typename F>
 void for_each_op(F&& f) {
   [&]<typename... Op>(std::tuple<Op...>*) { (f.template operator()<Op>(), ...); }(static_cast<All*>(nullptr));

@@ -141,10 +141,24 @@ Tensor RMSNorm::forward_residual(Tensor& residual, const Tensor& x, const StepCo
 
 Tensor RMSNorm::backward(const Tensor& dout, const BackwardContext& ctx) const {
   Tensor dx = ctx.empty(dout.shape());
-  Tensor dweight = ctx.grads.of(name_ + ".weight");
+  Tensor dweight = weight_gradient(ctx);
   ops::rms_norm_backward(ctx.kept(name_, "input"), weight_, eps_, dout, dx, dweight);
   return dx;
 }
+
+Tensor RMSNorm::weight_gradient(const BackwardContext& ctx) const {
+  return ctx.grads.of(name_ + ".weight");
+}
+
+namespace {
+
+// A q or k norm's weight, or an undefined tensor where the model has none.
+const Tensor& norm_weight(const std::optional<RMSNorm>& norm) {
+  static const Tensor none;
+  return norm ? norm->weight() : none;
+}
+
+}  // namespace
 
 Attention::Attention(std::string name, Geometry geometry, Linear qkv_proj, Linear o_proj,
                      std::optional<RMSNorm> q_norm, std::optional<RMSNorm> k_norm)
@@ -166,9 +180,8 @@ Tensor Attention::forward(const BlockInput& in, LayerCache& cache, const StepCon
   if (!qkv.defined()) qkv = qkv_proj_.forward(in.normalized(ctx), ctx);
   const int64_t T = qkv.size(0);
   const std::string_view attention = ctx.kernels.of("Attention");
-  const Tensor none;
-  const Tensor& q_norm = q_norm_ ? q_norm_->weight() : none;
-  const Tensor& k_norm = k_norm_ ? k_norm_->weight() : none;
+  const Tensor& q_norm = norm_weight(q_norm_);
+  const Tensor& k_norm = norm_weight(k_norm_);
   const float eps = q_norm_ ? q_norm_->eps() : 0.f;
   Tensor out = ctx.empty({T, heads, head_dim});
   if (!ctx.saved && ctx.meta.one_row_per_sequence &&
@@ -177,9 +190,17 @@ Tensor Attention::forward(const BlockInput& in, LayerCache& cache, const StepCon
     return o_proj_.forward(out.reshape({T, heads * head_dim}), ctx);
   Tensor q = ctx.empty({T, heads, head_dim});
   if (!ctx.saved && ops::qkv_rope_cache_runs_on(ctx.device.type, ctx.dtype)) {
-    // One pass where the device has it; a training step keeps the norms' inputs, which only the steps below give.
     ops::qkv_rope_cache(qkv, q_norm, k_norm, eps, ctx.cos, ctx.sin, ctx.meta.slots, q, cache.key, cache.value,
                         attention);
+  } else if (ctx.saved && ops::qkv_rope_trains_on(ctx.device.type, ctx.dtype)) {
+    // A training step keeps k and v for the backward, and qkv, from which qkv_rope_backward takes the norms'
+    // inputs.
+    Tensor k = ctx.empty({T, kv_heads, head_dim}), v = ctx.empty({T, kv_heads, head_dim});
+    ops::qkv_rope(qkv, q_norm, k_norm, eps, ctx.cos, ctx.sin, q, k, v, attention);
+    ops::kv_cache_write(k, v, ctx.meta.slots, cache.key, cache.value, attention);
+    ctx.keep(name_, "qkv", qkv);
+    ctx.keep(name_, "key", k);
+    ctx.keep(name_, "value", v);
   } else {
     Tensor k = ctx.empty({T, kv_heads, head_dim}), v = ctx.empty({T, kv_heads, head_dim});
     Tensor* const parts[] = {&q, &k, &v};
@@ -216,11 +237,18 @@ Tensor Attention::backward(const Tensor& dy, const BackwardContext& ctx) const {
   ops::attention_backward(ctx.kept(name_, "query"), ctx.kept(name_, "key"), ctx.kept(name_, "value"),
                           ctx.kept(o_proj_.name(), "input").reshape({T, heads, head_dim}), dattention,
                           ctx.query_start, scale_, window, dq, dk, dv, lse ? *lse : Tensor());
+  Tensor dqkv = ctx.empty({T, (heads + 2 * kv_heads) * head_dim});
+  if (const Tensor* qkv = ctx.saved.find(name_ + ".qkv")) {
+    Tensor dq_norm = q_norm_ ? q_norm_->weight_gradient(ctx) : Tensor();
+    Tensor dk_norm = k_norm_ ? k_norm_->weight_gradient(ctx) : Tensor();
+    ops::qkv_rope_backward(*qkv, norm_weight(q_norm_), norm_weight(k_norm_), q_norm_ ? q_norm_->eps() : 0.f,
+                           ctx.cos, ctx.neg_sin, dq, dk, dv, dqkv, dq_norm, dk_norm);
+    return qkv_proj_.backward(dqkv, ctx);
+  }
   ops::rope_(dq, ctx.cos, ctx.neg_sin);  // a rotation's transpose is the rotation back
   ops::rope_(dk, ctx.cos, ctx.neg_sin);
   if (q_norm_) dq = q_norm_->backward(dq, ctx);
   if (k_norm_) dk = k_norm_->backward(dk, ctx);
-  Tensor dqkv = ctx.empty({T, (heads + 2 * kv_heads) * head_dim});
   const Tensor* const parts[] = {&dq, &dk, &dv};
   ops::concat_columns(parts, dqkv);
   return qkv_proj_.backward(dqkv, ctx);

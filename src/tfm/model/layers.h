@@ -190,6 +190,8 @@ class RMSNorm {
   Tensor backward(const Tensor& dout, const BackwardContext& ctx) const;
   const Tensor& weight() const { return weight_; }
   float eps() const { return eps_; }
+  // The weight's gradient accumulator: undefined where the weight is frozen.
+  Tensor weight_gradient(const BackwardContext& ctx) const;
 
  private:
   std::string name_;

@@ -348,22 +348,18 @@ bool qkv_rope_cache_runs_on(DeviceType device, DType dtype) {
 
 namespace {
 
-// qkv_rope_cache's inputs (and qkv_attention's) for queries shaped as `q` (T, heads, D).
+// The fused projection's output and what makes attention's inputs from it (qkv_rope_cache's, qkv_rope's and
+// qkv_attention's, and qkv_rope_backward's), for queries shaped as `q` (T, heads, D) and kv_heads k and v
+// heads.
 void check_qkv_inputs(std::string_view op, DType d, const Tensor& qkv, const Tensor& q_norm,
-                      const Tensor& k_norm, const Tensor& cos, const Tensor& sin, const Tensor& slots,
-                      const Tensor& q, const Tensor& cache_k, const Tensor& cache_v) {
-  for (const auto& [t, what] :
-       {std::pair{&qkv, "qkv"}, {&cos, "cos"}, {&sin, "sin"}, {&cache_k, "cache_k"}, {&cache_v, "cache_v"}})
+                      const Tensor& k_norm, const Tensor& cos, const Tensor& sin, const Tensor& q,
+                      int64_t kv_heads) {
+  for (const auto& [t, what] : {std::pair{&qkv, "qkv"}, {&cos, "cos"}, {&sin, "sin"}})
     expect(*t, d, op, what);
-  expect(slots, DType::int32, op, "slots");
-  if (!(q.dim() == 3 && cache_k.dim() == 4 && cache_k.shape() == cache_v.shape() &&
-        cache_k.size(3) == q.size(2)))
-    throw_error(op, ": q ", q.str(), " and the cache ", cache_k.str(), " do not match");
-  const int64_t T = q.size(0), heads = q.size(1), D = q.size(2), kv_heads = cache_k.size(2);
-  if (!(qkv.dim() == 2 && qkv.size(0) == T && qkv.size(1) == (heads + 2 * kv_heads) * D && slots.dim() == 1 &&
-        slots.size(0) == T))
-    throw_error(op, ": qkv ", qkv.str(), " and slots ", slots.str(), " do not match q ", q.str(), " and ",
-                kv_heads, " kv heads");
+  if (q.dim() != 3) throw_error(op, ": q ", q.str(), " is not (T, heads, head_dim)");
+  const int64_t T = q.size(0), heads = q.size(1), D = q.size(2);
+  if (!(qkv.dim() == 2 && qkv.size(0) == T && qkv.size(1) == (heads + 2 * kv_heads) * D))
+    throw_error(op, ": qkv ", qkv.str(), " does not match q ", q.str(), " and ", kv_heads, " kv heads");
   if (!(cos.dim() == 2 && cos.shape() == sin.shape() && cos.size(0) == T && cos.size(1) <= D &&
         cos.size(1) % 2 == 0))
     throw_error(op, ": cos ", cos.str(), " does not match q ", q.str());
@@ -373,6 +369,18 @@ void check_qkv_inputs(std::string_view op, DType d, const Tensor& qkv, const Ten
     if (!(norm->dim() == 1 && norm->size(0) == D))
       throw_error(op, ": norm weight ", norm->str(), " is not (", D, ")");
   }
+}
+
+// The paged cache and slots that qkv_rope_cache and qkv_attention write the k and v heads of `q`'s rows to.
+void check_qkv_cache(std::string_view op, DType d, const Tensor& slots, const Tensor& q,
+                     const Tensor& cache_k, const Tensor& cache_v) {
+  expect(cache_k, d, op, "cache_k");
+  expect(cache_v, d, op, "cache_v");
+  expect(slots, DType::int32, op, "slots");
+  if (!(q.dim() == 3 && cache_k.dim() == 4 && cache_k.shape() == cache_v.shape() &&
+        cache_k.size(3) == q.size(2) && slots.dim() == 1 && slots.size(0) == q.size(0)))
+    throw_error(op, ": q ", q.str(), ", slots ", slots.str(), " and the cache ", cache_k.str(),
+                " do not match");
 }
 
 // A float32 value for each (row, head) of the queries `q` (T, heads, D): the attention rows' log-sum-exp.
@@ -408,7 +416,25 @@ void qkv_rope_cache(const Tensor& qkv, const Tensor& q_norm, const Tensor& k_nor
   const op::QkvRopeCache a{qkv, q_norm, k_norm, eps, cos, sin, slots, q, cache_k, cache_v};
   const DType d = compute_dtype(a);
   expect(q, d, a.name, "q");
-  check_qkv_inputs(a.name, d, qkv, q_norm, k_norm, cos, sin, slots, q, cache_k, cache_v);
+  check_qkv_cache(a.name, d, slots, q, cache_k, cache_v);
+  check_qkv_inputs(a.name, d, qkv, q_norm, k_norm, cos, sin, q, cache_k.size(2));
+  dispatch(a, variant);
+}
+
+bool qkv_rope_trains_on(DeviceType device, DType dtype) {
+  return kernel_registry().find<op::QkvRope>(device, dtype) &&
+         kernel_registry().find<op::QkvRopeBackward>(device, dtype);
+}
+
+void qkv_rope(const Tensor& qkv, const Tensor& q_norm, const Tensor& k_norm, float eps, const Tensor& cos,
+              const Tensor& sin, Tensor& q, Tensor& k, Tensor& v, std::string_view variant) {
+  const op::QkvRope a{qkv, q_norm, k_norm, eps, cos, sin, q, k, v};
+  const DType d = compute_dtype(a);
+  for (const auto& [t, what] : {std::pair{&q, "q"}, {&k, "k"}, {&v, "v"}}) expect(*t, d, a.name, what);
+  if (!(q.dim() == 3 && k.dim() == 3 && k.size(0) == q.size(0) && k.size(2) == q.size(2) &&
+        v.shape() == k.shape()))
+    throw_error(a.name, ": q ", q.str(), ", k ", k.str(), " and v ", v.str(), " do not match");
+  check_qkv_inputs(a.name, d, qkv, q_norm, k_norm, cos, sin, q, k.size(1));
   dispatch(a, variant);
 }
 
@@ -444,7 +470,8 @@ bool qkv_attention(const Tensor& qkv, const Tensor& q_norm, const Tensor& k_norm
   const op::QkvAttention a{qkv, q_norm, k_norm, eps, cos, sin, meta, scale, window, cache_k, cache_v, out};
   const DType d = compute_dtype(a);
   check_attention(a.name, d, out, cache_k, cache_v, meta, out);
-  check_qkv_inputs(a.name, d, qkv, q_norm, k_norm, cos, sin, meta.slots, out, cache_k, cache_v);
+  check_qkv_cache(a.name, d, meta.slots, out, cache_k, cache_v);
+  check_qkv_inputs(a.name, d, qkv, q_norm, k_norm, cos, sin, out, cache_k.size(2));
   if (!(meta.one_row_per_sequence && meta.context_lens.size(0) == out.size(0)))
     throw_error("qkv_attention: the step is not one query row a sequence (", out.size(0), " rows, ",
                 meta.context_lens.size(0), " sequences)");
@@ -554,6 +581,26 @@ void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const
                 " do not match");
   check(window >= 0, "attention_backward: negative window ", window);
   if (lse.defined()) expect_row_stats(a.name, lse, q);
+  dispatch(a);
+}
+
+void qkv_rope_backward(const Tensor& qkv, const Tensor& q_norm, const Tensor& k_norm, float eps,
+                       const Tensor& cos, const Tensor& sin, const Tensor& dq, const Tensor& dk,
+                       const Tensor& dv, Tensor& dqkv, Tensor& dq_norm, Tensor& dk_norm) {
+  const op::QkvRopeBackward a{qkv, q_norm, k_norm, eps, cos, sin, dq, dk, dv, dqkv, dq_norm, dk_norm};
+  const DType d = compute_dtype(a);
+  for (const auto& [t, what] : {std::pair{&dq, "dq"}, {&dk, "dk"}, {&dv, "dv"}, {&dqkv, "dqkv"}})
+    expect(*t, d, a.name, what);
+  if (!(dq.dim() == 3 && dk.dim() == 3 && dk.size(0) == dq.size(0) && dk.size(2) == dq.size(2) &&
+        dv.shape() == dk.shape() && dqkv.shape() == qkv.shape()))
+    throw_error(a.name, ": dq ", dq.str(), ", dk ", dk.str(), ", dv ", dv.str(), " and dqkv ", dqkv.str(),
+                " do not match");
+  check_qkv_inputs(a.name, d, qkv, q_norm, k_norm, cos, sin, dq, dk.size(1));
+  const Shape norm_shape{dq.size(2)};
+  expect_accumulator(dq_norm, norm_shape, a.name, "dq_norm");
+  expect_accumulator(dk_norm, norm_shape, a.name, "dk_norm");
+  check(q_norm.defined() || !dq_norm.defined(), a.name, ": dq_norm without q_norm");
+  check(k_norm.defined() || !dk_norm.defined(), a.name, ": dk_norm without k_norm");
   dispatch(a);
 }
 

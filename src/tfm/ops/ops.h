@@ -51,6 +51,11 @@ void qkv_rope_cache(const Tensor& qkv, const Tensor& q_norm, const Tensor& k_nor
                     const Tensor& sin, const Tensor& slots, Tensor& q, Tensor& cache_k, Tensor& cache_v,
                     std::string_view variant = {});
 bool qkv_rope_cache_runs_on(DeviceType device, DType dtype);
+// A training step's form of qkv_rope_cache (k and v to tensors of q's rows) and its backward, which a device
+// has both of or neither (qkv_rope_trains_on).
+void qkv_rope(const Tensor& qkv, const Tensor& q_norm, const Tensor& k_norm, float eps, const Tensor& cos,
+              const Tensor& sin, Tensor& q, Tensor& k, Tensor& v, std::string_view variant = {});
+bool qkv_rope_trains_on(DeviceType device, DType dtype);
 void paged_attention(const Tensor& q, const Tensor& cache_k, const Tensor& cache_v, const AttentionMetadata& meta,
                      float scale, int64_t window, Tensor& out, std::string_view variant = {});
 // op::PagedAttentionLse where the Attention variant `variant` has a kernel for it that takes the arguments
@@ -74,6 +79,9 @@ void embedding_backward(const Tensor& ids, const Tensor& dout, Tensor& dtable);
 void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
                         const Tensor& dout, const Tensor& query_start, float scale, int64_t window,
                         Tensor& dq, Tensor& dk, Tensor& dv, const Tensor& lse = Tensor());
+void qkv_rope_backward(const Tensor& qkv, const Tensor& q_norm, const Tensor& k_norm, float eps,
+                       const Tensor& cos, const Tensor& sin, const Tensor& dq, const Tensor& dk,
+                       const Tensor& dv, Tensor& dqkv, Tensor& dq_norm, Tensor& dk_norm);
 void cross_entropy(const Tensor& logits, const Tensor& labels, float grad_scale, Tensor& loss, Tensor& dlogits);
 void sum_squares(const Tensor& x, Tensor& out);
 void dropout(const Tensor& x, float p, uint64_t seed, Tensor& out);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "tfm/backend/cpu/cpu_backend.h"
+#include "tfm/backend/cpu/rows.h"
 #include "tfm/backend/kernel_registry.h"
 #include "tfm/backend/pointer_args.h"
 #include "tfm/core/floats.h"
@@ -121,18 +122,6 @@ void cast(const op::Cast& a) {
   });
 }
 
-// One row of RMSNorm: n = x * rsqrt(mean(x^2) + eps) rounded to T, out = weight * n.
-template <typename T>
-void rms_norm_row(const T* x, const T* weight, int64_t dim, float eps, T* out) {
-  float sum = 0.f;
-  for (int64_t i = 0; i < dim; ++i) {
-    const float v = to_float(x[i]);
-    sum += v * v;
-  }
-  const float inv = 1.f / std::sqrt(sum / static_cast<float>(dim) + eps);
-  for (int64_t i = 0; i < dim; ++i) out[i] = from_float<T>(to_float(weight[i]) * round_to<T>(to_float(x[i]) * inv));
-}
-
 template <typename T>
 void rms_norm(const op::RmsNorm& a) {
   const int64_t dim = a.weight.size(0), rows = a.x.numel() / std::max<int64_t>(dim, 1);
@@ -156,17 +145,6 @@ void add_rms_norm_fused(const op::AddRmsNorm& a) {
   });
 }
 
-// One head rotated in place by one row of cos and sin (rot of them).
-template <typename T>
-void rope_head(T* v, const T* c, const T* s, int64_t rot) {
-  const int64_t half = rot / 2;
-  for (int64_t i = 0; i < half; ++i) {
-    const float x1 = to_float(v[i]), x2 = to_float(v[i + half]);
-    v[i] = from_float<T>(round_to<T>(x1 * to_float(c[i])) + round_to<T>(-x2 * to_float(s[i])));
-    v[i + half] = from_float<T>(round_to<T>(x2 * to_float(c[i + half])) + round_to<T>(x1 * to_float(s[i + half])));
-  }
-}
-
 template <typename T>
 void rope(const op::Rope& a) {
   const int64_t rows = a.x.size(0), heads = a.x.size(1), head_dim = a.x.size(2), rot = a.cos.size(1);
@@ -180,28 +158,49 @@ void rope(const op::Rope& a) {
   });
 }
 
+// Row t of the fused projection `qkv` made into attention's inputs: its q heads normalized (where q_norm is
+// defined) and rotated into q_row (heads, D), its k heads likewise into k_row and its v heads copied to v_row
+// (kv_heads, D each; null: the row's k and v go nowhere).
+template <typename T>
+void qkv_row(const Tensor& qkv, const Tensor& q_norm, const Tensor& k_norm, float eps, const Tensor& cos,
+             const Tensor& sin, int64_t t, int64_t heads, int64_t kv, T* q_row, T* k_row, T* v_row) {
+  const int64_t D = qkv.size(1) / (heads + 2 * kv), rot = cos.size(1);
+  const T* row = qkv.data<T>() + t * qkv.size(1);
+  for (int64_t j = 0; j < (k_row ? heads + kv : heads); ++j) {
+    const bool is_q = j < heads;
+    T* out = is_q ? q_row + j * D : k_row + (j - heads) * D;
+    const Tensor& norm = is_q ? q_norm : k_norm;
+    if (norm.defined()) {
+      rms_norm_row(row + j * D, norm.data<T>(), D, eps, out);
+    } else {
+      std::copy_n(row + j * D, D, out);
+    }
+    rope_head(out, cos.data<T>() + t * rot, sin.data<T>() + t * rot, rot);
+  }
+  if (v_row) std::copy_n(row + (heads + kv) * D, kv * D, v_row);
+}
+
 template <typename T>
 void qkv_rope_cache(const op::QkvRopeCache& a) {
   const int64_t rows = a.q.size(0), heads = a.q.size(1), D = a.q.size(2), kv = a.cache_k.size(2);
-  const int64_t rot = a.cos.size(1), width = (heads + 2 * kv) * D;
-  parallel_for(rows, {.enabled = rows * width > 16384}, [&](int64_t begin, int64_t end) {
-    std::vector<T> unwritten(static_cast<size_t>(D));  // a k head of a row whose slot is negative
+  parallel_for(rows, {.enabled = rows * a.qkv.size(1) > 16384}, [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
-      const T* row = a.qkv.data<T>() + t * width;
       const int64_t slot = a.slots.data<int32_t>()[t];
-      for (int64_t j = 0; j < heads + kv; ++j) {
-        const bool is_q = j < heads;
-        T* out = is_q ? a.q.data<T>() + (t * heads + j) * D
-                      : slot < 0 ? unwritten.data() : a.cache_k.data<T>() + (slot * kv + j - heads) * D;
-        const Tensor& norm = is_q ? a.q_norm : a.k_norm;
-        if (norm.defined()) {
-          rms_norm_row(row + j * D, norm.data<T>(), D, a.eps, out);
-        } else {
-          std::copy_n(row + j * D, D, out);
-        }
-        rope_head(out, a.cos.data<T>() + t * rot, a.sin.data<T>() + t * rot, rot);
-      }
-      if (slot >= 0) std::copy_n(row + (heads + kv) * D, kv * D, a.cache_v.data<T>() + slot * kv * D);
+      T* k_row = slot < 0 ? nullptr : a.cache_k.data<T>() + slot * kv * D;
+      T* v_row = slot < 0 ? nullptr : a.cache_v.data<T>() + slot * kv * D;
+      qkv_row(a.qkv, a.q_norm, a.k_norm, a.eps, a.cos, a.sin, t, heads, kv, a.q.data<T>() + t * heads * D,
+              k_row, v_row);
+    }
+  });
+}
+
+template <typename T>
+void qkv_rope(const op::QkvRope& a) {
+  const int64_t rows = a.q.size(0), heads = a.q.size(1), D = a.q.size(2), kv = a.k.size(1);
+  parallel_for(rows, {.enabled = rows * a.qkv.size(1) > 16384}, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      qkv_row(a.qkv, a.q_norm, a.k_norm, a.eps, a.cos, a.sin, t, heads, kv, a.q.data<T>() + t * heads * D,
+              a.k.data<T>() + t * kv * D, a.v.data<T>() + t * kv * D);
     }
   });
 }
@@ -369,6 +368,7 @@ void register_pointwise_kernels(KernelRegistry& r) {
       r.add<op::NormLinear>(cpu, d, "fused", {.run = norm_linear<T>, .is_default = true});
       r.add<op::Rope>(cpu, d, "default", {.run = rope<T>, .is_default = true});
       r.add<op::QkvRopeCache>(cpu, d, "default", {.run = qkv_rope_cache<T>, .is_default = true});
+      r.add<op::QkvRope>(cpu, d, "default", {.run = qkv_rope<T>, .is_default = true});
       r.add<op::SiluMul>(cpu, d, "default", {.run = silu_mul<T>, .is_default = true});
       r.add<op::PagedAttention>(cpu, d, "flash", {.run = paged_attention<T, false>, .is_default = true});
       r.add<op::PagedAttention>(cpu, d, "eager", {.run = paged_attention<T, true>});

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "tfm/backend/cpu/cpu_backend.h"
+#include "tfm/backend/cpu/rows.h"
 #include "tfm/backend/sampling_math.h"
 #include "tfm/core/floats.h"
 #include "tfm/core/parallel.h"
@@ -16,46 +17,81 @@
 namespace tfm::cpu {
 namespace {
 
+// Sums over rows, each of `parts` threads summing its own rows into its own part, then the parts added into
+// the accumulator in part order (the same float32 sums at every run).
+class RowSums {
+ public:
+  RowSums(const Tensor& accumulator, int64_t parts, int64_t width)
+      : accumulator_(accumulator), width_(width), sums_(accumulator.defined() ? parts * width : 0, 0.f) {}
+  float* part(int64_t p) { return sums_.empty() ? nullptr : sums_.data() + p * width_; }
+  void add_to_accumulator() const {
+    if (sums_.empty()) return;
+    float* out = accumulator_.data<float>();
+    for (int64_t i = 0; i < width_; ++i) {
+      float sum = 0.f;
+      for (size_t p = 0; p < sums_.size() / width_; ++p) sum += sums_[p * width_ + i];
+      out[i] += sum;
+    }
+  }
+
+ private:
+  const Tensor& accumulator_;
+  int64_t width_;
+  std::vector<float> sums_;
+};
+
+// Threads a kernel summing dweight over `rows` rows splits them among: one part a thread.
+int64_t row_parts(int64_t rows) {
+  return std::max<int64_t>(std::min<int64_t>(rows, 64), 1);
+}
+
 template <typename T>
 void rms_norm_backward(const op::RmsNormBackward& a) {
-  const int64_t D = a.weight.size(0), rows = a.x.numel() / std::max<int64_t>(D, 1);
-  const T* weight = a.weight.data<T>();
-  // Rows in parallel for dx; dweight's sums over rows are per thread, then added in thread order.
-  const int64_t parts = a.dweight.defined() ? std::min<int64_t>(rows, 64) : rows;
-  std::vector<float> partial(a.dweight.defined() ? static_cast<size_t>(parts * D) : 0, 0.f);
+  const int64_t D = a.weight.size(0), rows = a.x.numel() / std::max<int64_t>(D, 1), parts = row_parts(rows);
+  RowSums dweight(a.dweight, parts, D);
+  T* dx = a.dx.defined() ? a.dx.data<T>() : nullptr;
   parallel_for(parts, {.enabled = rows * D > 16384}, [&](int64_t begin, int64_t end) {
-    std::vector<float> n(static_cast<size_t>(D)), dn(static_cast<size_t>(D));
     for (int64_t part = begin; part < end; ++part) {
-      const int64_t r0 = part * rows / parts, r1 = (part + 1) * rows / parts;
-      for (int64_t r = r0; r < r1; ++r) {
-        const T* x = a.x.data<T>() + r * D;
-        const T* dout = a.dout.data<T>() + r * D;
-        float sum = 0.f;
-        for (int64_t i = 0; i < D; ++i) sum += to_float(x[i]) * to_float(x[i]);
-        const float inv = 1.f / std::sqrt(sum / static_cast<float>(D) + a.eps);
-        float dot = 0.f;
-        for (int64_t i = 0; i < D; ++i) {
-          n[i] = to_float(x[i]) * inv;
-          dn[i] = to_float(dout[i]) * to_float(weight[i]);
-          dot += dn[i] * n[i];
-          if (!partial.empty()) partial[part * D + i] += to_float(dout[i]) * round_to<T>(n[i]);
-        }
-        if (a.dx.defined()) {
-          T* dx = a.dx.data<T>() + r * D;
-          const float mean = dot / static_cast<float>(D);
-          for (int64_t i = 0; i < D; ++i) dx[i] = from_float<T>((dn[i] - n[i] * mean) * inv);
-        }
+      for (int64_t r = part * rows / parts; r < (part + 1) * rows / parts; ++r) {
+        rms_norm_backward_row(a.x.data<T>() + r * D, a.weight.data<T>(), a.dout.data<T>() + r * D, D, a.eps,
+                              dx ? dx + r * D : nullptr, dweight.part(part));
       }
     }
   });
-  if (a.dweight.defined()) {
-    float* dweight = a.dweight.data<float>();
-    for (int64_t i = 0; i < D; ++i) {
-      float sum = 0.f;
-      for (int64_t part = 0; part < parts; ++part) sum += partial[part * D + i];
-      dweight[i] += sum;
+  dweight.add_to_accumulator();
+}
+
+// Row t's q and k head gradients rotated back and through their norms, its v heads' copied, into dqkv's row.
+template <typename T>
+void qkv_rope_backward(const op::QkvRopeBackward& a) {
+  const int64_t rows = a.dq.size(0), heads = a.dq.size(1), D = a.dq.size(2), kv = a.dk.size(1);
+  const int64_t rot = a.cos.size(1), width = a.qkv.size(1), parts = row_parts(rows);
+  RowSums dq_norm(a.dq_norm, parts, D), dk_norm(a.dk_norm, parts, D);
+  parallel_for(parts, {.enabled = rows * width > 16384}, [&](int64_t begin, int64_t end) {
+    std::vector<T> g(static_cast<size_t>(D));
+    for (int64_t part = begin; part < end; ++part) {
+      for (int64_t t = part * rows / parts; t < (part + 1) * rows / parts; ++t) {
+        const T* x = a.qkv.data<T>() + t * width;
+        T* dx = a.dqkv.data<T>() + t * width;
+        for (int64_t j = 0; j < heads + kv; ++j) {
+          const bool is_q = j < heads;
+          std::copy_n(is_q ? a.dq.data<T>() + (t * heads + j) * D : a.dk.data<T>() + (t * kv + j - heads) * D,
+                      D, g.data());
+          rope_head(g.data(), a.cos.data<T>() + t * rot, a.sin.data<T>() + t * rot, rot);
+          const Tensor& norm = is_q ? a.q_norm : a.k_norm;
+          if (norm.defined()) {
+            rms_norm_backward_row(x + j * D, norm.data<T>(), g.data(), D, a.eps, dx + j * D,
+                                  (is_q ? dq_norm : dk_norm).part(part));
+          } else {
+            std::copy_n(g.data(), D, dx + j * D);
+          }
+        }
+        std::copy_n(a.dv.data<T>() + t * kv * D, kv * D, dx + (heads + kv) * D);
+      }
     }
-  }
+  });
+  dq_norm.add_to_accumulator();
+  dk_norm.add_to_accumulator();
 }
 
 template <typename T>
@@ -271,6 +307,7 @@ void register_training_kernels(KernelRegistry& r) {
       r.add<op::SiluMulBackward>(cpu, d, "default", {.run = silu_mul_backward<T>, .is_default = true});
       r.add<op::EmbeddingBackward>(cpu, d, "default", {.run = embedding_backward<T>, .is_default = true});
       r.add<op::AttentionBackward>(cpu, d, "default", {.run = attention_backward<T>, .is_default = true});
+      r.add<op::QkvRopeBackward>(cpu, d, "default", {.run = qkv_rope_backward<T>, .is_default = true});
       r.add<op::CrossEntropy>(cpu, d, "default", {.run = cross_entropy<T>, .is_default = true});
       r.add<op::AddScaledColumns>(cpu, d, "default", {.run = add_scaled_columns<T>, .is_default = true});
       r.add<op::Dropout>(cpu, d, "default", {.run = dropout<T>, .is_default = true});

@@ -87,38 +87,54 @@ __device__ void pack_dims(const float (&v)[kDims], uint4 (&pieces)[kDims * sizeo
   }
 }
 
+// The sum of a value of each lane of this lane's group, on every lane of it.
+template <int kLanes>
+__device__ float group_sum(float v) {
+#pragma unroll
+  for (int offset = kLanes / 2; offset > 0; offset >>= 1)
+    v += __shfl_xor_sync(group_mask<kLanes>(), v, offset);
+  return v;
+}
+
+// A head's RMSNorm by the group holding it (lane `sub` its kDims dimensions, `norm` the weight), rounded as
+// rms_norm rounds.
+template <typename T, int kLanes, int kDims>
+__device__ void normalise(const T* norm, float eps, int sub, float (&v)[kDims]) {
+  float squares = 0.f;
+#pragma unroll
+  for (int i = 0; i < kDims; ++i) squares += v[i] * v[i];
+  const float inv = 1.f / sqrtf(group_sum<kLanes>(squares) / static_cast<float>(kLanes * kDims) + eps);
+  norm += sub * kDims;
+#pragma unroll
+  for (int i = 0; i < kDims; ++i) v[i] = round_to<T>(to_float(norm[i]) * round_to<T>(v[i] * inv));
+}
+
+// A head rotated by the group holding it, by a row of cos and sin (rot of them), each dimension's rotary
+// partner from another lane of the group by a shuffle; rounded to T as rope_ rounds. The host saw to it that
+// the lanes rotate (lanes_rotate).
+template <typename T, int kLanes, int kDims>
+__device__ void rotate(const T* cos_row, const T* sin_row, int64_t rot, int sub, float (&v)[kDims]) {
+  const int64_t half = rot / 2, first = static_cast<int64_t>(sub) * kDims;
+  const bool in_rotation = first < rot, first_half = first < half;
+  const int lane = threadIdx.x % 32, shift = static_cast<int>(half / kDims);
+  const int partner = !in_rotation ? lane : first_half ? lane + shift : lane - shift;
+#pragma unroll
+  for (int i = 0; i < kDims; ++i) {
+    const float other = __shfl_sync(group_mask<kLanes>(), v[i], partner);
+    if (in_rotation)
+      v[i] = round_to<T>(
+          rotated<T>(v[i], other, to_float(cos_row[first + i]), to_float(sin_row[first + i]), first_half));
+  }
+}
+
 // A q or k head of row `row` of the fused projection made as qkv_rope_cache makes it: normalised with `norm`
-// (when there is one) and rotated, rounded to T where rms_norm and rope_ round. Lane `sub` of the group holds
-// its kDims dimensions; the norm's sum and each dimension's rotary partner cross the group's lanes by
-// shuffles, so every lane of the group calls this together. The host saw to it that the lanes rotate
-// (lanes_rotate).
+// (when there is one) and rotated. Every lane of the group calls this together.
 template <typename T, int kLanes, int kDims>
 __device__ void normalise_and_rotate(const QkvRopeCacheArgs& in, int64_t row, const void* norm_weight,
                                      int sub, float (&v)[kDims]) {
-  const unsigned mask = group_mask<kLanes>();
-  if (norm_weight) {
-    const T* norm = static_cast<const T*>(norm_weight) + sub * kDims;
-    float squares = 0.f;
-#pragma unroll
-    for (int i = 0; i < kDims; ++i) squares += v[i] * v[i];
-#pragma unroll
-    for (int offset = kLanes / 2; offset > 0; offset >>= 1) squares += __shfl_xor_sync(mask, squares, offset);
-    const float inv = 1.f / sqrtf(squares / static_cast<float>(kLanes * kDims) + in.eps);
-#pragma unroll
-    for (int i = 0; i < kDims; ++i) v[i] = round_to<T>(to_float(norm[i]) * round_to<T>(v[i] * inv));
-  }
-  const int64_t half = in.rot / 2, first = static_cast<int64_t>(sub) * kDims;
-  const bool in_rotation = first < in.rot, first_half = first < half;
-  const int lane = threadIdx.x % 32, shift = static_cast<int>(half / kDims);
-  const int partner = !in_rotation ? lane : first_half ? lane + shift : lane - shift;
-  const T* cos = static_cast<const T*>(in.cos) + row * in.rot + first;
-  const T* sin = static_cast<const T*>(in.sin) + row * in.rot + first;
-#pragma unroll
-  for (int i = 0; i < kDims; ++i) {
-    const float other = __shfl_sync(mask, v[i], partner);
-    if (in_rotation)
-      v[i] = round_to<T>(rotated<T>(v[i], other, to_float(cos[i]), to_float(sin[i]), first_half));
-  }
+  if (norm_weight) normalise<T, kLanes>(static_cast<const T*>(norm_weight), in.eps, sub, v);
+  rotate<T, kLanes>(static_cast<const T*>(in.cos) + row * in.rot,
+                    static_cast<const T*>(in.sin) + row * in.rot, in.rot, sub, v);
 }
 
 }  // namespace tfm::cuda::launch

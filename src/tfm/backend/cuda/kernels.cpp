@@ -149,6 +149,15 @@ void qkv_rope_cache(const op::QkvRopeCache& a) {
   launch::qkv_rope_cache<T>(qkv_rope_cache_args(a));
 }
 
+// qkv_rope_cache's kernel with no slots: k and v in place of the cache.
+template <typename T>
+void qkv_rope(const op::QkvRope& a) {
+  use_device_of(a.q);
+  launch::qkv_rope_cache<T>({a.qkv.raw(), raw_or_null(a.q_norm), raw_or_null(a.k_norm), a.eps, a.cos.raw(),
+                             a.sin.raw(), nullptr, a.q.raw(), a.k.raw(), a.v.raw(), a.q.size(0), a.q.size(1),
+                             a.k.size(1), a.q.size(2), a.cos.size(1)});
+}
+
 template <typename T>
 void silu_mul(const op::SiluMul& a) {
   use_device_of(a.out);
@@ -209,6 +218,7 @@ void register_kernels(KernelRegistry& r) {
       r.add<op::AddRmsNorm>(device, d, "fused", {.run = add_rms_norm_fused<T>});
       r.add<op::Rope>(device, d, "default", {.run = rope<T>, .is_default = true});
       r.add<op::QkvRopeCache>(device, d, "default", {.run = qkv_rope_cache<T>, .is_default = true});
+      r.add<op::QkvRope>(device, d, "default", {.run = qkv_rope<T>, .is_default = true});
       r.add<op::SiluMul>(device, d, "default", {.run = silu_mul<T>, .is_default = true});
       r.add<op::PagedAttention>(device, d, "flash", {.run = paged_attention<T, false>, .is_default = true});
       r.add<op::PagedAttention>(device, d, "eager", {.run = paged_attention<T, true>});

@@ -77,7 +77,8 @@ template <typename T>
 void sample_rows(const T* logits, int64_t rows, int64_t V, const SampleSettings* settings, const int32_t* entries,
                  int64_t num_entries, int32_t* ids, void* workspace);
 
-// op::QkvRopeCache over pointers; q_norm and k_norm may be null.
+// op::QkvRopeCache over pointers; q_norm and k_norm may be null. Without slots (op::QkvRope), cache_k and
+// cache_v are k and v, (rows, kv_heads, head_dim): row t's heads go to row t.
 struct QkvRopeCacheArgs {
   const void* qkv;
   const void* q_norm;
@@ -93,6 +94,25 @@ struct QkvRopeCacheArgs {
 };
 template <typename T>
 void qkv_rope_cache(const QkvRopeCacheArgs& args);
+
+// op::QkvRopeBackward over pointers; q_norm, k_norm, dq_norm and dk_norm may be null.
+struct QkvRopeBackwardArgs {
+  const void* qkv;
+  const void* q_norm;
+  const void* k_norm;
+  float eps;
+  const void* cos;
+  const void* sin;
+  const void* dq;
+  const void* dk;
+  const void* dv;
+  void* dqkv;
+  float* dq_norm;
+  float* dk_norm;
+  int64_t rows, heads, kv_heads, head_dim, rot;
+};
+template <typename T>
+void qkv_rope_backward(const QkvRopeBackwardArgs& args);
 
 // x, out (rows, dim); out may be x.
 template <typename T>

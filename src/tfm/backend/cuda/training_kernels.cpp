@@ -1,4 +1,5 @@
-// The CUDA training kernels of the op set (training.cu; linear's backward in linear.cpp): each makes its
+// The CUDA training kernels of the op set (training.cu; attention's and qkv_rope's backward beside their
+// forwards, in attention_backward.cu and attention_inputs.cu; linear's in linear.cpp): each makes its
 // tensors' device current, unpacks the op and calls a launcher of launchers.h.
 #include <vector>
 
@@ -25,6 +26,15 @@ void rms_norm_backward(const op::RmsNormBackward& a) {
   const int64_t dim = a.weight.size(0);
   launch::rms_norm_backward(a.x.data<T>(), a.weight.data<T>(), a.dout.data<T>(), dim ? a.x.numel() / dim : 0, dim,
                             a.eps, data_or_null<T>(a.dx), data_or_null<float>(a.dweight));
+}
+
+template <typename T>
+void qkv_rope_backward(const op::QkvRopeBackward& a) {
+  use_device_of(a.dqkv);
+  launch::qkv_rope_backward<T>({a.qkv.raw(), raw_or_null(a.q_norm), raw_or_null(a.k_norm), a.eps, a.cos.raw(),
+                                a.sin.raw(), a.dq.raw(), a.dk.raw(), a.dv.raw(), a.dqkv.raw(),
+                                data_or_null<float>(a.dq_norm), data_or_null<float>(a.dk_norm), a.dq.size(0),
+                                a.dq.size(1), a.dk.size(1), a.dq.size(2), a.cos.size(1)});
 }
 
 template <typename T>
@@ -120,6 +130,7 @@ void register_training_kernels(KernelRegistry& r) {
       r.add<op::SiluMulBackward>(device, d, "default", {.run = silu_mul_backward<T>, .is_default = true});
       r.add<op::EmbeddingBackward>(device, d, "default", {.run = embedding_backward<T>, .is_default = true});
       r.add<op::AttentionBackward>(device, d, "default", {.run = attention_backward<T>, .is_default = true});
+      r.add<op::QkvRopeBackward>(device, d, "default", {.run = qkv_rope_backward<T>, .is_default = true});
       r.add<op::CrossEntropy>(device, d, "default", {.run = cross_entropy<T>, .is_default = true});
       r.add<op::AddScaledColumns>(device, d, "default", {.run = add_scaled_columns<T>, .is_default = true});
       r.add<op::Dropout>(device, d, "default", {.run = dropout<T>, .is_default = true});
