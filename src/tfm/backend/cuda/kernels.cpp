@@ -222,9 +222,11 @@ void register_kernels(KernelRegistry& r) {
       r.add<op::SiluMul>(device, d, "default", {.run = silu_mul<T>, .is_default = true});
       r.add<op::PagedAttention>(device, d, "flash", {.run = paged_attention<T, false>, .is_default = true});
       r.add<op::PagedAttention>(device, d, "eager", {.run = paged_attention<T, true>});
-      r.add<op::PagedAttentionLse>(
-          device, d, "flash",
-          {.run = paged_attention_lse<T>, .supports = paged_attention_lse_takes<T>, .is_default = true});
+      if constexpr (sizeof(T) == 2) {  // the tile kernels keep the log-sum-exp, and they take 16-bit types
+        r.add<op::PagedAttentionLse>(
+            device, d, "flash",
+            {.run = paged_attention_lse<T>, .supports = paged_attention_lse_takes<T>, .is_default = true});
+      }
       r.add<op::QkvAttention>(
           device, d, "flash",
           {.run = qkv_attention<T>, .supports = qkv_attention_takes<T>, .is_default = true});
