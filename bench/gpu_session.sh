@@ -356,15 +356,15 @@ if want ab; then
   # A branch's build (the bundle's next/, the same programs) against this bundle's, in one call: its
   # cuda kernel and whole-model tests, then batch-1 decode, prefill, the engine's throughput and training
   # throughput of both, one after the other.
-  gpu_model qwen3-0.6b
-  gpu_model qwen3-8b
-  brown_jsonl
-  qwen3_to_train
-  next_bundle
   # TFM_AB_PARTS: which of the comparison's parts run (default all of them); `kernels` (not among them) runs the
   # kernel benchmarks the bundle carries (attention_bench, cuda_rowwise_bench) with each build.
   parts=" ${TFM_AB_PARTS:-tests latency throughput training} "
   part() { [[ $parts == *" $1 "* ]]; }
+  gpu_model qwen3-0.6b
+  if part latency || part throughput; then gpu_model qwen3-8b; fi
+  brown_jsonl
+  qwen3_to_train
+  next_bundle
   if part tests; then
     step "branch build: cuda kernel conformance and whole models"
     gtest 120 $n/bin/test_kernels --gtest_filter='*cuda*'
