@@ -44,6 +44,8 @@ int main(int argc, char** argv) try {
   tfm::Tensor cos = floats({T, D}), sin = floats({T, D});
   tfm::Tensor gate_up = floats({T, 2 * I}), dgate_up = floats({T, 2 * I}), act = floats({T, I});
   tfm::Tensor dnorm = tensor({H}, tfm::DType::float32), dhead_norm = tensor({D}, tfm::DType::float32);
+  tfm::Tensor vk = floats({T, kv_heads, D}), dqkv = floats({T, (heads + 2 * kv_heads) * D}),
+              dhead_norm2 = tensor({D}, tfm::DType::float32);
   tfm::Tensor qkv = floats({T, (heads + 2 * kv_heads) * D}), qs = floats({T, heads * D}),
               ks = floats({T, kv_heads * D}), vs = floats({T, kv_heads * D});
   tfm::Tensor logits = floats({T, V}), labels = tensor({T}, tfm::DType::int32), loss = tensor({1}, tfm::DType::float32);
@@ -64,6 +66,8 @@ int main(int argc, char** argv) try {
        [&] { tfm::ops::add_rms_norm(x, y, norm, eps, out, "fused"); }},
       {"rms_norm_backward (T, 1024)", bytes({TH, TH, TH}),
        [&] { tfm::ops::rms_norm_backward(x, norm, eps, y, out, dnorm); }},
+      {"rms_norm_backward added (T, 1024)", bytes({TH, TH, TH, TH}),
+       [&] { tfm::ops::rms_norm_backward(x, norm, eps, y, out, dnorm, /*accumulate=*/true); }},
       {"rms_norm_backward q (T, 16, 128)", bytes({TQ, TQ, TQ}),
        [&] { tfm::ops::rms_norm_backward(q, head_norm, eps, dq, dq, dhead_norm); }},
       {"rms_norm_backward k (T, 8, 128)", bytes({TK, TK, TK}),
@@ -73,8 +77,17 @@ int main(int argc, char** argv) try {
       {"silu_mul_backward (T, 6144)", bytes({2 * TI, TI, 2 * TI}),
        [&] { tfm::ops::silu_mul_backward(gate_up, act, dgate_up); }},
       {"add_ (T, 1024)", bytes({TH, TH, TH}), [&] { tfm::ops::add_(x, y); }},
-      {"split_columns (T, 4096)", bytes({TQ + 2 * TK, TQ + 2 * TK}), [&] { tfm::ops::split_columns(qkv, parts); }},
-      {"concat_columns (T, 4096)", bytes({TQ + 2 * TK, TQ + 2 * TK}), [&] { tfm::ops::concat_columns(ins, qkv); }},
+      {"qkv_rope (T, 4096)", bytes({TQ + 2 * TK, TQ + 2 * TK, T * D, T * D}),
+       [&] { tfm::ops::qkv_rope(qkv, head_norm, head_norm, eps, cos, sin, q, k, vk); }},
+      {"qkv_rope_backward (T, 4096)", bytes({TQ + 2 * TK, TQ + TK, TQ + 2 * TK, T * D, T * D}),
+       [&] {
+         tfm::ops::qkv_rope_backward(qkv, head_norm, head_norm, eps, cos, sin, dq, dk, vk, dqkv, dhead_norm,
+                                     dhead_norm2);
+       }},
+      {"split_columns (T, 4096)", bytes({TQ + 2 * TK, TQ + 2 * TK}),
+       [&] { tfm::ops::split_columns(qkv, parts); }},
+      {"concat_columns (T, 4096)", bytes({TQ + 2 * TK, TQ + 2 * TK}),
+       [&] { tfm::ops::concat_columns(ins, qkv); }},
       {"cross_entropy (T, 151936) in place", bytes({T * V, T * V}),
        [&] { tfm::ops::cross_entropy(logits, labels, 1.f / static_cast<float>(T), loss, logits); }},
   };

@@ -814,6 +814,23 @@ std::vector<Case> rms_norm_backward_cases(std::mt19937& rng) {
           return kernel(op::RmsNormBackward{in[0], in[1], 1e-6f, in[2], out[0], no_dweight});
         }));
   }
+  // dx += the gradient (the residual stream's add), with and without dweight; cuda's layouts of a row.
+  for (const Shape& shape : {Shape{5, 64}, Shape{37, 1030}, Shape{2049, 1024}, Shape{3, 9000}}) {
+    const Tensor dx0 = random_floats(shape, rng), dw0 = random_floats({shape.back()}, rng);
+    for (const bool with_dweight : {true, false}) {
+      cases.push_back(make_case<op::RmsNormBackward>(
+          "rms_norm_backward accumulated " + shape_str(shape) + (with_dweight ? "" : " no dweight"),
+          {random_floats(shape, rng, 3.f), random_floats({shape.back()}, rng), random_floats(shape, rng)},
+          [dx0, dw0, with_dweight](std::vector<Tensor>& in, Device device, DType dtype, auto kernel,
+                                   std::vector<Tensor>& out) {
+            out = {placed(dx0, dtype, device)};
+            if (with_dweight) out.push_back(accumulator(dw0, device));
+            Tensor no_dweight;
+            return kernel(op::RmsNormBackward{in[0], in[1], 1e-6f, in[2], out[0],
+                                              with_dweight ? out[1] : no_dweight, true});
+          }));
+    }
+  }
   return cases;
 }
 

@@ -432,9 +432,10 @@ struct LinearBackward {
 
 // RMSNorm's backward, from its input: with n = x / sqrt(mean(x^2) + eps), dn = dout * weight,
 // dx = (dn - n mean(dn n)) / sqrt(mean(x^2) + eps), dweight += the sums over rows of dout * n (n rounded to
-// the dtype, as the forward's product takes it; the sums in float32).
+// the dtype, as the forward's product takes it; the sums in float32). With `accumulate`, dx += that gradient
+// (rounded to the dtype, then the sum, as add_ adds it: the residual stream's gradient).
 //                                 x, dout, dx (rows, D) or (T, heads, D), weight (D), dweight (D) float32 or
-//                                 undefined; dx may be dout
+//                                 undefined; dx may be dout where it is not accumulated into
 struct RmsNormBackward {
   static constexpr std::string_view name = "rms_norm_backward", layer = "RMSNorm";
   static constexpr bool optional = true;
@@ -444,6 +445,7 @@ struct RmsNormBackward {
   const Tensor& dout;
   Tensor& dx;
   Tensor& dweight;
+  bool accumulate = false;
   DType dtype() const { return x.dtype(); }
   auto tensors() const { return tensor_list(x, weight, dout, dx, dweight); }
 };

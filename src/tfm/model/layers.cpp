@@ -146,6 +146,11 @@ Tensor RMSNorm::backward(const Tensor& dout, const BackwardContext& ctx) const {
   return dx;
 }
 
+void RMSNorm::backward_add(const Tensor& dout, Tensor& grad, const BackwardContext& ctx) const {
+  Tensor dweight = weight_gradient(ctx);
+  ops::rms_norm_backward(ctx.kept(name_, "input"), weight_, eps_, dout, grad, dweight, /*accumulate=*/true);
+}
+
 Tensor RMSNorm::weight_gradient(const BackwardContext& ctx) const {
   return ctx.grads.of(name_ + ".weight");
 }
@@ -285,8 +290,8 @@ void DecoderLayer::forward(Tensor& h, Tensor& pending, LayerCache& cache, const 
 // The residual stream's gradient passes each block's norm and reaches the block's input as well as, unchanged,
 // the stream before it.
 void DecoderLayer::backward(Tensor& grad, const BackwardContext& ctx) const {
-  ops::add_(grad, post_attention_layernorm_.backward(mlp_.backward(grad, ctx), ctx));
-  ops::add_(grad, input_layernorm_.backward(self_attn_.backward(grad, ctx), ctx));
+  post_attention_layernorm_.backward_add(mlp_.backward(grad, ctx), grad, ctx);
+  input_layernorm_.backward_add(self_attn_.backward(grad, ctx), grad, ctx);
 }
 
 }  // namespace tfm

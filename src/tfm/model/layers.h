@@ -188,6 +188,9 @@ class RMSNorm {
   Tensor forward_residual(Tensor& residual, const Tensor& x, const StepContext& ctx) const;
   // dout -> the gradient of the norm's input (of dout's shape)
   Tensor backward(const Tensor& dout, const BackwardContext& ctx) const;
+  // The same gradient added into `grad` (the residual stream's, which reaches the norm's input unchanged
+  // too).
+  void backward_add(const Tensor& dout, Tensor& grad, const BackwardContext& ctx) const;
   const Tensor& weight() const { return weight_; }
   float eps() const { return eps_; }
   // The weight's gradient accumulator: undefined where the weight is frozen.

@@ -519,8 +519,8 @@ void linear_backward(const Tensor& x, const Tensor& w, const Tensor& dy, Tensor&
 }
 
 void rms_norm_backward(const Tensor& x, const Tensor& weight, float eps, const Tensor& dout, Tensor& dx,
-                       Tensor& dweight) {
-  const op::RmsNormBackward a{x, weight, eps, dout, dx, dweight};
+                       Tensor& dweight, bool accumulate) {
+  const op::RmsNormBackward a{x, weight, eps, dout, dx, dweight, accumulate};
   const DType d = compute_dtype(a);
   expect(x, d, a.name, "x");
   expect(weight, d, a.name, "weight");
@@ -529,6 +529,8 @@ void rms_norm_backward(const Tensor& x, const Tensor& weight, float eps, const T
     throw_error("rms_norm_backward: shapes ", x.str(), ", ", weight.str(), ", ", dout.str(), " do not match");
   expect_gradient(dx, x, d, a.name, "dx");
   expect_accumulator(dweight, weight.shape(), a.name, "dweight");
+  check(!accumulate || (dx.defined() && dx.raw() != dout.raw()),
+        "rms_norm_backward: accumulating needs a dx of its own, not dout");
   dispatch(a);
 }
 

@@ -73,7 +73,7 @@ bool qkv_attention(const Tensor& qkv, const Tensor& q_norm, const Tensor& k_norm
 // output is not computed.
 void linear_backward(const Tensor& x, const Tensor& w, const Tensor& dy, Tensor& dx, Tensor& dw, Tensor& dbias);
 void rms_norm_backward(const Tensor& x, const Tensor& weight, float eps, const Tensor& dout, Tensor& dx,
-                       Tensor& dweight);
+                       Tensor& dweight, bool accumulate = false);
 void silu_mul_backward(const Tensor& gate_up, const Tensor& dout, Tensor& dgate_up);
 void embedding_backward(const Tensor& ids, const Tensor& dout, Tensor& dtable);
 void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,

@@ -22,11 +22,12 @@ void rms_norm_row(const T* x, const T* weight, int64_t dim, float eps, T* out) {
     out[i] = from_float<T>(to_float(weight[i]) * round_to<T>(to_float(x[i]) * inv));
 }
 
-// One row of RMSNorm's backward (op::RmsNormBackward): dx from the row's input x and dout (dx may be dout),
-// and the row's terms of dweight added to dweight_sums where it is not null.
+// One row of RMSNorm's backward (op::RmsNormBackward): dx (or with `accumulate`, dx +=) from the row's input
+// x and dout (dx may be dout where it is not accumulated into), and the row's terms of dweight added to
+// dweight_sums where it is not null.
 template <typename T>
 void rms_norm_backward_row(const T* x, const T* weight, const T* dout, int64_t dim, float eps, T* dx,
-                           float* dweight_sums) {
+                           float* dweight_sums, bool accumulate = false) {
   float sum = 0.f;
   for (int64_t i = 0; i < dim; ++i) sum += to_float(x[i]) * to_float(x[i]);
   const float inv = 1.f / std::sqrt(sum / static_cast<float>(dim) + eps);
@@ -38,8 +39,10 @@ void rms_norm_backward_row(const T* x, const T* weight, const T* dout, int64_t d
   }
   if (!dx) return;
   const float mean = dot / static_cast<float>(dim);
-  for (int64_t i = 0; i < dim; ++i)
-    dx[i] = from_float<T>((to_float(dout[i]) * to_float(weight[i]) - to_float(x[i]) * inv * mean) * inv);
+  for (int64_t i = 0; i < dim; ++i) {
+    const float grad = (to_float(dout[i]) * to_float(weight[i]) - to_float(x[i]) * inv * mean) * inv;
+    dx[i] = from_float<T>(accumulate ? to_float(dx[i]) + round_to<T>(grad) : grad);
+  }
 }
 
 // One head rotated in place by one row of cos and sin (rot of them).

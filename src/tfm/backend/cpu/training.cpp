@@ -54,7 +54,7 @@ void rms_norm_backward(const op::RmsNormBackward& a) {
     for (int64_t part = begin; part < end; ++part) {
       for (int64_t r = part * rows / parts; r < (part + 1) * rows / parts; ++r) {
         rms_norm_backward_row(a.x.data<T>() + r * D, a.weight.data<T>(), a.dout.data<T>() + r * D, D, a.eps,
-                              dx ? dx + r * D : nullptr, dweight.part(part));
+                              dx ? dx + r * D : nullptr, dweight.part(part), a.accumulate);
       }
     }
   });

@@ -146,8 +146,8 @@ template <typename T>
 void column_sums(const T* x, int64_t rows, int64_t cols, float* sums);
 // op::RmsNormBackward; dx or dweight may be null (not computed)
 template <typename T>
-void rms_norm_backward(const T* x, const T* weight, const T* dout, int64_t rows, int64_t dim, float eps, T* dx,
-                       float* dweight);
+void rms_norm_backward(const T* x, const T* weight, const T* dout, int64_t rows, int64_t dim, float eps,
+                       bool accumulate, T* dx, float* dweight);
 template <typename T>
 void silu_mul_backward(const T* gate_up, const T* dout, int64_t rows, int64_t inter, T* dgate_up);
 template <typename T>

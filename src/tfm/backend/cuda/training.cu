@@ -20,56 +20,70 @@ __global__ void column_sums_kernel(const T* x, int64_t rows, int64_t cols, float
   }
 }
 
-// rows.cuh's groups of lanes over a grid-stride loop of rows, each row's x and dout read once into registers;
-// dx may be dout (each element is read, then written, by one thread). A lane holds the same columns in every
+// rows.cuh's groups of lanes over a grid-stride loop of rows, each row's x and dout read once into registers
+// (the weight, the same for every row, comes from the cache each time: held, it and the dweight sums
+// spilled); dx may be dout (each element is read, then written, by one thread), or, with `accumulate`, dx +=
+// the gradient (the residual stream's add, rounded as add_ rounds it). A lane holds the same columns in every
 // row, so it sums their dweight terms in registers; the block's groups add theirs in shared memory, and the
-// block adds the total to dweight once: one atomic per element a block, not a row (q/k norms have a row per
-// token and head, of 128 elements). Rows too long to hold (kVecs 0) are read again in each pass and add their
-// dweight terms at once.
-template <typename T, int kVecs>
+// block adds the total to dweight once: one atomic per element a block, not a row. Rows too long to hold
+// (kVecs 0) are read again in each pass and add their dweight terms at once.
+template <typename T, int kVecs, bool Wide>
 __global__ void __launch_bounds__(row_block_limit(kVecs), kVecs == kMaxRowVecs ? 2 : 1)
     rms_norm_backward_kernel(const T* x, const T* weight, const T* dout, int64_t rows, int64_t dim, float eps,
-                             int lanes, bool wide, T* dx, float* dweight) {
+                             int lanes, bool accumulate, T* dx, float* dweight) {
+  // With Wide (aligned rows of whole pieces) a piece is all inside a row or all past it: one 16-byte access
+  // or none, and no element-by-element path to hold registers for.
+  const auto load = [](const T* p, int64_t i, int64_t n) {
+    if constexpr (Wide) {
+      Vec<T> v{};
+      if (i < n) v = load_vec(p, i, i + Vec<T>::kSize, true);
+      return v;
+    } else {
+      return load_vec(p, i, n, false);
+    }
+  };
+  const auto store = [](T* p, int64_t i, int64_t n, const Vec<T>& v) {
+    if constexpr (Wide) {
+      if (i < n) store_vec(p, i, i + Vec<T>::kSize, true, v);
+    } else {
+      store_vec(p, i, n, false, v);
+    }
+  };
   __shared__ float shared[32];
   extern __shared__ float dweight_part[];  // the columns of a group's lanes, when several groups share them
   constexpr int E = Vec<T>::kSize, kHeld = kVecs > 0 ? kVecs : 1;
   const RowGroup g(lanes);
-  Vec<T> w[kHeld];
   float part[kHeld][E] = {};
-  if constexpr (kVecs > 0) {
-#pragma unroll
-    for (int k = 0; k < kVecs; ++k) w[k] = load_vec(weight, g.column<T>(k), dim, wide);
-  }
   for (int64_t first = g.first_row(); first < rows; first += g.row_stride()) {
     const int64_t row = first + g.group, offset = row * dim, n = row < rows ? dim : 0;
     Vec<T> xv[kHeld], gv[kHeld];
     float sum = 0.f;
 #pragma unroll
     for (int k = 0; kVecs > 0 ? k < kVecs : g.column<T>(k) < dim; ++k) {
-      const Vec<T> v = load_vec(x + offset, g.column<T>(k), n, wide);
+      const Vec<T> v = load(x + offset, g.column<T>(k), n);
 #pragma unroll
       for (int e = 0; e < E; ++e) sum += to_float(v.at[e]) * to_float(v.at[e]);
       if constexpr (kVecs > 0) {
         xv[k] = v;
-        gv[k] = load_vec(dout + offset, g.column<T>(k), n, wide);
+        gv[k] = load(dout + offset, g.column<T>(k), n);
       }
     }
-    // Piece k of x, dout and weight: held, or read again.
-    auto piece = [&](int k, Vec<T>& xk, Vec<T>& gk, Vec<T>& wk) {
+    // Piece k of x and dout: held, or read again.
+    auto piece = [&](int k, Vec<T>& xk, Vec<T>& gk) {
       if constexpr (kVecs > 0) {
-        xk = xv[k], gk = gv[k], wk = w[k];
+        xk = xv[k], gk = gv[k];
       } else {
-        xk = load_vec(x + offset, g.column<T>(k), n, wide);
-        gk = load_vec(dout + offset, g.column<T>(k), n, wide);
-        wk = load_vec(weight, g.column<T>(k), n, wide);
+        xk = load(x + offset, g.column<T>(k), n);
+        gk = load(dout + offset, g.column<T>(k), n);
       }
     };
     const float inv = 1.f / sqrtf(g.sum(sum, shared) / static_cast<float>(dim) + eps);
     float dot = 0.f;  // sum of dn * n
 #pragma unroll
     for (int k = 0; kVecs > 0 ? k < kVecs : g.column<T>(k) < dim; ++k) {
-      Vec<T> xk, gk, wk;
-      piece(k, xk, gk, wk);
+      Vec<T> xk, gk;
+      piece(k, xk, gk);
+      const Vec<T> wk = load(weight, g.column<T>(k), n);
 #pragma unroll
       for (int e = 0; e < E; ++e) {
         const float nk = to_float(xk.at[e]) * inv, d = to_float(gk.at[e]);
@@ -85,14 +99,17 @@ __global__ void __launch_bounds__(row_block_limit(kVecs), kVecs == kMaxRowVecs ?
     if (n == 0 || !dx) continue;
 #pragma unroll
     for (int k = 0; kVecs > 0 ? k < kVecs : g.column<T>(k) < dim; ++k) {
-      Vec<T> xk, gk, wk;
-      piece(k, xk, gk, wk);
+      Vec<T> xk, gk;
+      piece(k, xk, gk);
+      const Vec<T> wk = load(weight, g.column<T>(k), n);
+      const Vec<T> before = accumulate ? load(dx + offset, g.column<T>(k), n) : Vec<T>{};
 #pragma unroll
       for (int e = 0; e < E; ++e) {
         const float nk = to_float(xk.at[e]) * inv;
-        xk.at[e] = from_float<T>((to_float(gk.at[e]) * to_float(wk.at[e]) - nk * mean) * inv);
+        const float grad = (to_float(gk.at[e]) * to_float(wk.at[e]) - nk * mean) * inv;
+        xk.at[e] = from_float<T>(accumulate ? to_float(before.at[e]) + round_to<T>(grad) : grad);
       }
-      store_vec(dx + offset, g.column<T>(k), n, wide, xk);
+      store(dx + offset, g.column<T>(k), n, xk);
     }
   }
   if (kVecs == 0 || !dweight) return;
@@ -270,29 +287,32 @@ void column_sums(const T* x, int64_t rows, int64_t cols, float* sums) {
 }
 
 template <typename T>
-void rms_norm_backward(const T* x, const T* weight, const T* dout, int64_t rows, int64_t dim, float eps, T* dx,
-                       float* dweight) {
+void rms_norm_backward(const T* x, const T* weight, const T* dout, int64_t rows, int64_t dim, float eps,
+                       bool accumulate, T* dx, float* dweight) {
   if (rows == 0 || dim == 0) return;
   constexpr int E = Vec<device_t<T>>::kSize;
   const bool wide = wide_access<T>(dim, x, weight, dout) && (!dx || wide_access<T>(dim, dx));
   // Up to four pieces a lane, so that a hidden row of 1,024 bf16 is one warp's (reduced by shuffles) and a
   // block's groups sum their dweight parts before one atomic a column per block. With two, such a row was a
   // block of 64 threads and each of some 4,000 blocks added its sums to the same 1,024 floats atomically
-  // (0.137 ms at the Qwen3-0.6B training shape). Four pieces' registers (x's, dout's, weight's and the sums)
-  // leave one block of 256 threads a multiprocessor.
+  // (0.137 ms at the Qwen3-0.6B training shape).
   constexpr int kMaxVecs = 4;
   const RowLayout layout = row_layout(rows, (dim + E - 1) / E, kMaxVecs);
   with_row_vecs<kMaxVecs>(layout, [&](auto vecs) {
-    constexpr int kVecs = decltype(vecs)::value;
-    const auto kernel = rms_norm_backward_kernel<device_t<T>, kVecs>;
-    const int64_t groups = layout.threads / layout.lanes;
-    const size_t shared = dweight && groups > 1 ? static_cast<size_t>(layout.lanes) * kVecs * E * sizeof(float) : 0;
-    // As many blocks as the device holds at once: each sums dweight over all the rows it visits.
-    const auto blocks = static_cast<unsigned>(
-        std::min<int64_t>((rows + groups - 1) / groups, resident_blocks(kernel, layout.threads, shared)));
-    kernel<<<blocks, layout.threads, shared, current_stream()>>>(on_device(x), on_device(weight), on_device(dout),
-                                                                rows, dim, eps, layout.lanes, wide, on_device(dx),
-                                                                dweight);
+    const auto launch = [&](auto wide_rows) {
+      constexpr int kVecs = decltype(vecs)::value;
+      const auto kernel = rms_norm_backward_kernel<device_t<T>, kVecs, decltype(wide_rows)::value>;
+      const int64_t groups = layout.threads / layout.lanes;
+      const size_t shared =
+          dweight && groups > 1 ? static_cast<size_t>(layout.lanes) * kVecs * E * sizeof(float) : 0;
+      // As many blocks as the device holds at once: each sums dweight over all the rows it visits.
+      const auto blocks = static_cast<unsigned>(
+          std::min<int64_t>((rows + groups - 1) / groups, resident_blocks(kernel, layout.threads, shared)));
+      kernel<<<blocks, layout.threads, shared, current_stream()>>>(
+          on_device(x), on_device(weight), on_device(dout), rows, dim, eps, layout.lanes, accumulate,
+          on_device(dx), dweight);
+    };
+    wide ? launch(std::true_type()) : launch(std::false_type());
   });
   check_launch("rms_norm_backward");
 }
@@ -357,14 +377,16 @@ void dropout(const T* x, float p, uint64_t seed, int64_t n, T* out) {
   check_launch("dropout");
 }
 
-#define TFM_TRAINING_LAUNCHERS(T)                                                                               \
-  template void column_sums<T>(const T*, int64_t, int64_t, float*);                                             \
-  template void rms_norm_backward<T>(const T*, const T*, const T*, int64_t, int64_t, float, T*, float*);        \
-  template void silu_mul_backward<T>(const T*, const T*, int64_t, int64_t, T*);                                 \
-  template void embedding_backward<T>(const int32_t*, const T*, int64_t, int64_t, float*);                      \
-  template void cross_entropy<T>(const T*, const int32_t*, int64_t, int64_t, float, float*, T*);                \
-  template void adamw<T>(float*, const float*, float*, float*, T*, const AdamWScalars&, int64_t);               \
-  template void add_scaled_columns<T>(T*, int64_t, int64_t, const T*, int64_t, int64_t, int64_t, int64_t, float); \
+#define TFM_TRAINING_LAUNCHERS(T)                                                                         \
+  template void column_sums<T>(const T*, int64_t, int64_t, float*);                                       \
+  template void rms_norm_backward<T>(const T*, const T*, const T*, int64_t, int64_t, float, bool, T*,     \
+                                     float*);                                                             \
+  template void silu_mul_backward<T>(const T*, const T*, int64_t, int64_t, T*);                           \
+  template void embedding_backward<T>(const int32_t*, const T*, int64_t, int64_t, float*);                \
+  template void cross_entropy<T>(const T*, const int32_t*, int64_t, int64_t, float, float*, T*);          \
+  template void adamw<T>(float*, const float*, float*, float*, T*, const AdamWScalars&, int64_t);         \
+  template void add_scaled_columns<T>(T*, int64_t, int64_t, const T*, int64_t, int64_t, int64_t, int64_t, \
+                                      float);                                                             \
   template void dropout<T>(const T*, float, uint64_t, int64_t, T*);
 TFM_TRAINING_LAUNCHERS(float)
 TFM_TRAINING_LAUNCHERS(bfloat16)

@@ -24,8 +24,8 @@ template <typename T>
 void rms_norm_backward(const op::RmsNormBackward& a) {
   use_device_of(a.x);
   const int64_t dim = a.weight.size(0);
-  launch::rms_norm_backward(a.x.data<T>(), a.weight.data<T>(), a.dout.data<T>(), dim ? a.x.numel() / dim : 0, dim,
-                            a.eps, data_or_null<T>(a.dx), data_or_null<float>(a.dweight));
+  launch::rms_norm_backward(a.x.data<T>(), a.weight.data<T>(), a.dout.data<T>(), dim ? a.x.numel() / dim : 0,
+                            dim, a.eps, a.accumulate, data_or_null<T>(a.dx), data_or_null<float>(a.dweight));
 }
 
 template <typename T>

@@ -573,7 +573,7 @@ void XpuKernels::run(const op::RmsNormBackward& a) {
   }
   if (a.dx.defined()) {
     devices_->kernel(a.x, program, "rms_norm_dx", kRmsGroup)
-        .args(a.x, a.weight, a.dout, inv, a.dx, dim)
+        .args(a.x, a.weight, a.dout, inv, a.dx, dim, static_cast<int32_t>(a.accumulate))
         .run({static_cast<size_t>(rows) * kRmsGroup, 1}, {kRmsGroup, 1});
   }
 }

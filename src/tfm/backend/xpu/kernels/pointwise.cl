@@ -112,11 +112,12 @@ __kernel __attribute__((reqd_work_group_size(NORM_BLOCK, NORM_BLOCK, 1))) void r
   if (lane == 0 && i < dim) dweight[dweight_off + i] += sums[0][column];
 }
 
-// dx = (dn - n mean(dn n)) * inv with n = x inv and dn = dout weight; one work-group of RMS_GROUP items per
-// row. Each item writes only the elements it read, so dx may be dout.
+// dx = (dn - n mean(dn n)) * inv with n = x inv and dn = dout weight, or with accumulate dx += that (rounded, then
+// the sum, as add_ adds); one work-group of RMS_GROUP items per row. Each item writes only the elements it read,
+// so dx may be dout.
 __kernel __attribute__((reqd_work_group_size(RMS_GROUP, 1, 1))) void rms_norm_dx(
     __global const ELEM* x, long x_off, __global const ELEM* weight, long weight_off, __global const ELEM* dout,
-    long dout_off, __global const float* inv, __global ELEM* dx, long dx_off, int dim) {
+    long dout_off, __global const float* inv, __global ELEM* dx, long dx_off, int dim, int accumulate) {
   __local float scratch[RMS_GROUP];
   const long row = (long)get_group_id(0) * dim;
   const float r_inv = inv[get_group_id(0)];
@@ -127,7 +128,8 @@ __kernel __attribute__((reqd_work_group_size(RMS_GROUP, 1, 1))) void rms_norm_dx
   for (int i = get_local_id(0); i < dim; i += RMS_GROUP) {
     const float n = LOAD(x, x_off + row + i) * r_inv;
     const float dn = LOAD(dout, dout_off + row + i) * LOAD(weight, weight_off + i);
-    STORE((dn - n * mean) * r_inv, dx, dx_off + row + i);
+    const float grad = (dn - n * mean) * r_inv;
+    STORE(accumulate ? LOAD(dx, dx_off + row + i) + ROUND(grad) : grad, dx, dx_off + row + i);
   }
 }
 
