@@ -48,10 +48,6 @@ Tensor StepContext::empty(const Shape& shape) const {
   return tfm::empty(shape, dtype, device);
 }
 
-void StepContext::keep_copy(const std::string& layer, const char* what, const Tensor& t) const {
-  if (saved) saved->keep(layer + "." + what, clone(t));
-}
-
 Linear::Linear(std::string name, std::unique_ptr<LinearWeight> weight, Tensor bias)
     : name_(std::move(name)), weight_(std::move(weight)), bias_(std::move(bias)) {}
 
@@ -118,7 +114,8 @@ void Embedding::backward(const Tensor& dout, const BackwardContext& ctx) const {
 }
 
 Tensor RMSNorm::forward(const Tensor& x, const StepContext& ctx) const {
-  ctx.keep_copy(name_, "input", x);  // the residual stream, which later layers add to
+  ctx.keep(name_, "input",
+           x);  // the residual stream, which a step that keeps it does not write (forward_residual)
   Tensor out = ctx.empty(x.shape());
   ops::rms_norm(x, weight_, eps_, out, ctx.kernels.of("RMSNorm"));
   return out;
@@ -134,8 +131,17 @@ void RMSNorm::forward_(Tensor& x, const StepContext& ctx) const {
 
 Tensor RMSNorm::forward_residual(Tensor& residual, const Tensor& x, const StepContext& ctx) const {
   Tensor out = ctx.empty(residual.shape());
-  ops::add_rms_norm(residual, x, weight_, eps_, out, ctx.kernels.of("RMSNorm"));
-  ctx.keep_copy(name_, "input", residual);
+  if (!ctx.saved) {
+    ops::add_rms_norm(residual, x, weight_, eps_, out, ctx.kernels.of("RMSNorm"));
+    return out;
+  }
+  // A step that keeps activations leaves each version of the stream as it was, for the norms' backwards: the
+  // sum (the same bits either way round) goes into x's tensor, the block's output, which nothing reads after
+  // this, and residual then names it.
+  Tensor sum = x;
+  ops::add_rms_norm(sum, residual, weight_, eps_, out, ctx.kernels.of("RMSNorm"));
+  residual = sum;
+  ctx.keep(name_, "input", residual);
   return out;
 }
 

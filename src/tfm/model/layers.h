@@ -20,8 +20,8 @@
 namespace tfm {
 
 // Tensors a training forward keeps for the backward, by the name of the layer that kept them and what they
-// are ("model.layers.0.mlp.down_proj.input"). A kept tensor is held, not copied: whoever keeps one the
-// forward goes on writing (the residual stream) keeps a copy of it (StepContext::keep_copy).
+// are ("model.layers.0.mlp.down_proj.input"). A kept tensor is held, not copied: nothing may write it after
+// (a training step's residual stream is a new tensor at each add: RMSNorm::forward_residual).
 class SavedActivations {
  public:
   void keep(std::string name, const Tensor& t);
@@ -76,8 +76,6 @@ struct StepContext {
   void keep(const std::string& layer, const char* what, const Tensor& t) const {
     if (saved) saved->keep(layer + "." + what, t);
   }
-  // Keeps a copy of t, which the forward goes on writing.
-  void keep_copy(const std::string& layer, const char* what, const Tensor& t) const;
 };
 
 // What a Linear multiplies by. Dense weights now; 4-bit weights and LoRA adapters are other kinds of it, so
@@ -184,7 +182,8 @@ class RMSNorm {
   Tensor forward(const Tensor& x, const StepContext& ctx) const;
   // In place; when the step keeps activations, into a new tensor that x then names (the backward reads x).
   void forward_(Tensor& x, const StepContext& ctx) const;
-  // The residual stream's update and this norm in one call: residual += x, then normalized residual.
+  // The residual stream's update and this norm in one call: residual += x, then normalized residual. A step
+  // that keeps activations writes the sum into x's tensor instead, which residual then names.
   Tensor forward_residual(Tensor& residual, const Tensor& x, const StepContext& ctx) const;
   // dout -> the gradient of the norm's input (of dout's shape)
   Tensor backward(const Tensor& dout, const BackwardContext& ctx) const;
