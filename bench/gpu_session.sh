@@ -2,7 +2,7 @@
 # A GPU-machine session: the device tests and the benchmarks that need that machine, by section, in one call:
 #   bash bench/gpu_session.sh [tests] [latency] [peers] [engine] [dtypes] [load] [tokenizer] [xpu] [train] [demo]
 #     [trainspeed] [trainpeers] [kernels] [attention] [engineprofile] [serve] [ab] [abprofile] [abxpu] [loraprofile]
-#     [trainprofile] [engineattention] [enginesweep]
+#     [trainprofile] [engineattention] [enginesweep] [rowwise]
 # (no section: all). Expects .carry/bundle.tar.xz (bench/device_bundle.sh); the Qwen3 tokenizer and the Brown
 # corpus come from the repository (tests/assets, models/demo/scripts). cuBLASLt comes from the machine's CUDA
 # Python packages, through LD_LIBRARY_PATH: tfm opens it on the first matmul. Writes $OUT/session.log. Sections ab
@@ -321,6 +321,21 @@ if want attention; then
       $b/bin/tfm train --model /tmp/qwen3-0.6b --data /tmp/brown_jsonl/train.jsonl --max-seq-length 1024 \
       --output-dir /tmp/q_out --bf16 --per_device_train_batch_size 8 --max_steps 1 --save_strategy no --quiet \
       2>&1 | grep -vE '^ *(-+|=+)? *$' | cut -c1-150 | head -170
+  done
+fi
+
+if want rowwise; then
+  # Why the row-wise training kernels stay below the copy rate: ncu's throughput, occupancy and warp stalls for one
+  # launch each, from cuda_rowwise_bench's shapes (the Qwen3-0.6B training step's, bf16).
+  # kernel:launches to skip (the bench's warm-up and repeat of each op; the norm backward's third launch is the
+  # one that adds into dx).
+  for kernel in rms_norm_backward_kernel:2 qkv_rope_backward_lanes_kernel:1 qkv_rope_cache_lanes_kernel:1 \
+                silu_mul_kernel:1; do
+    step "ncu: ${kernel%:*} (after ${kernel#*:} launches)"
+    timeout 100 ncu --clock-control none -k "regex:${kernel%:*}" --launch-skip "${kernel#*:}" --launch-count 1 \
+      --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
+      --section MemoryWorkloadAnalysis $b/bin/cuda_rowwise_bench cuda:0 bfloat16 1 2>&1 |
+      grep -vE '^ *(-+|=+)? *$' | grep -E "Duration|Throughput|Registers|Occupancy|Block Size|Grid Size|Stall|Warp Cycles|Waves|Eligible|Issued|Bandwidth|cycles being|^  [a-z_]" | cut -c1-140 | head -40
   done
 fi
 

@@ -23,7 +23,8 @@ __global__ void __launch_bounds__(kLanesThreads) qkv_rope_cache_lanes_kernel(Qkv
   const int64_t kv = a.kv_heads, heads = a.heads + 2 * kv;
   const int64_t pair = static_cast<int64_t>(blockIdx.x) * (kLanesThreads / kLanes) + threadIdx.x / kLanes;
   if (pair >= a.rows * heads) return;  // the whole group
-  const int64_t t = pair / heads, j = pair % heads, slot = a.slots ? a.slots[t] : t;
+  const auto [t, j] = divide(pair, heads);
+  const int64_t slot = a.slots ? a.slots[t] : t;
   const int sub = threadIdx.x % kLanes;
   const T* x = static_cast<const T*>(a.qkv) + pair * D;
   const bool is_q = j < a.heads, is_k = !is_q && j < a.heads + kv;
@@ -101,7 +102,7 @@ __global__ void __launch_bounds__(kLanesThreads) qkv_rope_backward_lanes_kernel(
   }
   for (int64_t pair = static_cast<int64_t>(blockIdx.x) * kGroups + threadIdx.x / kLanes; pair < pairs;
        pair += static_cast<int64_t>(gridDim.x) * kGroups) {
-    const int64_t t = pair / heads, j = pair % heads;
+    const auto [t, j] = divide(pair, heads);
     T* out = static_cast<T*>(a.dqkv) + pair * D;
     uint4 pieces[kPieces];
     if (j >= a.heads + kv) {

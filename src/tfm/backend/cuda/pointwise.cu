@@ -32,7 +32,8 @@ __global__ void silu_mul_kernel(const T* gate_up, int64_t inter, int64_t pieces,
   constexpr int E = Vec<T>::kSize;
   wait_for_previous_kernel();
   for (int64_t i = first_index(); i < n; i += grid_stride()) {
-    const int64_t row = i / pieces, c = i % pieces * E;
+    const auto [row, piece] = divide(i, pieces);
+    const int64_t c = piece * E;
     const T* gate = gate_up + row * 2 * inter;
     const Vec<T> g = load_vec(gate, c, inter, wide), u = load_vec(gate + inter, c, inter, wide);
     Vec<T> o;
@@ -52,7 +53,8 @@ __global__ void rope_kernel(T* x, const T* cos, const T* sin, int64_t heads, int
   constexpr int E = Vec<T>::kSize;
   const int64_t half = rot / 2;
   for (int64_t i = first_index(); i < n; i += grid_stride()) {
-    const int64_t head = i / pieces, p = i % pieces * E, row = head / heads;
+    const auto [head, piece] = divide(i, pieces);
+    const int64_t p = piece * E, row = divide(head, heads).quotient;
     T* v = x + head * head_dim;
     const T* c = cos + row * rot;
     const T* s = sin + row * rot;

@@ -22,7 +22,8 @@ __global__ void column_sums_kernel(const T* x, int64_t rows, int64_t cols, float
 
 // rows.cuh's groups of lanes over a grid-stride loop of rows, each row's x and dout read once into registers
 // (the weight, the same for every row, comes from the cache each time: held, it and the dweight sums
-// spilled); dx may be dout (each element is read, then written, by one thread), or, with `accumulate`, dx +=
+// spilled), and with `accumulate` dx fetched into L1 meanwhile, so that the last pass does not wait on memory
+// again; dx may be dout (each element is read, then written, by one thread), or, with `accumulate`, dx +=
 // the gradient (the residual stream's add, rounded as add_ rounds it). A lane holds the same columns in every
 // row, so it sums their dweight terms in registers; the block's groups add theirs in shared memory, and the
 // block adds the total to dweight once: one atomic per element a block, not a row. Rows too long to hold
@@ -66,6 +67,7 @@ __global__ void __launch_bounds__(row_block_limit(kVecs), kVecs == kMaxRowVecs ?
       if constexpr (kVecs > 0) {
         xv[k] = v;
         gv[k] = load(dout + offset, g.column<T>(k), n);
+        if (accumulate && g.column<T>(k) < n) prefetch_l1(dx + offset + g.column<T>(k));
       }
     }
     // Piece k of x and dout: held, or read again.
@@ -140,7 +142,8 @@ __global__ void silu_mul_backward_kernel(const T* gate_up, const T* dout, int64_
                                          bool wide, T* dgate_up) {
   constexpr int E = Vec<T>::kSize;
   for (int64_t i = first_index(); i < n; i += grid_stride()) {
-    const int64_t row = i / pieces, c = i % pieces * E;
+    const auto [row, piece] = divide(i, pieces);
+    const int64_t c = piece * E;
     const T* gate = gate_up + row * 2 * inter;
     T* dgate = dgate_up + row * 2 * inter;
     const Vec<T> g = load_vec(gate, c, inter, wide), u = load_vec(gate + inter, c, inter, wide);
@@ -161,8 +164,10 @@ __global__ void silu_mul_backward_kernel(const T* gate_up, const T* dout, int64_
 template <typename T>
 __global__ void embedding_backward_kernel(const int32_t* ids, const T* dout, int64_t hidden, int64_t n,
                                           float* dtable) {
-  for (int64_t i = first_index(); i < n; i += grid_stride())
-    atomicAdd(dtable + int64_t{ids[i / hidden]} * hidden + i % hidden, to_float(dout[i]));
+  for (int64_t i = first_index(); i < n; i += grid_stride()) {
+    const auto [row, column] = divide(i, hidden);
+    atomicAdd(dtable + int64_t{ids[row]} * hidden + column, to_float(dout[i]));
+  }
 }
 
 // A running log-sum-exp: sum = the sum of exp(v - max) over the values seen. A max of -inf (no value seen, or
@@ -262,7 +267,7 @@ template <typename T>
 __global__ void add_scaled_columns_kernel(T* out, int64_t out_cols, int64_t out_column, const T* x, int64_t x_cols,
                                           int64_t x_column, int64_t width, float scale, int64_t n) {
   for (int64_t i = first_index(); i < n; i += grid_stride()) {
-    const int64_t r = i / width, c = i % width;
+    const auto [r, c] = divide(i, width);
     T* o = out + r * out_cols + out_column + c;
     *o = from_float<T>(to_float(*o) + round_to<T>(scale * to_float(x[r * x_cols + x_column + c])));
   }
