@@ -93,13 +93,7 @@ __global__ void __launch_bounds__(kLanesThreads) qkv_rope_backward_lanes_kernel(
   __shared__ float block_sums[2][D];  // of dq_norm and dk_norm
   const int64_t kv = a.kv_heads, heads = a.heads + 2 * kv, pairs = a.rows * heads;
   const int sub = threadIdx.x % kLanes;
-  float weight[2][kDims] = {}, dweight[2][kDims] = {};  // [0]: q's norm, [1]: k's
-#pragma unroll
-  for (int n = 0; n < 2; ++n) {
-    const T* norm = static_cast<const T*>(n == 0 ? a.q_norm : a.k_norm);
-#pragma unroll
-    for (int i = 0; i < kDims; ++i) weight[n][i] = norm ? to_float(norm[sub * kDims + i]) : 0.f;
-  }
+  float dweight[2][kDims] = {};  // [0]: q's norm, [1]: k's
   for (int64_t pair = static_cast<int64_t>(blockIdx.x) * kGroups + threadIdx.x / kLanes; pair < pairs;
        pair += static_cast<int64_t>(gridDim.x) * kGroups) {
     const auto [t, j] = divide(pair, heads);
@@ -111,15 +105,18 @@ __global__ void __launch_bounds__(kLanesThreads) qkv_rope_backward_lanes_kernel(
       continue;
     }
     const int n = j < a.heads ? 0 : 1;
-    float g[kDims];
+    // The norm's weight comes from the cache at each use (held, with the sums, it halved the blocks that
+    // fit); the head's input is loaded with its gradient, so that the group waits on memory once.
+    const T* norm = static_cast<const T*>(n == 0 ? a.q_norm : a.k_norm);
+    float g[kDims], x[kDims];
     load_dims<T, kDims>(n == 0 ? static_cast<const T*>(a.dq) + (t * a.heads + j) * D
                                : static_cast<const T*>(a.dk) + (t * kv + j - a.heads) * D,
                         sub, g);
+    if (norm) load_dims<T, kDims>(static_cast<const T*>(a.qkv) + pair * D, sub, x);
     rotate<T, kLanes>(static_cast<const T*>(a.cos) + t * a.rot, static_cast<const T*>(a.sin) + t * a.rot,
                       a.rot, sub, g);
-    if (n == 0 ? a.q_norm : a.k_norm) {
-      float x[kDims];
-      load_dims<T, kDims>(static_cast<const T*>(a.qkv) + pair * D, sub, x);
+    if (norm) {
+      norm += sub * kDims;
       float squares = 0.f;
 #pragma unroll
       for (int i = 0; i < kDims; ++i) squares += x[i] * x[i];
@@ -127,14 +124,13 @@ __global__ void __launch_bounds__(kLanesThreads) qkv_rope_backward_lanes_kernel(
       float dot = 0.f;  // of dout * weight and the normalised x
 #pragma unroll
       for (int i = 0; i < kDims; ++i) {
-        const float w = n == 0 ? weight[0][i] : weight[1][i], normalised = x[i] * inv;
+        const float w = to_float(norm[i]), normalised = x[i] * inv;
         dot += g[i] * w * normalised;
         (n == 0 ? dweight[0][i] : dweight[1][i]) += g[i] * round_to<T>(normalised);
       }
       const float mean = group_sum<kLanes>(dot) / static_cast<float>(D);
 #pragma unroll
-      for (int i = 0; i < kDims; ++i)
-        g[i] = (g[i] * (n == 0 ? weight[0][i] : weight[1][i]) - x[i] * inv * mean) * inv;
+      for (int i = 0; i < kDims; ++i) g[i] = (g[i] * to_float(norm[i]) - x[i] * inv * mean) * inv;
     }
     pack_dims<T>(g, pieces);
     store_pieces<T, kDims>(out, sub, pieces);
