@@ -114,8 +114,8 @@ void Embedding::backward(const Tensor& dout, const BackwardContext& ctx) const {
 }
 
 Tensor RMSNorm::forward(const Tensor& x, const StepContext& ctx) const {
-  ctx.keep(name_, "input",
-           x);  // the residual stream, which a step that keeps it does not write (forward_residual)
+  // The residual stream, which a step that keeps it does not write (forward_residual).
+  ctx.keep(name_, "input", x);
   Tensor out = ctx.empty(x.shape());
   ops::rms_norm(x, weight_, eps_, out, ctx.kernels.of("RMSNorm"));
   return out;
