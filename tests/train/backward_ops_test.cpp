@@ -335,5 +335,61 @@ TEST(TrainingOps, ConcatColumnsInvertsSplit) {
   EXPECT_THROW(ops::concat_columns(ins, wrong), Error);
 }
 
+// The values of t, for comparing two computations of the same thing.
+Vec values(const Tensor& t) {
+  return Vec(t.data<float>(), t.data<float>() + t.numel());
+}
+
+TEST(TrainingOps, QkvRopeBackwardIsTheRotationAndTheNormsBack) {
+  // The fused op against the passes it replaces: rope_ with -sin, rms_norm_backward of each q and k head from
+  // its input (qkv's columns), then the columns side by side; the norms' weight gradients added to what they
+  // held.
+  std::mt19937 rng(11);
+  const int64_t T = 5, heads = 4, kv = 2, D = 16, rot = 12, width = (heads + 2 * kv) * D;
+  const Tensor qkv = floats(random_vec(T * width, rng, 2.0), {T, width});
+  const Tensor q_norm = floats(random_vec(D, rng), {D}), k_norm = floats(random_vec(D, rng), {D});
+  const Tensor cos = floats(random_vec(T * rot, rng), {T, rot}),
+               neg_sin = floats(random_vec(T * rot, rng), {T, rot});
+  const Tensor dq = floats(random_vec(T * heads * D, rng), {T, heads, D});
+  const Tensor dk = floats(random_vec(T * kv * D, rng), {T, kv, D}),
+               dv = floats(random_vec(T * kv * D, rng), {T, kv, D});
+  const Vec dq_norm0 = random_vec(D, rng), dk_norm0 = random_vec(D, rng);
+  Tensor dqkv = zeros({T, width}), dq_norm = floats(dq_norm0, {D}), dk_norm = floats(dk_norm0, {D});
+  ops::qkv_rope_backward(qkv, q_norm, k_norm, 1e-6f, cos, neg_sin, dq, dk, dv, dqkv, dq_norm, dk_norm);
+
+  Tensor q_in = zeros({T, heads, D}), k_in = zeros({T, kv, D}), v_in = zeros({T, kv, D});
+  Tensor* const inputs[] = {&q_in, &k_in, &v_in};
+  ops::split_columns(qkv, inputs);
+  Tensor gq = floats(values(dq), {T, heads, D}), gk = floats(values(dk), {T, kv, D});
+  ops::rope_(gq, cos, neg_sin);
+  ops::rope_(gk, cos, neg_sin);
+  Tensor want_q = zeros({T, heads, D}), want_k = zeros({T, kv, D});
+  Tensor want_dq_norm = floats(dq_norm0, {D}), want_dk_norm = floats(dk_norm0, {D});
+  ops::rms_norm_backward(q_in, q_norm, 1e-6f, gq, want_q, want_dq_norm);
+  ops::rms_norm_backward(k_in, k_norm, 1e-6f, gk, want_k, want_dk_norm);
+  Tensor want = zeros({T, width});
+  const Tensor* const parts[] = {&want_q, &want_k, &dv};
+  ops::concat_columns(parts, want);
+  expect_close(dqkv, values(want), 1e-6, "dqkv");
+  expect_close(dq_norm, values(want_dq_norm), 1e-6, "q_norm's gradient");
+  expect_close(dk_norm, values(want_dk_norm), 1e-6, "k_norm's gradient");
+}
+
+TEST(TrainingOps, RmsNormBackwardAccumulatedIsTheBackwardThenTheAdd) {
+  std::mt19937 rng(12);
+  const int64_t rows = 6, D = 32;
+  const Tensor x = floats(random_vec(rows * D, rng, 2.0), {rows, D}), w = floats(random_vec(D, rng), {D});
+  const Tensor dout = floats(random_vec(rows * D, rng), {rows, D});
+  const Vec grad0 = random_vec(rows * D, rng);
+  Tensor grad = floats(grad0, {rows, D}), no_dweight;
+  ops::rms_norm_backward(x, w, 1e-6f, dout, grad, no_dweight, /*accumulate=*/true);
+  Tensor dx = zeros({rows, D}), want = floats(grad0, {rows, D});
+  ops::rms_norm_backward(x, w, 1e-6f, dout, dx, no_dweight);
+  ops::add_(want, dx);
+  expect_close(grad, values(want), 0, "the accumulated gradient");
+  Tensor into_dout = floats(values(dout), {rows, D});
+  EXPECT_THROW(ops::rms_norm_backward(x, w, 1e-6f, into_dout, into_dout, no_dweight, true), Error);
+}
+
 }  // namespace
 }  // namespace tfm
