@@ -60,6 +60,17 @@ void dispatch(const Op& a, std::string_view variant = {}) {
   timed(a, variant, device, [&] { kernel_registry().run(a, device.type, variant); });
 }
 
+// Runs `a` with `variant`'s kernel where there is one that takes the arguments (no other variant stands in);
+// false, having done nothing, elsewhere: an optional op whose caller has another way.
+template <typename Op>
+bool dispatch_if_taken(const Op& a, std::string_view variant) {
+  const Device device = device_of(a);
+  const Kernel<Op>* kernel = kernel_registry().find<Op>(device.type, a.dtype(), variant);
+  if (!kernel || (kernel->supports && !kernel->supports(a))) return false;
+  timed(a, variant, device, [&] { kernel->run(a); });
+  return true;
+}
+
 // x (M, K) @ w (N, K)^T -> y (M, N), all in the dtype d.
 void expect_product(std::string_view op, const Tensor& x, const Tensor& w, const Tensor& y, DType d) {
   expect(x, d, op, "x");
@@ -456,12 +467,7 @@ bool paged_attention_lse(const Tensor& q, const Tensor& cache_k, const Tensor& c
   expect(q, d, a.name, "q");
   check_attention(a.name, d, q, cache_k, cache_v, meta, out);
   expect_row_stats(a.name, lse, q);
-  const Device device = device_of(a);
-  const Kernel<op::PagedAttentionLse>* kernel =
-      kernel_registry().find<op::PagedAttentionLse>(device.type, d, variant);
-  if (!kernel || (kernel->supports && !kernel->supports(a))) return false;
-  timed(a, variant, device, [&] { kernel->run(a); });
-  return true;
+  return dispatch_if_taken(a, variant);
 }
 
 bool qkv_attention(const Tensor& qkv, const Tensor& q_norm, const Tensor& k_norm, float eps,
@@ -475,11 +481,7 @@ bool qkv_attention(const Tensor& qkv, const Tensor& q_norm, const Tensor& k_norm
   if (!(meta.one_row_per_sequence && meta.context_lens.size(0) == out.size(0)))
     throw_error("qkv_attention: the step is not one query row a sequence (", out.size(0), " rows, ",
                 meta.context_lens.size(0), " sequences)");
-  const Device device = device_of(a);
-  const Kernel<op::QkvAttention>* kernel = kernel_registry().find<op::QkvAttention>(device.type, d, variant);
-  if (!kernel || (kernel->supports && !kernel->supports(a))) return false;
-  timed(a, variant, device, [&] { kernel->run(a); });
-  return true;
+  return dispatch_if_taken(a, variant);
 }
 
 namespace {

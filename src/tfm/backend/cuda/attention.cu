@@ -945,11 +945,11 @@ bool paged_attention_keeps_lse(const PagedAttentionArgs& a) {
 
 template <typename T>
 void paged_attention(const PagedAttentionArgs& args, bool eager, float* workspace) {
-  check(!args.lse || (!eager && paged_attention_keeps_lse<T>(args)),
-        "CUDA kernel paged_attention keeps the log-sum-exp only in its flash form, in 16-bit dtypes, for "
-        "head sizes "
-        "64 and 128 (head size ",
-        args.head_dim, ")");
+  check(
+      !args.lse || (!eager && paged_attention_keeps_lse<T>(args)),
+      "CUDA kernel paged_attention keeps the log-sum-exp only in its flash form, in 16-bit dtypes, for head "
+      "sizes 64 and 128 (head size ",
+      args.head_dim, ")");
   if (args.num_rows * args.heads == 0) return;
   using Element = device_t<T>;
   if constexpr (sizeof(T) == 2) {

@@ -125,22 +125,32 @@ void rope(const op::Rope& a) {
                a.cos.size(1));
 }
 
+// The launchers' view of an op making attention's inputs from the fused projection `qkv`: rows of `heads` q
+// heads and `kv_heads` k and v heads, written to q and, at `slots`, into the caches k and v (without slots,
+// to k and v at their rows).
+launch::QkvRopeCacheArgs qkv_args(const Tensor& qkv, const Tensor& q_norm, const Tensor& k_norm, float eps,
+                                  const Tensor& cos, const Tensor& sin, int64_t heads, int64_t kv_heads,
+                                  const int32_t* slots, void* q, void* k, void* v) {
+  return {qkv.raw(),
+          raw_or_null(q_norm),
+          raw_or_null(k_norm),
+          eps,
+          cos.raw(),
+          sin.raw(),
+          slots,
+          q,
+          k,
+          v,
+          qkv.size(0),
+          heads,
+          kv_heads,
+          qkv.size(1) / (heads + 2 * kv_heads),
+          cos.size(1)};
+}
+
 launch::QkvRopeCacheArgs qkv_rope_cache_args(const op::QkvRopeCache& a) {
-  return {a.qkv.raw(),
-          raw_or_null(a.q_norm),
-          raw_or_null(a.k_norm),
-          a.eps,
-          a.cos.raw(),
-          a.sin.raw(),
-          a.slots.data<int32_t>(),
-          a.q.raw(),
-          a.cache_k.raw(),
-          a.cache_v.raw(),
-          a.q.size(0),
-          a.q.size(1),
-          a.cache_k.size(2),
-          a.q.size(2),
-          a.cos.size(1)};
+  return qkv_args(a.qkv, a.q_norm, a.k_norm, a.eps, a.cos, a.sin, a.q.size(1), a.cache_k.size(2),
+                  a.slots.data<int32_t>(), a.q.raw(), a.cache_k.raw(), a.cache_v.raw());
 }
 
 template <typename T>
@@ -153,9 +163,8 @@ void qkv_rope_cache(const op::QkvRopeCache& a) {
 template <typename T>
 void qkv_rope(const op::QkvRope& a) {
   use_device_of(a.q);
-  launch::qkv_rope_cache<T>({a.qkv.raw(), raw_or_null(a.q_norm), raw_or_null(a.k_norm), a.eps, a.cos.raw(),
-                             a.sin.raw(), nullptr, a.q.raw(), a.k.raw(), a.v.raw(), a.q.size(0), a.q.size(1),
-                             a.k.size(1), a.q.size(2), a.cos.size(1)});
+  launch::qkv_rope_cache<T>(qkv_args(a.qkv, a.q_norm, a.k_norm, a.eps, a.cos, a.sin, a.q.size(1), a.k.size(1),
+                                     nullptr, a.q.raw(), a.k.raw(), a.v.raw()));
 }
 
 template <typename T>

@@ -63,7 +63,7 @@ void attention_backward(const op::AttentionBackward& a) {
                                            a.q.size(2),
                                            a.window,
                                            a.scale,
-                                           a.lse.defined() ? a.lse.data<float>() : nullptr};
+                                           data_or_null<float>(a.lse)};
   launch::attention_backward(args, a.q.data<T>(), a.k.data<T>(), a.v.data<T>(), a.out.data<T>(), a.dout.data<T>(),
                              stats[0].data<float>(), stats[1].data<float>(), a.dq.data<T>(), a.dk.data<T>(),
                              a.dv.data<T>());
