@@ -228,7 +228,9 @@ Tensor Attention::forward(const BlockInput& in, LayerCache& cache, const StepCon
   ctx.keep(name_, "query", q);
   // A training forward keeps each row's log-sum-exp where the device's kernel can, which the backward then
   // need not compute.
-  Tensor lse = ctx.saved ? tfm::empty({T, heads}, DType::float32, ctx.device) : Tensor();
+  Tensor lse = ctx.saved && ops::paged_attention_lse_runs_on(ctx.device.type, ctx.dtype, attention)
+                   ? tfm::empty({T, heads}, DType::float32, ctx.device)
+                   : Tensor();
   if (lse.defined() &&
       ops::paged_attention_lse(q, cache.key, cache.value, ctx.meta, scale_, window, out, lse, attention)) {
     ctx.keep(name_, "lse", lse);

@@ -470,6 +470,10 @@ bool paged_attention_lse(const Tensor& q, const Tensor& cache_k, const Tensor& c
   return dispatch_if_taken(a, variant);
 }
 
+bool paged_attention_lse_runs_on(DeviceType device, DType dtype, std::string_view variant) {
+  return kernel_registry().find<op::PagedAttentionLse>(device, dtype, variant) != nullptr;
+}
+
 bool qkv_attention(const Tensor& qkv, const Tensor& q_norm, const Tensor& k_norm, float eps,
                    const Tensor& cos, const Tensor& sin, const AttentionMetadata& meta, float scale,
                    int64_t window, Tensor& cache_k, Tensor& cache_v, Tensor& out, std::string_view variant) {

@@ -59,10 +59,12 @@ bool qkv_rope_trains_on(DeviceType device, DType dtype);
 void paged_attention(const Tensor& q, const Tensor& cache_k, const Tensor& cache_v, const AttentionMetadata& meta,
                      float scale, int64_t window, Tensor& out, std::string_view variant = {});
 // op::PagedAttentionLse where the Attention variant `variant` has a kernel for it that takes the arguments
-// (no other variant stands in); false, having done nothing, elsewhere.
+// (no other variant stands in); false, having done nothing, elsewhere. paged_attention_lse_runs_on says
+// whether `device` has such a kernel at all (before the log-sum-exp is allocated).
 bool paged_attention_lse(const Tensor& q, const Tensor& cache_k, const Tensor& cache_v,
                          const AttentionMetadata& meta, float scale, int64_t window, Tensor& out, Tensor& lse,
                          std::string_view variant);
+bool paged_attention_lse_runs_on(DeviceType device, DType dtype, std::string_view variant);
 // op::QkvAttention where the Attention variant `variant` has a kernel for it that takes the arguments (no
 // other variant stands in); false, having done nothing, elsewhere.
 bool qkv_attention(const Tensor& qkv, const Tensor& q_norm, const Tensor& k_norm, float eps,
