@@ -139,9 +139,9 @@ std::vector<Case> linear_cases(std::mt19937& rng) {
   std::vector<Case> cases;
   // Few-row (decode) and many-row shapes, none a multiple of the usual tiles but some.
   // Rows of whole 16-byte pieces for the GEMVs of up to 8 rows, and K a multiple of 16 for DPAS (Intel).
-  const int64_t shapes[][3] = {{1, 1, 1},      {1, 67, 33},    {3, 128, 100},  {8, 257, 65},   {9, 70, 129},
-                               {37, 200, 97},  {64, 64, 64},   {130, 33, 250}, {1, 1024, 300}, {5, 264, 77},
-                               {8, 2048, 40},  {20, 96, 45}};
+  const int64_t shapes[][3] = {{1, 1, 1},     {1, 67, 33},  {3, 128, 100},  {8, 257, 65},   {9, 70, 129},
+                               {37, 200, 97}, {64, 64, 64}, {130, 33, 250}, {1, 1024, 300}, {5, 264, 77},
+                               {8, 2048, 40}, {20, 96, 45}, {2, 3072, 24}};
   for (const auto& [M, K, N] : shapes) {
     for (bool with_bias : {false, true}) {
       std::vector<Tensor> in{random_floats({M, K}, rng), random_floats({N, K}, rng)};

@@ -19,10 +19,13 @@ namespace tfm::cuda::launch {
 namespace {
 
 constexpr int kWarpsPerBlock = 8;
-// 16-byte pieces of each weight row a lane loads before the kernel before it has finished (device_common.cuh's
-// chaining): a whole row of a 1024-wide layer in bf16, so that the smallest GEMVs stream their weights while the
-// kernel that makes their input runs.
+// 16-byte pieces of each weight row a lane loads before the kernel before it has finished
+// (device_common.cuh's chaining), so that a GEMV streams its weights while the kernel that makes its input
+// runs: at least a whole row of a 1024-wide layer in bf16, and for the plain kernels (no norm, no gate) of
+// wider rows kMaxEarlyPieces (the 0.6B shape's o projection, 2,048 wide, whole; two thirds of its down
+// projection's 3,072).
 constexpr int kEarlyPieces = 4;
+constexpr int kMaxEarlyPieces = 8;
 // The normalised rows a block keeps in shared memory: within what a block gets without opting in (48 KB, of
 // which the kernel's own reductions take a little), and small enough that blocks still share a multiprocessor.
 constexpr int64_t kMaxNormedBytes = 47 << 10;
@@ -105,11 +108,11 @@ __device__ void normalise_rows(const Gemv<T>& a, T* rows) {
 }
 
 // A warp per output column n: it streams w's row n (gated: rows n and n + columns, the gate's and the up's).
-template <typename T, int M, bool Normed, bool Gated>
+template <typename T, int M, bool Normed, bool Gated, int Early>
 __global__ void __launch_bounds__(kWarpsPerBlock * 32) gemv_kernel(Gemv<T> a) {
   constexpr int kPerPiece = 16 / sizeof(T);
   constexpr int R = Gated ? 2 : 1;
-  constexpr int kEarly = kEarlyPieces / R;  // of each row: the same bytes in flight, in fewer registers
+  constexpr int kEarly = Early / R;  // of each row: the same bytes in flight, in fewer registers
   const int64_t columns = Gated ? a.N / 2 : a.N;
   const int64_t n = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
@@ -170,10 +173,21 @@ size_t shared_bytes(const Gemv<T>& a) {
   return Normed ? static_cast<size_t>(M * a.K) * sizeof(T) : 0;
 }
 
+// The early pieces a lane of a's kernel loads: kMaxEarlyPieces for a plain kernel whose rows are longer than
+// kEarlyPieces a lane (101 registers against 48 at bf16, one row; the 0.6B shape's batch-1 decode 976-985 ->
+// 996-998 tokens/s on an H100), kEarlyPieces for those with a norm or a gate.
+template <typename T, bool Normed, bool Gated>
+int early_pieces(const Gemv<T>& a) {
+  const int64_t lane_pieces = a.K / (16 / static_cast<int64_t>(sizeof(T))) / 32;
+  return Normed || Gated || lane_pieces <= kEarlyPieces ? kEarlyPieces : kMaxEarlyPieces;
+}
+
 template <typename T, int M, bool Normed, bool Gated>
 void launch_rows(const Gemv<T>& a) {
-  launch_chained(gemv_kernel<T, M, Normed, Gated>, blocks_of<T, M, Normed, Gated>(a), kWarpsPerBlock * 32,
-                 shared_bytes<T, M, Normed, Gated>(a), a);
+  with_constant<kEarlyPieces, kMaxEarlyPieces>(early_pieces<T, Normed, Gated>(a), [&](auto early) {
+    launch_chained(gemv_kernel<T, M, Normed, Gated, early()>, blocks_of<T, M, Normed, Gated>(a),
+                   kWarpsPerBlock * 32, shared_bytes<T, M, Normed, Gated>(a), a);
+  });
 }
 
 // With a norm every block normalises the rows, so the fold pays only where one wave of blocks covers the
@@ -181,8 +195,9 @@ void launch_rows(const Gemv<T>& a) {
 // step slower than the unfused kernels; a block looping over columns instead streamed too little).
 template <typename T, int M, bool Normed, bool Gated>
 bool one_wave(const Gemv<T>& a) {
-  return blocks_of<T, M, Normed, Gated>(a) <=
-         resident_blocks(gemv_kernel<T, M, Normed, Gated>, kWarpsPerBlock * 32, shared_bytes<T, M, Normed, Gated>(a));
+  return blocks_of<T, M, Normed, Gated>(a) <= resident_blocks(gemv_kernel<T, M, Normed, Gated, kEarlyPieces>,
+                                                              kWarpsPerBlock * 32,
+                                                              shared_bytes<T, M, Normed, Gated>(a));
 }
 
 // Calls launch(M, Normed, Gated) with the template parameters of a's kernel as integral constants.
