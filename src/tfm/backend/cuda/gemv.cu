@@ -174,17 +174,24 @@ size_t shared_bytes(const Gemv<T>& a) {
 }
 
 // The early pieces a lane of a's kernel loads: kMaxEarlyPieces for a plain kernel whose rows are longer than
-// kEarlyPieces a lane (101 registers against 48 at bf16, one row; the 0.6B shape's batch-1 decode 976-985 ->
-// 996-998 tokens/s on an H100), kEarlyPieces for those with a norm or a gate.
-template <typename T, bool Normed, bool Gated>
+// kEarlyPieces a lane (the 0.6B shape's batch-1 decode 976-985 -> 996-998 tokens/s on an H100) where its
+// blocks still fit the device at once; kEarlyPieces for the others, those with a norm or a gate among them.
+// The heavier kernel takes 101 registers against 48 (bf16, one row): the 8B shape's 512-block GEMVs would run
+// in two waves of fewer warps, with fewer loads in flight over rows 4,096 and 12,288 wide.
+template <typename T, int M, bool Normed, bool Gated>
 int early_pieces(const Gemv<T>& a) {
   const int64_t lane_pieces = a.K / (16 / static_cast<int64_t>(sizeof(T))) / 32;
-  return Normed || Gated || lane_pieces <= kEarlyPieces ? kEarlyPieces : kMaxEarlyPieces;
+  if (Normed || Gated || lane_pieces <= kEarlyPieces) return kEarlyPieces;
+  return blocks_of<T, M, Normed, Gated>(a) <=
+                 resident_blocks(gemv_kernel<T, M, Normed, Gated, kMaxEarlyPieces>, kWarpsPerBlock * 32,
+                                 shared_bytes<T, M, Normed, Gated>(a))
+             ? kMaxEarlyPieces
+             : kEarlyPieces;
 }
 
 template <typename T, int M, bool Normed, bool Gated>
 void launch_rows(const Gemv<T>& a) {
-  with_constant<kEarlyPieces, kMaxEarlyPieces>(early_pieces<T, Normed, Gated>(a), [&](auto early) {
+  with_constant<kEarlyPieces, kMaxEarlyPieces>(early_pieces<T, M, Normed, Gated>(a), [&](auto early) {
     launch_chained(gemv_kernel<T, M, Normed, Gated, early()>, blocks_of<T, M, Normed, Gated>(a),
                    kWarpsPerBlock * 32, shared_bytes<T, M, Normed, Gated>(a), a);
   });
