@@ -173,6 +173,14 @@ size_t shared_bytes(const Gemv<T>& a) {
   return Normed ? static_cast<size_t>(M * a.K) * sizeof(T) : 0;
 }
 
+// Whether every block of a's kernel (loading Early pieces early) fits the device at once.
+template <typename T, int M, bool Normed, bool Gated, int Early>
+bool one_wave(const Gemv<T>& a) {
+  return blocks_of<T, M, Normed, Gated>(a) <= resident_blocks(gemv_kernel<T, M, Normed, Gated, Early>,
+                                                              kWarpsPerBlock * 32,
+                                                              shared_bytes<T, M, Normed, Gated>(a));
+}
+
 // The early pieces a lane of a's kernel loads: kMaxEarlyPieces for a plain kernel whose rows are longer than
 // kEarlyPieces a lane (the 0.6B shape's batch-1 decode 976-985 -> 996-998 tokens/s on an H100) where its
 // blocks still fit the device at once; kEarlyPieces for the others, those with a norm or a gate among them.
@@ -182,11 +190,7 @@ template <typename T, int M, bool Normed, bool Gated>
 int early_pieces(const Gemv<T>& a) {
   const int64_t lane_pieces = a.K / (16 / static_cast<int64_t>(sizeof(T))) / 32;
   if (Normed || Gated || lane_pieces <= kEarlyPieces) return kEarlyPieces;
-  return blocks_of<T, M, Normed, Gated>(a) <=
-                 resident_blocks(gemv_kernel<T, M, Normed, Gated, kMaxEarlyPieces>, kWarpsPerBlock * 32,
-                                 shared_bytes<T, M, Normed, Gated>(a))
-             ? kMaxEarlyPieces
-             : kEarlyPieces;
+  return one_wave<T, M, Normed, Gated, kMaxEarlyPieces>(a) ? kMaxEarlyPieces : kEarlyPieces;
 }
 
 template <typename T, int M, bool Normed, bool Gated>
@@ -195,16 +199,6 @@ void launch_rows(const Gemv<T>& a) {
     launch_chained(gemv_kernel<T, M, Normed, Gated, early()>, blocks_of<T, M, Normed, Gated>(a),
                    kWarpsPerBlock * 32, shared_bytes<T, M, Normed, Gated>(a), a);
   });
-}
-
-// With a norm every block normalises the rows, so the fold pays only where one wave of blocks covers the
-// columns: a second wave pays for the norm again (the 8B shape's qkv and gate/up, 1.5 and 4 waves, made its
-// step slower than the unfused kernels; a block looping over columns instead streamed too little).
-template <typename T, int M, bool Normed, bool Gated>
-bool one_wave(const Gemv<T>& a) {
-  return blocks_of<T, M, Normed, Gated>(a) <= resident_blocks(gemv_kernel<T, M, Normed, Gated, kEarlyPieces>,
-                                                              kWarpsPerBlock * 32,
-                                                              shared_bytes<T, M, Normed, Gated>(a));
 }
 
 // Calls launch(M, Normed, Gated) with the template parameters of a's kernel as integral constants.
@@ -253,10 +247,16 @@ bool gemv_takes(const Gemv<T>& a) {
         aligned(a.w) && rows_aligned && (!a.gated || a.N % 2 == 0)))
     return false;
   if (!normed) return true;
+  // With a norm every block normalises the rows, so the fold pays only where one wave of blocks covers the
+  // columns: a second wave pays for the norm again (the 8B shape's qkv and gate/up, 1.5 and 4 waves, made its
+  // step slower than the unfused kernels; a block looping over columns instead streamed too little).
   const Gemv<device_t<T>> d = on_device(a);
   bool fits = false;
   with_kernel(
-      d, [&](auto m, auto normed, auto gated) { fits = one_wave<device_t<T>, m(), normed(), gated()>(d); },
+      d,
+      [&](auto m, auto normed, auto gated) {
+        fits = one_wave<device_t<T>, m(), normed(), gated(), kEarlyPieces>(d);
+      },
       std::make_integer_sequence<int, kMaxGemvRows>());
   return fits;
 }
