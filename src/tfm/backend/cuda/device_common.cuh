@@ -9,6 +9,9 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <map>
+#include <mutex>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 
@@ -222,15 +225,25 @@ __device__ inline int64_t grid_stride() {
 }
 
 // How many blocks of `kernel` (at `threads` threads and `shared` bytes of dynamic shared memory) the current
-// device holds at once: the grid of a grid-stride loop that keeps per-block state, such as partial sums.
+// device holds at once: the grid of a grid-stride loop that keeps per-block state, such as partial sums, or
+// whether a grid runs in one wave. Launchers ask on every launch (decode steps launched one by one ask it
+// for most of their kernels), so each answer is kept per kernel, size and device: the runtime's occupancy
+// query is several calls, and its answer never changes.
 template <typename Kernel>
 unsigned resident_blocks(Kernel kernel, int threads, size_t shared) {
-  int device = 0, per_sm = 0, sms = 0;
+  using Key = std::tuple<const void*, int, size_t, int>;
+  static std::mutex mutex;
+  static std::map<Key, unsigned> known;
+  int device = 0;
   check_cuda(cudaGetDevice(&device), "cudaGetDevice");
+  const Key key{reinterpret_cast<const void*>(kernel), threads, shared, device};
+  std::lock_guard lock(mutex);
+  if (const auto it = known.find(key); it != known.end()) return it->second;
+  int per_sm = 0, sms = 0;
   check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute");
   check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, shared),
              "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
-  return static_cast<unsigned>(std::max(per_sm, 1) * sms);
+  return known[key] = static_cast<unsigned>(std::max(per_sm, 1) * sms);
 }
 
 // Blocks of `threads` for a grid-stride loop over n items: enough to fill the device, never more than it
