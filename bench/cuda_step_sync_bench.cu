@@ -13,13 +13,13 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <vector>
+#include <cstring>
 
 namespace {
 
 constexpr int kThreads = 256;
-constexpr int kPiecesPerThread =
-    4;  // 16-byte weight pieces a thread loads a phase: 64 bytes in flight a thread
+// 16-byte weight pieces a thread loads a phase: 64 bytes in flight a thread.
+constexpr int kPiecesPerThread = 4;
 
 void check(cudaError_t status, const char* what) {
   if (status != cudaSuccess) {
@@ -64,18 +64,6 @@ __device__ void finish_phase(const Phases& p, int phase, const uint4 (&pieces)[k
   }
 }
 
-__global__ void __launch_bounds__(kThreads) chained_phase(Phases p, int phase, int chained) {
-  uint4 pieces[kPiecesPerThread];
-  load_weights(p, phase, pieces);
-#if __CUDA_ARCH__ >= 900
-  if (chained) {
-    asm volatile("griddepcontrol.wait;" ::: "memory");
-    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-  }
-#endif
-  finish_phase(p, phase, pieces);
-}
-
 __device__ unsigned load_acquire(const unsigned* address) {
   unsigned value;
   asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(value) : "l"(address) : "memory");
@@ -94,8 +82,9 @@ __device__ void grid_barrier(const Phases& p, int phase) {
   __syncthreads();
 }
 
-// Phases [first, last): each one's weights load while the barrier before it is awaited.
-__global__ void __launch_bounds__(kThreads) persistent_phases(Phases p, int first, int last, int chained) {
+// Phases [first, last), meeting at grid barriers: each one's weights load while the barrier before it is
+// awaited (the first phase's while the kernel before waits, where the launch is chained).
+__global__ void __launch_bounds__(kThreads) phases_kernel(Phases p, int first, int last, int chained) {
   uint4 pieces[kPiecesPerThread];
   load_weights(p, first, pieces);
 #if __CUDA_ARCH__ >= 900
@@ -111,52 +100,21 @@ __global__ void __launch_bounds__(kThreads) persistent_phases(Phases p, int firs
   }
 }
 
-float time_graph(cudaGraphExec_t graph, cudaStream_t stream, int repeats) {
-  cudaEvent_t start, stop;
-  check(cudaEventCreate(&start), "event");
-  check(cudaEventCreate(&stop), "event");
-  for (int i = 0; i < 3; ++i) check(cudaGraphLaunch(graph, stream), "warm-up");
-  check(cudaEventRecord(start, stream), "record");
-  for (int i = 0; i < repeats; ++i) check(cudaGraphLaunch(graph, stream), "launch");
-  check(cudaEventRecord(stop, stream), "record");
-  check(cudaEventSynchronize(stop), "synchronize");
-  float ms = 0;
-  check(cudaEventElapsedTime(&ms, start, stop), "elapsed");
-  return ms / repeats;
-}
+// How a form's kernels are launched: plainly, chained by programmatic dependent launch (the device keeps a
+// chained grid that fits co-resident as it would any), or as one cooperative kernel.
+enum class Launch { plain, chained, cooperative };
 
-cudaGraphExec_t capture(cudaStream_t stream, void (*record)(cudaStream_t, const Phases&, int),
-                        const Phases& p, int form) {
-  cudaGraph_t graph;
-  check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), "begin capture");
-  record(stream, p, form);
-  check(cudaStreamEndCapture(stream, &graph), "end capture");
-  cudaGraphExec_t exec;
-  check(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
-  return exec;
-}
+struct Form {
+  const char* name;
+  int phases_per_kernel;  // 0: every phase in one kernel
+  Launch launch;
+};
 
-void record_chain(cudaStream_t stream, const Phases& p, int chained) {
+void record(cudaStream_t stream, const Phases& p, const Form& form) {
+  const int step = form.phases_per_kernel == 0 ? p.phases : form.phases_per_kernel;
+  if (step > 1) check(cudaMemsetAsync(p.arrivals, 0, p.phases * sizeof(unsigned), stream), "memset");
   cudaLaunchAttribute attribute{};
-  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attribute.val.programmaticStreamSerializationAllowed = 1;
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(p.blocks);
-  config.blockDim = dim3(kThreads);
-  config.stream = stream;
-  config.attrs = &attribute;
-  config.numAttrs = chained ? 1 : 0;
-  for (int phase = 0; phase < p.phases; ++phase)
-    check(cudaLaunchKernelEx(&config, chained_phase, p, phase, chained), "chained launch");
-}
-
-// Persistent kernels of `per_kernel` phases: one cooperative kernel for all phases (per_kernel 0), or kernels
-// chained by programmatic dependent launch, which the device keeps co-resident as it would any grid that
-// fits.
-void record_persistent(cudaStream_t stream, const Phases& p, int per_kernel) {
-  check(cudaMemsetAsync(p.arrivals, 0, p.phases * sizeof(unsigned), stream), "memset");
-  cudaLaunchAttribute attribute{};
-  if (per_kernel == 0) {
+  if (form.launch == Launch::cooperative) {
     attribute.id = cudaLaunchAttributeCooperative;
     attribute.val.cooperative = 1;
   } else {
@@ -168,29 +126,57 @@ void record_persistent(cudaStream_t stream, const Phases& p, int per_kernel) {
   config.blockDim = dim3(kThreads);
   config.stream = stream;
   config.attrs = &attribute;
-  config.numAttrs = 1;
-  const int step = per_kernel == 0 ? p.phases : per_kernel;
+  config.numAttrs = form.launch == Launch::plain ? 0 : 1;
+  const int chained = form.launch == Launch::chained ? 1 : 0;
   for (int first = 0; first < p.phases; first += step) {
     const int last = first + step < p.phases ? first + step : p.phases;
-    check(cudaLaunchKernelEx(&config, persistent_phases, p, first, last, per_kernel > 0 ? 1 : 0),
-          "persistent launch");
+    check(cudaLaunchKernelEx(&config, phases_kernel, p, first, last, chained), "launch");
   }
+}
+
+// Microseconds a phase of the form's graph, after a warm-up.
+double phase_us(cudaStream_t stream, const Phases& p, const Form& form) {
+  cudaGraph_t graph;
+  check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), "begin capture");
+  record(stream, p, form);
+  check(cudaStreamEndCapture(stream, &graph), "end capture");
+  cudaGraphExec_t exec;
+  check(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
+  constexpr int kRepeats = 50;
+  cudaEvent_t start, stop;
+  check(cudaEventCreate(&start), "event");
+  check(cudaEventCreate(&stop), "event");
+  for (int i = 0; i < 3; ++i) check(cudaGraphLaunch(exec, stream), "warm-up");
+  check(cudaEventRecord(start, stream), "record");
+  for (int i = 0; i < kRepeats; ++i) check(cudaGraphLaunch(exec, stream), "launch");
+  check(cudaEventRecord(stop, stream), "record");
+  check(cudaEventSynchronize(stop), "synchronize");
+  float ms = 0;
+  check(cudaEventElapsedTime(&ms, start, stop), "elapsed");
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  return 1e3 * ms / kRepeats / p.phases;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   const int phases = argc > 1 ? std::atoi(argv[1]) : 140;
+  const Form forms[] = {{"chained kernels", 1, Launch::chained},
+                        {"plain kernels", 1, Launch::plain},
+                        {"one persistent kernel", 0, Launch::cooperative},
+                        {"5-phase kernels chained", 5, Launch::chained}};
   cudaDeviceProp prop{};
   check(cudaGetDeviceProperties(&prop, 0), "properties");
   int resident = 0;
-  check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, persistent_phases, kThreads, 0),
-        "occupancy");
-  std::printf("%s: %d multiprocessors, %d blocks of %d threads resident on each, %d phases\n", prop.name,
-              prop.multiProcessorCount, resident, kThreads, phases);
-  std::printf(
-      "blocks  weights/phase  chained graph  plain graph  persistent  5-phase kernels chained  (us a "
-      "phase)\n");
+  check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, phases_kernel, kThreads, 0), "occupancy");
+  std::printf("%s: %d multiprocessors, %d blocks of %d threads resident on each, %d phases; us a phase\n",
+              prop.name, prop.multiProcessorCount, resident, kThreads, phases);
+  std::printf("blocks  weights/phase");
+  for (const Form& form : forms) std::printf("  %s", form.name);
+  std::printf("\n");
   cudaStream_t stream;
   check(cudaStreamCreate(&stream), "stream");
   for (int per_sm : {1, 2, 4}) {
@@ -206,23 +192,11 @@ int main(int argc, char** argv) {
     check(cudaMalloc(&p.vectors, 2 * p.blocks * sizeof(float)), "vectors");
     check(cudaMemset(p.vectors, 0, 2 * p.blocks * sizeof(float)), "vectors");
     check(cudaMalloc(&p.arrivals, phases * sizeof(unsigned)), "arrivals");
-    const cudaGraphExec_t chained = capture(stream, record_chain, p, 1);
-    const cudaGraphExec_t plain = capture(stream, record_chain, p, 0);
-    const cudaGraphExec_t persistent = capture(stream, record_persistent, p, 0);
-    const cudaGraphExec_t layers = capture(stream, record_persistent, p, 5);
-    const int repeats = 50;
-    const float chained_ms = time_graph(chained, stream, repeats);
-    const float plain_ms = time_graph(plain, stream, repeats);
-    const float persistent_ms = time_graph(persistent, stream, repeats);
-    const float layers_ms = time_graph(layers, stream, repeats);
     const double phase_kb = static_cast<double>(p.blocks) * kThreads * kPiecesPerThread * 16 / 1024;
-    std::printf("%6d  %10.0f KB  %13.2f  %11.2f  %10.2f  %23.2f\n", p.blocks, phase_kb,
-                1e3 * chained_ms / phases, 1e3 * plain_ms / phases, 1e3 * persistent_ms / phases,
-                1e3 * layers_ms / phases);
-    cudaGraphExecDestroy(chained);
-    cudaGraphExecDestroy(plain);
-    cudaGraphExecDestroy(persistent);
-    cudaGraphExecDestroy(layers);
+    std::printf("%6d  %10.0f KB", p.blocks, phase_kb);
+    for (const Form& form : forms)
+      std::printf("  %*.2f", static_cast<int>(std::strlen(form.name)), phase_us(stream, p, form));
+    std::printf("\n");
     cudaFree(weights);
     cudaFree(p.vectors);
     cudaFree(p.arrivals);
