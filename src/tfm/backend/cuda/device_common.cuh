@@ -227,16 +227,15 @@ __device__ inline int64_t grid_stride() {
 // How many blocks of `kernel` (at `threads` threads and `shared` bytes of dynamic shared memory) the current
 // device holds at once: the grid of a grid-stride loop that keeps per-block state, such as partial sums, or
 // whether a grid runs in one wave. Launchers ask on every launch (decode steps launched one by one ask it
-// for most of their kernels), so each answer is kept per kernel, size and device: the runtime's occupancy
-// query is several calls, and its answer never changes.
-template <typename Kernel>
-unsigned resident_blocks(Kernel kernel, int threads, size_t shared) {
+// for most of their kernels), so each answer is kept per kernel, size and device, in one table for every
+// kernel: the runtime's occupancy query is several calls, and its answer never changes.
+inline unsigned resident_blocks(const void* kernel, int threads, size_t shared) {
   using Key = std::tuple<const void*, int, size_t, int>;
   static std::mutex mutex;
   static std::map<Key, unsigned> known;
   int device = 0;
   check_cuda(cudaGetDevice(&device), "cudaGetDevice");
-  const Key key{reinterpret_cast<const void*>(kernel), threads, shared, device};
+  const Key key{kernel, threads, shared, device};
   std::lock_guard lock(mutex);
   if (const auto it = known.find(key); it != known.end()) return it->second;
   int per_sm = 0, sms = 0;
@@ -244,6 +243,10 @@ unsigned resident_blocks(Kernel kernel, int threads, size_t shared) {
   check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, shared),
              "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
   return known[key] = static_cast<unsigned>(std::max(per_sm, 1) * sms);
+}
+template <typename Kernel>
+unsigned resident_blocks(Kernel* kernel, int threads, size_t shared) {
+  return resident_blocks(reinterpret_cast<const void*>(kernel), threads, shared);
 }
 
 // Blocks of `threads` for a grid-stride loop over n items: enough to fill the device, never more than it
