@@ -1,8 +1,10 @@
-// The attention of a training step (and of a prefill): paged_attention's default form over whole sequences, the
-// same keeping each row's log-sum-exp (paged_attention_lse, where the device has it) and attention_backward with
-// and without that log-sum-exp, for SEQS sequences of LEN tokens: the median time of REPEAT calls after a warm-up, and
-// TFLOP/s of the causal work as flash attention counts it (forward 4 x LEN^2 / 2 x HEAD_DIM a head and
-// sequence, the backward 2.5 times that), so that kernel changes are measured without a whole training run.
+// The attention of a training step (and of a prefill): paged_attention's default form over whole sequences,
+// the same keeping each row's log-sum-exp (paged_attention_lse, where the device has it) and
+// attention_backward with and without that log-sum-exp, and with it and the longest sequence known (as
+// training calls it: a kernel may then keep the scores' gradients), for SEQS sequences of LEN tokens: the
+// median time of REPEAT calls after a warm-up, and TFLOP/s of the causal work as flash attention counts it
+// (forward 4 x LEN^2 / 2 x HEAD_DIM a head and sequence, the backward 2.5 times that), so that kernel changes
+// are measured without a whole training run.
 //
 //   attention_bench [DEVICE] [DTYPE] [REPEAT] [SEQS] [LEN] [HEADS] [KV_HEADS] [HEAD_DIM]
 //   defaults: cuda:0 bfloat16 20 8 1024 16 8 128 (the Qwen3-0.6B shape's training step)
@@ -91,6 +93,13 @@ int main(int argc, char** argv) try {
   const double backward_lse = keeps_lse ? median_seconds(device, static_cast<int>(repeat), [&] {
     tfm::ops::attention_backward(q, k, v, out, dout, meta.query_start, scale, 0, dq, dk, dv, lse);
   }) : 0;
+  const double backward_kept =
+      keeps_lse ? median_seconds(device, static_cast<int>(repeat),
+                                 [&] {
+                                   tfm::ops::attention_backward(q, k, v, out, dout, meta.query_start, scale,
+                                                                0, dq, dk, dv, lse, len);
+                                 })
+                : 0;
   std::printf("%lld sequences of %lld tokens, %lld heads (%lld kv) of %lld, %s\n", static_cast<long long>(seqs),
               static_cast<long long>(len), static_cast<long long>(heads), static_cast<long long>(kv_heads),
               static_cast<long long>(D), tfm::dtype_name(dtype).data());
@@ -104,6 +113,8 @@ int main(int argc, char** argv) try {
               forward_flops / forward_lse / 1e12);
   std::printf("%-20s %9.3f ms %8.2f TFLOP/s\n", "backward, lse given", backward_lse * 1e3,
               2.5 * forward_flops / backward_lse / 1e12);
+  std::printf("%-20s %9.3f ms %8.2f TFLOP/s\n", "backward, max known", backward_kept * 1e3,
+              2.5 * forward_flops / backward_kept / 1e12);
   return 0;
 } catch (const std::exception& e) {
   std::fprintf(stderr, "attention_bench: %s\n", e.what());

@@ -904,22 +904,28 @@ std::vector<Case> attention_backward_cases(std::mt19937& rng) {
     const int64_t T = c.starts.back(), S = static_cast<int64_t>(c.starts.size()) - 1;
     const Shape qs{T, c.heads, c.D}, ks{T, c.kv_heads, c.D};
     const float scale = 1.f / std::sqrt(static_cast<float>(c.D));
-    // Each shape also with the forward's log-sum-exp given, which a kernel may read instead of computing it.
+    int64_t longest = 0;
+    for (int64_t s = 0; s < S; ++s) longest = std::max<int64_t>(longest, c.starts[s + 1] - c.starts[s]);
+    // Each shape also with the forward's log-sum-exp given, which a kernel may read instead of computing it,
+    // and with the longest sequence's rows known, by which a kernel may size a workspace.
     for (bool with_lse : {false, true}) {
-      cases.push_back(make_case<op::AttentionBackward>(
-          "attention_backward heads " + std::to_string(c.heads) + "/" + std::to_string(c.kv_heads) + " dim " +
-              std::to_string(c.D) + " rows " + std::to_string(T) + " window " + std::to_string(c.window) +
-              (with_lse ? " with the forward's lse" : ""),
-          {random_floats(qs, rng, 2.f), random_floats(ks, rng, 2.f), random_floats(ks, rng),
-           random_floats(qs, rng), random_floats(qs, rng), ints(c.starts, {S + 1})},
-          [c, qs, ks, scale, with_lse](std::vector<Tensor>& in, Device device, DType dtype, auto kernel,
-                                       std::vector<Tensor>& out) {
-            out = {poisoned(qs, dtype, device), poisoned(ks, dtype, device), poisoned(ks, dtype, device)};
-            const Tensor lse =
-                with_lse ? forward_lse(in[0], in[1], c.starts, c.window, scale, device) : Tensor();
-            return kernel(op::AttentionBackward{in[0], in[1], in[2], in[3], in[4], in[5], scale, c.window,
-                                                out[0], out[1], out[2], lse});
-          }));
+      for (int64_t max_rows : {int64_t{0}, longest}) {
+        cases.push_back(make_case<op::AttentionBackward>(
+            "attention_backward heads " + std::to_string(c.heads) + "/" + std::to_string(c.kv_heads) +
+                " dim " + std::to_string(c.D) + " rows " + std::to_string(T) + " window " +
+                std::to_string(c.window) + (with_lse ? " with the forward's lse" : "") +
+                (max_rows ? " max_rows known" : ""),
+            {random_floats(qs, rng, 2.f), random_floats(ks, rng, 2.f), random_floats(ks, rng),
+             random_floats(qs, rng), random_floats(qs, rng), ints(c.starts, {S + 1})},
+            [c, qs, ks, scale, with_lse, max_rows](std::vector<Tensor>& in, Device device, DType dtype,
+                                                   auto kernel, std::vector<Tensor>& out) {
+              out = {poisoned(qs, dtype, device), poisoned(ks, dtype, device), poisoned(ks, dtype, device)};
+              const Tensor lse =
+                  with_lse ? forward_lse(in[0], in[1], c.starts, c.window, scale, device) : Tensor();
+              return kernel(op::AttentionBackward{in[0], in[1], in[2], in[3], in[4], in[5], scale, c.window,
+                                                  out[0], out[1], out[2], lse, max_rows});
+            }));
+      }
     }
   }
   return cases;

@@ -477,7 +477,9 @@ struct EmbeddingBackward {
 // sequence s is rows [query_start[s], query_start[s + 1]) at positions 0, 1, ...), from the forward's inputs
 // and output: the softmax is recomputed in float32, dq, dk and dv are written (rounded once). lse, where
 // defined, is the forward's log-sum-exp of each row (paged_attention_lse's), which a kernel may read instead
-// of computing.
+// of computing. max_rows, where known (0: not), is the longest sequence's rows: a kernel may size a workspace
+// by it (a form keeping every score's gradient, quadratic in the length), so it must not be short of the
+// truth.
 //               q, out, dout, dq (T, heads, D); k, v, dk, dv (T, kv_heads, D); query_start (S + 1) int32;
 //               lse (T, heads) float32 or undefined
 struct AttentionBackward {
@@ -495,6 +497,7 @@ struct AttentionBackward {
   Tensor& dk;
   Tensor& dv;
   const Tensor& lse;
+  int64_t max_rows = 0;
   DType dtype() const { return q.dtype(); }
   auto tensors() const { return tensor_list(q, k, v, out, dout, query_start, dq, dk, dv, lse); }
 };

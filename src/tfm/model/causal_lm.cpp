@@ -324,7 +324,9 @@ struct CausalLM::Impl {
     result.loss_sum = to_device(loss, Device{}).data<float>()[0];
     if (!grads) return result;
 
-    const BackwardContext back{device, dtype, saved, inputs.meta.query_start, cos, neg_sin, *grads};
+    // Every sequence starts at position 0, so the longest context is the longest sequence.
+    const BackwardContext back{device, dtype,   saved, inputs.meta.query_start, inputs.meta.max_context_len,
+                               cos,    neg_sin, *grads};
     Tensor grad = norm.backward(lm_head.backward(logits, back), back);  // of the last residual add's sum
     for (size_t l = layers.size(); l-- > 0;) {
       if (!recompute) {
@@ -335,8 +337,8 @@ struct CausalLM::Impl {
       auto& [layer_h, layer_pending] = layer_inputs[l];
       layers[l].forward(layer_h, layer_pending, cache.layers[l],
                         StepContext{device, dtype, inputs.meta, cos, sin, kernels, &layer_saved});
-      layers[l].backward(grad, BackwardContext{device, dtype, layer_saved, inputs.meta.query_start, cos, neg_sin,
-                                               *grads});
+      layers[l].backward(grad, BackwardContext{device, dtype, layer_saved, inputs.meta.query_start,
+                                               inputs.meta.max_context_len, cos, neg_sin, *grads});
     }
     embed_tokens.backward(grad, back);
     return result;

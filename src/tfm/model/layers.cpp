@@ -249,7 +249,8 @@ Tensor Attention::backward(const Tensor& dy, const BackwardContext& ctx) const {
   const Tensor* lse = ctx.saved.find(name_ + ".lse");
   ops::attention_backward(ctx.kept(name_, "query"), ctx.kept(name_, "key"), ctx.kept(name_, "value"),
                           ctx.kept(o_proj_.name(), "input").reshape({T, heads, head_dim}), dattention,
-                          ctx.query_start, scale_, window, dq, dk, dv, lse ? *lse : Tensor());
+                          ctx.query_start, scale_, window, dq, dk, dv, lse ? *lse : Tensor(),
+                          ctx.max_sequence_rows);
   Tensor dqkv = ctx.empty({T, (heads + 2 * kv_heads) * head_dim});
   if (const Tensor* qkv = ctx.saved.find(name_ + ".qkv")) {
     Tensor dq_norm = q_norm_ ? q_norm_->weight_gradient(ctx) : Tensor();

@@ -53,6 +53,7 @@ struct BackwardContext {
   DType dtype;
   const SavedActivations& saved;
   const Tensor& query_start;  // (S + 1) on the device: the batch's sequences, each from position 0
+  int64_t max_sequence_rows;  // the longest sequence's rows
   const Tensor& cos;          // the forward's RoPE tables; sin negated rotates back
   const Tensor& neg_sin;
   Gradients& grads;

@@ -568,8 +568,8 @@ void embedding_backward(const Tensor& ids, const Tensor& dout, Tensor& dtable) {
 
 void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
                         const Tensor& dout, const Tensor& query_start, float scale, int64_t window,
-                        Tensor& dq, Tensor& dk, Tensor& dv, const Tensor& lse) {
-  const op::AttentionBackward a{q, k, v, out, dout, query_start, scale, window, dq, dk, dv, lse};
+                        Tensor& dq, Tensor& dk, Tensor& dv, const Tensor& lse, int64_t max_rows) {
+  const op::AttentionBackward a{q, k, v, out, dout, query_start, scale, window, dq, dk, dv, lse, max_rows};
   const DType d = compute_dtype(a);
   for (const auto& [t, what] : {std::pair<const Tensor*, const char*>{&q, "q"},
                                 {&k, "k"},
@@ -588,6 +588,8 @@ void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const
     throw_error("attention_backward: shapes ", q.str(), ", ", k.str(), ", ", query_start.str(),
                 " do not match");
   check(window >= 0, "attention_backward: negative window ", window);
+  check(max_rows >= 0 && max_rows <= q.size(0), "attention_backward: max_rows ", max_rows, " for ", q.size(0),
+        " rows");
   if (lse.defined()) expect_row_stats(a.name, lse, q);
   dispatch(a);
 }

@@ -80,7 +80,8 @@ void silu_mul_backward(const Tensor& gate_up, const Tensor& dout, Tensor& dgate_
 void embedding_backward(const Tensor& ids, const Tensor& dout, Tensor& dtable);
 void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
                         const Tensor& dout, const Tensor& query_start, float scale, int64_t window,
-                        Tensor& dq, Tensor& dk, Tensor& dv, const Tensor& lse = Tensor());
+                        Tensor& dq, Tensor& dk, Tensor& dv, const Tensor& lse = Tensor(),
+                        int64_t max_rows = 0);
 void qkv_rope_backward(const Tensor& qkv, const Tensor& q_norm, const Tensor& k_norm, float eps,
                        const Tensor& cos, const Tensor& sin, const Tensor& dq, const Tensor& dk,
                        const Tensor& dv, Tensor& dqkv, Tensor& dq_norm, Tensor& dk_norm);

@@ -1,12 +1,15 @@
-// Attention's backward over a ragged batch of sequences that start at position 0 (training), in two kernels so
-// that every output element has one writer (no atomics, the same sums every run): the first writes dq and keeps
-// each row's log-sum-exp and dout . out, the second sums dk and dv over the query rows and heads that saw each
-// key. Two forms:
+// Attention's backward over a ragged batch of sequences that start at position 0 (training), in kernels that
+// give every output element one writer (no atomics, the same sums every run): one keeps each row's
+// log-sum-exp and dout . out, one sums dk and dv over the query rows and heads that saw each key, and dq is
+// summed over the keys each row saw. Two forms:
 // - tiles (bf16 and fp16, head_dim 64 and 128): one block per 64 query rows (or 64 keys) and a head (or kv
 //   head), four warps of 16 rows, products on the tensor cores (mma.sync, float32 accumulation) with scores,
 //   probabilities and the gradients being accumulated in registers, as flash attention 2's backward. The
-//   probabilities and the score gradients are rounded to T where they enter a product, as torch's flash backward
-//   rounds them.
+//   probabilities and the score gradients are rounded to T where they enter a product, as torch's flash
+//   backward rounds them. Where the caller knows the longest sequence and the score gradients of every pair
+//   of tiles fit kMaxKeptBytes, the dk/dv kernel keeps them (rounded, as they enter its product) and dq is
+//   their product with the keys: one product where recomputing them takes three. Elsewhere the row
+//   statistics' kernel goes on to recompute them for dq, before dk/dv.
 // - rows (every dtype and head size up to 256): one block per (query row, head), then per (key row, kv head),
 //   a warp per key or query row, the head dimension over the lanes; float32 throughout.
 #include <type_traits>
@@ -144,6 +147,44 @@ struct BackwardLayout {
   static constexpr size_t kBytes = kStats + 2 * sizeof(float) * G * kTileRows;
 };
 
+// The kept score gradients: for each sequence in order, each pair of a query tile i and a key tile j <= i
+// (pair i (i + 1) / 2 + j of the sequence), each head, a tile of 64 keys by 64 queries of T (a row a key: as
+// the dk/dv kernel holds them). Every pair that some query of tile i and key of tile j share is written
+// whole.
+constexpr int kKeptTile = kTileRows * kTileRows;
+constexpr int64_t kMaxKeptBytes = int64_t{1} << 30;
+
+// The pairs of the sequences before s, plus pair (query_tile, key_tile) of s.
+__device__ int64_t kept_pair(const int32_t* query_start, int64_t s, int64_t query_tile, int64_t key_tile) {
+  int64_t pairs = 0;
+  for (int64_t p = 0; p < s; ++p) {
+    const int64_t tiles = (query_start[p + 1] - query_start[p] + kTileRows - 1) / kTileRows;
+    pairs += tiles * (tiles + 1) / 2;
+  }
+  return pairs + query_tile * (query_tile + 1) / 2 + key_tile;
+}
+
+// The pairs of a call, at most: with n tiles in the longest sequence, a sequence has at most (n + 1) / 2
+// pairs a tile of its own, and the sequences have at most (rows + 63 a sequence) / 64 tiles.
+int64_t kept_pairs_bound(const AttentionBackwardArgs& a) {
+  const int64_t longest = (a.max_rows + kTileRows - 1) / kTileRows;
+  const int64_t tiles = (a.rows + (kTileRows - 1) * a.num_seqs) / kTileRows;
+  return (tiles * (longest + 1) + 1) / 2;
+}
+
+// Stores a warp's 16 keys by 16 queries of score gradients (an A fragment, a row a key) at (key_row,
+// query_column) of a kept tile.
+template <typename T>
+__device__ void keep_gradients(T* tile, int key_row, int query_column, const FragA& ds) {
+  auto* at = reinterpret_cast<uint32_t*>(tile + (key_row + fragment_group()) * kTileRows + query_column +
+                                         fragment_pair());
+  constexpr int kEightRows = 8 * kTileRows / 2;  // in registers of two elements
+  at[0] = ds.x[0];
+  at[kEightRows] = ds.x[1];
+  at[4] = ds.x[2];
+  at[kEightRows + 4] = ds.x[3];
+}
+
 // Writes the 16 x D result a warp holds as C fragments (acc[t]: columns 8t ..) to rows of T: fragment row r to
 // dst + r * stride, for the rows below `rows`.
 template <typename T, int D>
@@ -160,12 +201,12 @@ __device__ void write_fragments(const FragC (&acc)[D / 8], int rows, T* dst, int
   }
 }
 
-// One block per (64 query rows of a sequence, G heads of one kv head), flash attention 2's dq: the rows'
-// log-sum-exp in a first pass over the key tiles, then dq = sum over keys of ds k with ds = p (dout . v -
-// delta) scale in a second. Four warps a head, each keeping its 16 rows' scores and dq in registers; the
-// operands stay in shared memory, where one load of a key or value tile serves the G heads (L2's bandwidth
-// bounds the kernel otherwise).
-template <typename T, int D, int G>
+// One block per (64 query rows of a sequence, G heads of one kv head): the rows' delta (dout . out) and
+// log-sum-exp (the forward's, or from a first pass over the key tiles), then, WithDq, flash attention 2's dq
+// = sum over keys of ds k with ds = p (dout . v - delta) scale in a second pass. Four warps a head, each
+// keeping its 16 rows' scores and dq in registers; the operands stay in shared memory, where one load of a
+// key or value tile serves the G heads (L2's bandwidth bounds the kernel otherwise).
+template <typename T, int D, int G, bool WithDq>
 __global__ void __launch_bounds__(kTileWarps * 32 * G, G == 1 ? 3 : 2)
     dq_tiles_kernel(AttentionBackwardArgs a, const T* q, const T* k, const T* v, const T* out, const T* dout,
                     T* dq, float* lse, float* delta) {
@@ -186,7 +227,8 @@ __global__ void __launch_bounds__(kTileWarps * 32 * G, G == 1 ? 3 : 2)
                 start = a.query_start[s];
   const int i0 = static_cast<int>(tile * kTileRows);  // of the sequence
   const int rows = static_cast<int>(min(static_cast<int64_t>(kTileRows), a.query_start[s + 1] - start - i0));
-  start_head_rows<T, D, G, kThreads>(q_tile, q, start + i0, rows, a.heads, first_head);
+  if (WithDq || !a.forward_lse)
+    start_head_rows<T, D, G, kThreads>(q_tile, q, start + i0, rows, a.heads, first_head);
   start_head_rows<T, D, G, kThreads>(g_tile, dout, start + i0, rows, a.heads, first_head);
   wait_rows_loads();
 
@@ -285,6 +327,7 @@ __global__ void __launch_bounds__(kTileWarps * 32 * G, G == 1 ? 3 : 2)
       delta[(start + i0 + r) * a.heads + h] = delta_of[half];
     }
   }
+  if constexpr (!WithDq) return;
   __syncthreads();  // every warp is done with both key buffers
 
   // Pass 2: dq, each tile of keys in parts of kPart, which keeps the scores and their gradients in fewer
@@ -330,11 +373,12 @@ __global__ void __launch_bounds__(kTileWarps * 32 * G, G == 1 ? 3 : 2)
 // log-sum-exp and delta from dq_tiles_kernel (the log-sum-exp in base 2). Each warp holds 16 keys' dk and dv
 // and works through a query tile 16 rows at a time, its scores transposed (a row a key): steps that small
 // keep the kernel in 168 registers, so that three blocks share a multiprocessor (with 32 rows a step, four
-// independent products a step more, it took 242 and two blocks fit: 9% slower).
+// independent products a step more, it took 242 and two blocks fit: 9% slower). With `kept`, the score
+// gradients of every pair of tiles it sees are written there (zeros where no query sees a key), for dq.
 template <typename T, int D>
 __global__ void __launch_bounds__(kTileWarps * 32, 3)
     dkdv_tiles_kernel(AttentionBackwardArgs a, const T* q, const T* k, const T* v, const T* dout,
-                      const float* lse, const float* delta, T* dk, T* dv) {
+                      const float* lse, const float* delta, T* kept, int64_t kept_pairs, T* dk, T* dv) {
 #if __CUDA_ARCH__ >= 800
   using L = BackwardLayout<T, D>;
   constexpr int kStep = 16;  // query rows a step
@@ -363,10 +407,18 @@ __global__ void __launch_bounds__(kTileWarps * 32, 3)
   const int warp_first_key = j0 + warp_row, warp_last_key = min(j0 + keys - 1, warp_first_key + 15);
   // Query i sees key j where j <= i (and i - j < window); i <= last and j < j0 + keys hold for whatever is read.
   const auto sees = [&](int i, int j) { return j <= i && (window <= 0 || i - j < window) && j < j0 + keys; };
+  const int64_t pairs_before = kept ? kept_pair(a.query_start, s, 0, 0) : 0;
   FragC dk_acc[D / 8] = {}, dv_acc[D / 8] = {};
   for (int64_t h = kv_head * group; h < (kv_head + 1) * group; ++h) {
     for (int i0 = j0; i0 <= last; i0 += kTileRows) {
       const int queries = min(kTileRows, last - i0 + 1);
+      T* kept_tile = nullptr;
+      if (kept) {
+        const int64_t query_tile = i0 / kTileRows,
+                      pair = pairs_before + query_tile * (query_tile + 1) / 2 + tile;
+        if (pair >= kept_pairs) __trap();  // a sequence longer than the caller's max_rows
+        kept_tile = kept + (pair * a.heads + h) * kKeptTile;
+      }
       for (int r = threadIdx.x; r < kTileRows; r += blockDim.x) {
         const int64_t row = (start + i0 + r) * a.heads + h;
         row_lse[r] = r < queries ? lse[row] : 0.f;
@@ -375,37 +427,41 @@ __global__ void __launch_bounds__(kTileWarps * 32, 3)
       start_head_rows<T, D>(q_tile, q, start + i0, queries, a.heads, h);
       start_head_rows<T, D>(g_tile, dout, start + i0, queries, a.heads, h);
       wait_rows_loads();
-      if (warp_row < keys) {
 #pragma unroll 1
-        for (int q0 = 0; q0 < queries; q0 += kStep) {
-          // Skip a step no query of which sees the warp's keys; mask one that some pair of it does not.
-          const int first_query = i0 + q0, last_query = min(i0 + queries - 1, first_query + kStep - 1);
-          if (last_query < warp_first_key || (window > 0 && first_query - warp_last_key >= window)) continue;
-          const bool whole = warp_last_key <= first_query && (window <= 0 || last_query - warp_first_key < window) &&
-                             last_query - first_query == kStep - 1 && warp_last_key == warp_first_key + 15;
-          FragC scores[kStep / 8], grads[kStep / 8];
-          head_products<T, D, kStep / 8>(scores, k_tile + warp_row * L::kLd, q_tile + q0 * L::kLd, L::kLd);
-          head_products<T, D, kStep / 8>(grads, v_tile + warp_row * L::kLd, g_tile + q0 * L::kLd, L::kLd);
-#pragma unroll
-          for (int t = 0; t < kStep / 8; ++t) {
-#pragma unroll
-            for (int e = 0; e < 4; ++e) {
-              const int column = q0 + t * 8 + c + e % 2, i = i0 + column;
-              const bool seen = whole || (i <= last && sees(i, key_of[e / 2]));
-              const float p = seen ? exp2f(scores[t].x[e] * (a.scale * kLog2e) - row_lse[column]) : 0.f;
-              scores[t].x[e] = p;
-              grads[t].x[e] = p * (grads[t].x[e] - row_delta[column]) * a.scale;
-            }
-          }
-          FragA p_frags[kStep / 16], ds_frags[kStep / 16];
-#pragma unroll
-          for (int n = 0; n < kStep / 16; ++n) {
-            p_frags[n] = as_operand<T>(scores[2 * n], scores[2 * n + 1]);
-            ds_frags[n] = as_operand<T>(grads[2 * n], grads[2 * n + 1]);
-          }
-          weigh_rows<T, D, kStep / 16>(dv_acc, p_frags, g_tile + q0 * L::kLd, L::kLd);
-          weigh_rows<T, D, kStep / 16>(dk_acc, ds_frags, q_tile + q0 * L::kLd, L::kLd);
+      for (int q0 = 0; q0 < kTileRows; q0 += kStep) {
+        // Skip a step no query of which sees the warp's keys; mask one that some pair of it does not.
+        const int first_query = i0 + q0, last_query = min(i0 + queries - 1, first_query + kStep - 1);
+        if (warp_row >= keys || q0 >= queries || last_query < warp_first_key ||
+            (window > 0 && first_query - warp_last_key >= window)) {
+          if (kept_tile) keep_gradients(kept_tile, warp_row, q0, FragA{});
+          continue;
         }
+        const bool whole = warp_last_key <= first_query &&
+                           (window <= 0 || last_query - warp_first_key < window) &&
+                           last_query - first_query == kStep - 1 && warp_last_key == warp_first_key + 15;
+        FragC scores[kStep / 8], grads[kStep / 8];
+        head_products<T, D, kStep / 8>(scores, k_tile + warp_row * L::kLd, q_tile + q0 * L::kLd, L::kLd);
+        head_products<T, D, kStep / 8>(grads, v_tile + warp_row * L::kLd, g_tile + q0 * L::kLd, L::kLd);
+#pragma unroll
+        for (int t = 0; t < kStep / 8; ++t) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int column = q0 + t * 8 + c + e % 2, i = i0 + column;
+            const bool seen = whole || (i <= last && sees(i, key_of[e / 2]));
+            const float p = seen ? exp2f(scores[t].x[e] * (a.scale * kLog2e) - row_lse[column]) : 0.f;
+            scores[t].x[e] = p;
+            grads[t].x[e] = p * (grads[t].x[e] - row_delta[column]) * a.scale;
+          }
+        }
+        FragA p_frags[kStep / 16], ds_frags[kStep / 16];
+#pragma unroll
+        for (int n = 0; n < kStep / 16; ++n) {
+          p_frags[n] = as_operand<T>(scores[2 * n], scores[2 * n + 1]);
+          ds_frags[n] = as_operand<T>(grads[2 * n], grads[2 * n + 1]);
+        }
+        if (kept_tile) keep_gradients(kept_tile, warp_row, q0, ds_frags[0]);
+        weigh_rows<T, D, kStep / 16>(dv_acc, p_frags, g_tile + q0 * L::kLd, L::kLd);
+        weigh_rows<T, D, kStep / 16>(dk_acc, ds_frags, q_tile + q0 * L::kLd, L::kLd);
       }
       __syncthreads();  // every warp is done with the query tile
     }
@@ -420,43 +476,142 @@ __global__ void __launch_bounds__(kTileWarps * 32, 3)
 #endif
 }
 
+// Shared memory of dq_kept_kernel: two stages, each a tile of keys (rows kTileLd apart) and the G heads'
+// tiles of kept score gradients (rows kKeptLd apart).
+template <typename T, int D, int G>
+struct KeptLayout {
+  static constexpr int kKeysLd = kTileLd<D>, kKeptLd = kTileRows + 8;
+  static constexpr size_t kKeys = sizeof(T) * kTileRows * kKeysLd;
+  static constexpr size_t kStage = kKeys + sizeof(T) * G * kTileRows * kKeptLd;
+  static constexpr size_t kBytes = 2 * kStage;
+};
+
+// One block per (64 query rows of a sequence, G heads of one kv head): dq = the kept score gradients of the
+// rows times the keys, over the key tiles the rows see, the next tile loading while this one is summed. Four
+// warps a head, each summing its 16 rows' dq in registers.
+template <typename T, int D, int G>
+__global__ void __launch_bounds__(kTileWarps * 32 * G, 2)
+    dq_kept_kernel(AttentionBackwardArgs a, const T* k, const T* kept, int64_t kept_pairs, T* dq) {
+#if __CUDA_ARCH__ >= 800
+  using L = KeptLayout<T, D, G>;
+  constexpr int kThreads = kTileWarps * 32 * G;
+  extern __shared__ __align__(128) unsigned char smem[];
+  int64_t s = 0, tile = 0;
+  if (!find_tile(a.query_start, a.num_seqs, gridDim.x - 1 - blockIdx.x, s, tile)) return;
+  const int64_t first_head = blockIdx.y * G, kv_head = first_head / (a.heads / a.kv_heads),
+                start = a.query_start[s];
+  const int length = static_cast<int>(a.query_start[s + 1] - start), i0 = static_cast<int>(tile * kTileRows);
+  const int rows = min(kTileRows, length - i0), last_tile = static_cast<int>(tile);
+  // From the key tile holding the first row's first key to the rows' own.
+  const int first_tile = (a.window > 0 ? max(0, i0 - static_cast<int>(a.window) + 1) : 0) / kTileRows;
+  const int64_t pairs = kept_pair(a.query_start, s, tile, 0);
+  if (pairs + tile >= kept_pairs) __trap();  // a sequence longer than the caller's max_rows
+  const auto start_stage = [&](int stage, int key_tile) {
+    unsigned char* at = smem + stage * L::kStage;
+    const int j0 = key_tile * kTileRows;
+    start_head_rows<T, D, 1, kThreads>(reinterpret_cast<T*>(at), k, start + j0, length - j0, a.kv_heads,
+                                       kv_head);
+    const T* gradients =
+        kept + ((pairs + key_tile) * a.heads + first_head) * kKeptTile;  // the G heads in turn
+    start_rows_load<T, kTileRows, G * kTileRows, kThreads>(reinterpret_cast<T*>(at + L::kKeys), L::kKeptLd,
+                                                           [&](int r) { return gradients + r * kTileRows; });
+  };
+
+  const int warp = threadIdx.x / kWarp, head_of_warp = warp / kTileWarps, warp_row = warp % kTileWarps * 16;
+  FragC acc[D / 8] = {};
+  start_stage(0, first_tile);
+  __pipeline_commit();
+  for (int key_tile = first_tile, n = 0; key_tile <= last_tile; ++key_tile, ++n) {
+    if (key_tile < last_tile) start_stage((n + 1) % 2, key_tile + 1);
+    __pipeline_commit();
+    __pipeline_wait_prior(1);
+    __syncthreads();  // this tile is in
+    const unsigned char* at = smem + (n % 2) * L::kStage;
+    const T* gradients = reinterpret_cast<const T*>(at + L::kKeys) + head_of_warp * kTileRows * L::kKeptLd;
+    FragA ds[kTileRows / 16];
+#pragma unroll
+    for (int kk = 0; kk < kTileRows / 16; ++kk) {
+      ds[kk] = load_a_transposed(gradients + kk * 16 * L::kKeptLd + warp_row, L::kKeptLd);
+    }
+    weigh_rows<T, D, kTileRows / 16>(acc, ds, reinterpret_cast<const T*>(at), L::kKeysLd);
+    __syncthreads();  // every warp is done with the stage before the next but one loads into it
+  }
+  if (warp_row < rows) {
+    const int64_t h = first_head + head_of_warp;
+    write_fragments<T, D>(acc, rows - warp_row, dq + ((start + i0 + warp_row) * a.heads + h) * D,
+                          a.heads * D);
+  }
+#else
+  __trap();  // built only for devices with bf16 tensor cores (compute capability 8.0 and up)
+#endif
+}
+
 template <typename T, int D>
-void launch_tiles(const AttentionBackwardArgs& a, const T* q, const T* k, const T* v, const T* out, const T* dout,
-                  float* lse, float* delta, T* dq, T* dk, T* dv) {
+void launch_tiles(const AttentionBackwardArgs& a, const T* q, const T* k, const T* v, const T* out,
+                  const T* dout, float* lse, float* delta, T* kept, T* dq, T* dk, T* dv) {
   constexpr size_t bytes = BackwardLayout<T, D>::kBytes;
   static const bool configured = [] {
-    allow_shared_bytes(dq_tiles_kernel<T, D, 1>, bytes);
-    allow_shared_bytes(dq_tiles_kernel<T, D, 2>, BackwardLayout<T, D, 2>::kBytes);
+    allow_shared_bytes(dq_tiles_kernel<T, D, 1, true>, bytes);
+    allow_shared_bytes(dq_tiles_kernel<T, D, 2, true>, BackwardLayout<T, D, 2>::kBytes);
+    allow_shared_bytes(dq_tiles_kernel<T, D, 1, false>, bytes);
+    allow_shared_bytes(dq_tiles_kernel<T, D, 2, false>, BackwardLayout<T, D, 2>::kBytes);
+    allow_shared_bytes(dq_kept_kernel<T, D, 1>, KeptLayout<T, D, 1>::kBytes);
+    allow_shared_bytes(dq_kept_kernel<T, D, 2>, KeptLayout<T, D, 2>::kBytes);
     allow_shared_bytes(dkdv_tiles_kernel<T, D>, bytes);
     return true;
   }();
   (void)configured;
   const unsigned tiles = tile_grid(a.rows, a.num_seqs);
-  with_constant<1, 2>(tile_heads(a.heads, a.kv_heads), [&](auto heads) {
+  const int64_t kept_pairs = kept ? kept_pairs_bound(a) : 0;
+  const int heads_per_block = tile_heads(a.heads, a.kv_heads);
+  const dim3 grid(tiles, static_cast<unsigned>(a.heads / heads_per_block));
+  with_constant<1, 2>(heads_per_block, [&](auto heads) {
     constexpr int G = heads();
-    dq_tiles_kernel<T, D, G>
-        <<<dim3(tiles, static_cast<unsigned>(a.heads / G)), kTileWarps * 32 * G,
-           BackwardLayout<T, D, G>::kBytes, current_stream()>>>(a, q, k, v, out, dout, dq, lse, delta);
+    const auto statistics = kept ? dq_tiles_kernel<T, D, G, false> : dq_tiles_kernel<T, D, G, true>;
+    statistics<<<grid, kTileWarps * 32 * G, BackwardLayout<T, D, G>::kBytes, current_stream()>>>(
+        a, q, k, v, out, dout, dq, lse, delta);
   });
-  check_launch("attention_backward (dq tiles)");
-  dkdv_tiles_kernel<T, D><<<dim3(tiles, static_cast<unsigned>(a.kv_heads)), kTileWarps * 32, bytes,
-                            current_stream()>>>(a, q, k, v, dout, lse, delta, dk, dv);
+  check_launch(kept ? "attention_backward (row statistics)" : "attention_backward (dq tiles)");
+  dkdv_tiles_kernel<T, D>
+      <<<dim3(tiles, static_cast<unsigned>(a.kv_heads)), kTileWarps * 32, bytes, current_stream()>>>(
+          a, q, k, v, dout, lse, delta, kept, kept_pairs, dk, dv);
   check_launch("attention_backward (dk, dv tiles)");
+  if (!kept) return;
+  with_constant<1, 2>(heads_per_block, [&](auto heads) {
+    constexpr int G = heads();
+    dq_kept_kernel<T, D, G><<<grid, kTileWarps * 32 * G, KeptLayout<T, D, G>::kBytes, current_stream()>>>(
+        a, k, kept, kept_pairs, dq);
+  });
+  check_launch("attention_backward (dq from the kept gradients)");
+}
+
+// The tile kernels take bf16 and fp16 at head sizes 64 and 128.
+template <typename T>
+bool uses_tiles(const AttentionBackwardArgs& a) {
+  return sizeof(T) == 2 && (a.head_dim == 64 || a.head_dim == 128);
 }
 
 }  // namespace
 
 template <typename T>
+int64_t attention_backward_kept_bytes(const AttentionBackwardArgs& a) {
+  if (!uses_tiles<T>(a) || a.max_rows == 0) return 0;
+  const int64_t bytes = kept_pairs_bound(a) * a.heads * kKeptTile * static_cast<int64_t>(sizeof(T));
+  return bytes <= kMaxKeptBytes ? bytes : 0;
+}
+
+template <typename T>
 void attention_backward(const AttentionBackwardArgs& a, const T* q, const T* k, const T* v, const T* out,
-                        const T* dout, float* lse, float* delta, T* dq, T* dk, T* dv) {
+                        const T* dout, float* lse, float* delta, void* kept, T* dq, T* dk, T* dv) {
   check(a.head_dim <= kMaxHeadDim, "attention_backward on cuda takes head_dim up to ", kMaxHeadDim, ", not ",
         a.head_dim);
   if (a.rows == 0) return;
   if constexpr (sizeof(T) == 2) {
-    if (a.head_dim == 64 || a.head_dim == 128) {
+    if (uses_tiles<T>(a)) {
       auto launch = [&](auto d) {
-        launch_tiles<device_t<T>, d()>(a, on_device(q), on_device(k), on_device(v), on_device(out), on_device(dout),
-                                       lse, delta, on_device(dq), on_device(dk), on_device(dv));
+        launch_tiles<device_t<T>, d()>(a, on_device(q), on_device(k), on_device(v), on_device(out),
+                                       on_device(dout), lse, delta, static_cast<device_t<T>*>(kept),
+                                       on_device(dq), on_device(dk), on_device(dv));
       };
       with_constant<64, 128>(a.head_dim, launch);
       return;
@@ -473,9 +628,10 @@ void attention_backward(const AttentionBackwardArgs& a, const T* q, const T* k, 
   check_launch("attention_backward (dk, dv)");
 }
 
-#define TFM_ATTENTION_BACKWARD_LAUNCHERS(T)                                                                  \
+#define TFM_ATTENTION_BACKWARD_LAUNCHERS(T)                                                                 \
+  template int64_t attention_backward_kept_bytes<T>(const AttentionBackwardArgs&);                          \
   template void attention_backward<T>(const AttentionBackwardArgs&, const T*, const T*, const T*, const T*, \
-                                      const T*, float*, float*, T*, T*, T*);
+                                      const T*, float*, float*, void*, T*, T*, T*);
 TFM_ATTENTION_BACKWARD_LAUNCHERS(float)
 TFM_ATTENTION_BACKWARD_LAUNCHERS(bfloat16)
 TFM_ATTENTION_BACKWARD_LAUNCHERS(float16)

@@ -4,6 +4,7 @@
 
 #include "tfm/backend/backend.h"
 #include "tfm/backend/cuda/cuda_backend.h"
+#include "tfm/backend/cuda/kernel_tensors.h"
 #include "tfm/backend/cuda/launchers.h"
 #include "tfm/backend/cuda/runtime.h"
 #include "tfm/backend/op_set.h"
@@ -12,19 +13,6 @@
 
 namespace tfm::cuda {
 namespace {
-
-void use_device_of(const Tensor& t) {
-  use_device(t.device().index_or_zero());
-}
-
-// A launcher's device workspace of `bytes` on the device of `on`, or none when it needs none: it lives as
-// long as the returned tensor, and workspace_pointer hands it to the launcher.
-Tensor workspace_beside(const Tensor& on, int64_t bytes) {
-  return bytes ? empty({bytes}, DType::uint8, on.device()) : Tensor();
-}
-void* workspace_pointer(const Tensor& workspace) {
-  return workspace.defined() ? workspace.raw() : nullptr;
-}
 
 // Copies of whole rows do not look at the values: one kernel per op serves every dtype.
 void embedding(const op::Embedding& a) {

@@ -169,16 +169,20 @@ void add_scaled_columns(T* out, int64_t out_cols, int64_t out_column, const T* x
 // op::Dropout
 template <typename T>
 void dropout(const T* x, float p, uint64_t seed, int64_t n, T* out);
-// op::AttentionBackward; lse and delta are float32 scratch of (rows, heads)
+// op::AttentionBackward; lse and delta are float32 scratch of (rows, heads), `kept` a workspace of
+// attention_backward_kept_bytes (none where that is 0)
 struct AttentionBackwardArgs {
   const int32_t* query_start;  // num_seqs + 1 offsets
   int64_t num_seqs, rows, heads, kv_heads, head_dim, window;
   float scale;
   const float*
-      forward_lse;  // (rows, heads), natural log, or null: the forward's log-sum-exp, where it kept it
+      forward_lse;   // (rows, heads), natural log, or null: the forward's log-sum-exp, where it kept it
+  int64_t max_rows;  // the longest sequence's rows, or 0 where unknown
 };
 template <typename T>
+int64_t attention_backward_kept_bytes(const AttentionBackwardArgs& a);
+template <typename T>
 void attention_backward(const AttentionBackwardArgs& a, const T* q, const T* k, const T* v, const T* out,
-                        const T* dout, float* lse, float* delta, T* dq, T* dk, T* dv);
+                        const T* dout, float* lse, float* delta, void* kept, T* dq, T* dk, T* dv);
 
 }  // namespace tfm::cuda::launch

@@ -102,6 +102,17 @@ __device__ inline FragA load_a(const T* tile, int ld) {
   return a;
 }
 
+// The A fragment of the 16 x 16 block whose transpose is at `tile` (row-major, rows ld elements apart): the
+// tile's rows are A's columns.
+template <typename T>
+__device__ inline FragA load_a_transposed(const T* tile, int ld) {
+  const int l = static_cast<int>(threadIdx.x % 32);
+  FragA a;
+  // matrices, read transposed: A's (rows 0-7, columns 0-7), (8-15, 0-7), (0-7, 8-15), (8-15, 8-15)
+  load_matrices<true>(a.x, tile + ((l % 8) + (l / 16) * 8) * ld + ((l / 8) % 2) * 8);
+  return a;
+}
+
 // B fragments of two neighbouring 8-column blocks, from 16 x 16 elements of a tile. `rows_are_n`: the tile's
 // rows are B's columns (keys stored as rows, multiplied as q k^T: B = the tile transposed); else its rows are
 // B's k (values stored as rows, multiplied as p v). `tile` is the block's first element, rows ld apart.

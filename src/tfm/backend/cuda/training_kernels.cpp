@@ -5,6 +5,7 @@
 
 #include "tfm/backend/backend.h"
 #include "tfm/backend/cuda/cuda_backend.h"
+#include "tfm/backend/cuda/kernel_tensors.h"
 #include "tfm/backend/cuda/launchers.h"
 #include "tfm/backend/cuda/runtime.h"
 #include "tfm/backend/op_set.h"
@@ -15,10 +16,6 @@ namespace tfm::cuda {
 namespace {
 
 static_assert(launch::kIgnoreLabel == op::CrossEntropy::kIgnoreIndex);
-
-void use_device_of(const Tensor& t) {
-  use_device(t.device().index_or_zero());
-}
 
 template <typename T>
 void rms_norm_backward(const op::RmsNormBackward& a) {
@@ -63,10 +60,12 @@ void attention_backward(const op::AttentionBackward& a) {
                                            a.q.size(2),
                                            a.window,
                                            a.scale,
-                                           data_or_null<float>(a.lse)};
-  launch::attention_backward(args, a.q.data<T>(), a.k.data<T>(), a.v.data<T>(), a.out.data<T>(), a.dout.data<T>(),
-                             stats[0].data<float>(), stats[1].data<float>(), a.dq.data<T>(), a.dk.data<T>(),
-                             a.dv.data<T>());
+                                           data_or_null<float>(a.lse),
+                                           a.max_rows};
+  const Tensor kept = workspace_beside(a.q, launch::attention_backward_kept_bytes<T>(args));
+  launch::attention_backward(args, a.q.data<T>(), a.k.data<T>(), a.v.data<T>(), a.out.data<T>(),
+                             a.dout.data<T>(), stats[0].data<float>(), stats[1].data<float>(),
+                             workspace_pointer(kept), a.dq.data<T>(), a.dk.data<T>(), a.dv.data<T>());
 }
 
 template <typename T>
