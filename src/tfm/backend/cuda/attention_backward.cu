@@ -148,10 +148,12 @@ struct BackwardLayout {
 };
 
 // The kept score gradients: for each sequence in order, each pair of a query tile i and a key tile j <= i
-// (pair i (i + 1) / 2 + j of the sequence), each head, a tile of 64 keys by 64 queries of T (a row a key: as
-// the dk/dv kernel holds them). Every pair that some query of tile i and key of tile j share is written
-// whole.
+// (pair i (i + 1) / 2 + j of the sequence), each head, 64 queries by 64 keys of T as the A fragments of dq's
+// product (16 x 16 each, in the order of their query block then their key block), each fragment its 32 lanes'
+// 16 bytes in lane order: the dk/dv kernel writes a fragment and dq's reads it 512 contiguous bytes a warp.
+// Every pair that some query of tile i and key of tile j share is written whole.
 constexpr int kKeptTile = kTileRows * kTileRows;
+constexpr int kFragmentBlocks = kTileRows / 16;  // query (or key) blocks of a kept tile
 constexpr int64_t kMaxKeptBytes = int64_t{1} << 30;
 
 // The pairs of the sequences before s, plus pair (query_tile, key_tile) of s.
@@ -172,17 +174,19 @@ int64_t kept_pairs_bound(const AttentionBackwardArgs& a) {
   return (tiles * (longest + 1) + 1) / 2;
 }
 
-// Stores a warp's 16 keys by 16 queries of score gradients (an A fragment, a row a key) at (key_row,
-// query_column) of a kept tile.
+// Where this lane's part of the fragment of a query block and a key block lies in a kept tile, in pieces of
+// 16 bytes.
+__device__ inline int kept_fragment(int query_block, int key_block) {
+  return (query_block * kFragmentBlocks + key_block) * 32 + static_cast<int>(threadIdx.x % 32);
+}
+
+// Keeps a warp's score gradients of 16 keys by 16 queries, given as the A fragment whose rows are the keys,
+// as the fragment of the queries' rows (its transpose).
 template <typename T>
-__device__ void keep_gradients(T* tile, int key_row, int query_column, const FragA& ds) {
-  auto* at = reinterpret_cast<uint32_t*>(tile + (key_row + fragment_group()) * kTileRows + query_column +
-                                         fragment_pair());
-  constexpr int kEightRows = 8 * kTileRows / 2;  // in registers of two elements
-  at[0] = ds.x[0];
-  at[kEightRows] = ds.x[1];
-  at[4] = ds.x[2];
-  at[kEightRows + 4] = ds.x[3];
+__device__ void keep_gradients(T* tile, int query_block, int key_block, const FragA& of_keys) {
+  const FragA ds = transposed(of_keys);
+  reinterpret_cast<uint4*>(tile)[kept_fragment(query_block, key_block)] =
+      make_uint4(ds.x[0], ds.x[1], ds.x[2], ds.x[3]);
 }
 
 // Writes the 16 x D result a warp holds as C fragments (acc[t]: columns 8t ..) to rows of T: fragment row r to
@@ -237,14 +241,22 @@ __global__ void __launch_bounds__(kTileWarps * 32 * G, G == 1 ? 3 : 2)
   const int64_t h = first_head + head_of_warp;
   const T* warp_q = q_tile + (head_of_warp * kTileRows + warp_row) * L::kLd;
   const T* warp_g = g_tile + (head_of_warp * kTileRows + warp_row) * L::kLd;
-  for (int r = warp; r < G * kTileRows; r += G * kTileWarps) {  // row r % kTileRows of head r / kTileRows
+  // Each row's delta from 16-byte pieces, kPieces lanes a row.
+  constexpr int kPieces = D / Vec<T>::kSize, kRowsAtOnce = kWarp / kPieces;
+  for (int r0 = warp * kRowsAtOnce; r0 < G * kTileRows; r0 += G * kTileWarps * kRowsAtOnce) {
+    const int r = r0 + lane / kPieces,
+              piece = lane % kPieces * Vec<T>::kSize;  // row r % kTileRows of head r / kTileRows
     float dot = 0.f;
     if (r % kTileRows < rows) {
-      const T* o = out + ((start + i0 + r % kTileRows) * a.heads + first_head + r / kTileRows) * D;
-      for (int d = lane; d < D; d += kWarp) dot += to_float(g_tile[r * L::kLd + d]) * to_float(o[d]);
+      const T* o = out + ((start + i0 + r % kTileRows) * a.heads + first_head + r / kTileRows) * D + piece;
+      const Vec<T> ov = load_vec(o, 0, Vec<T>::kSize, true),
+                   gv = load_vec(g_tile + r * L::kLd + piece, 0, Vec<T>::kSize, true);
+#pragma unroll
+      for (int e = 0; e < Vec<T>::kSize; ++e) dot += to_float(gv.at[e]) * to_float(ov.at[e]);
     }
-    dot = warp_reduce<Sum>(dot);
-    if (lane == 0) row_delta[r] = dot;
+#pragma unroll
+    for (int lanes = kPieces / 2; lanes > 0; lanes /= 2) dot += __shfl_xor_sync(~0u, dot, lanes);
+    if (lane % kPieces == 0) row_delta[r] = dot;
   }
   __syncthreads();
   const int first = a.window > 0 ? max(0, i0 - static_cast<int>(a.window) + 1) : 0, last = i0 + rows - 1;
@@ -373,9 +385,9 @@ __global__ void __launch_bounds__(kTileWarps * 32 * G, G == 1 ? 3 : 2)
 // log-sum-exp and delta from dq_tiles_kernel (the log-sum-exp in base 2). Each warp holds 16 keys' dk and dv
 // and works through a query tile 16 rows at a time, its scores transposed (a row a key): steps that small
 // keep the kernel in 168 registers, so that three blocks share a multiprocessor (with 32 rows a step, four
-// independent products a step more, it took 242 and two blocks fit: 9% slower). With `kept`, the score
-// gradients of every pair of tiles it sees are written there (zeros where no query sees a key), for dq.
-template <typename T, int D>
+// independent products a step more, it took 242 and two blocks fit: 9% slower). Keeps: the score gradients
+// of every pair of tiles it sees are written to `kept` (zeros where no query sees a key), for dq.
+template <typename T, int D, bool Keeps>
 __global__ void __launch_bounds__(kTileWarps * 32, 3)
     dkdv_tiles_kernel(AttentionBackwardArgs a, const T* q, const T* k, const T* v, const T* dout,
                       const float* lse, const float* delta, T* kept, int64_t kept_pairs, T* dk, T* dv) {
@@ -407,13 +419,13 @@ __global__ void __launch_bounds__(kTileWarps * 32, 3)
   const int warp_first_key = j0 + warp_row, warp_last_key = min(j0 + keys - 1, warp_first_key + 15);
   // Query i sees key j where j <= i (and i - j < window); i <= last and j < j0 + keys hold for whatever is read.
   const auto sees = [&](int i, int j) { return j <= i && (window <= 0 || i - j < window) && j < j0 + keys; };
-  const int64_t pairs_before = kept ? kept_pair(a.query_start, s, 0, 0) : 0;
+  const int64_t pairs_before = Keeps ? kept_pair(a.query_start, s, 0, 0) : 0;
   FragC dk_acc[D / 8] = {}, dv_acc[D / 8] = {};
   for (int64_t h = kv_head * group; h < (kv_head + 1) * group; ++h) {
     for (int i0 = j0; i0 <= last; i0 += kTileRows) {
       const int queries = min(kTileRows, last - i0 + 1);
       T* kept_tile = nullptr;
-      if (kept) {
+      if constexpr (Keeps) {
         const int64_t query_tile = i0 / kTileRows,
                       pair = pairs_before + query_tile * (query_tile + 1) / 2 + tile;
         if (pair >= kept_pairs) __trap();  // a sequence longer than the caller's max_rows
@@ -428,12 +440,13 @@ __global__ void __launch_bounds__(kTileWarps * 32, 3)
       start_head_rows<T, D>(g_tile, dout, start + i0, queries, a.heads, h);
       wait_rows_loads();
 #pragma unroll 1
-      for (int q0 = 0; q0 < kTileRows; q0 += kStep) {
+      // Keeping the gradients, every step of the tile: those past the queries or the keys write zeros.
+      for (int q0 = 0; q0 < (Keeps ? kTileRows : warp_row < keys ? queries : 0); q0 += kStep) {
         // Skip a step no query of which sees the warp's keys; mask one that some pair of it does not.
         const int first_query = i0 + q0, last_query = min(i0 + queries - 1, first_query + kStep - 1);
-        if (warp_row >= keys || q0 >= queries || last_query < warp_first_key ||
+        if ((Keeps && (warp_row >= keys || q0 >= queries)) || last_query < warp_first_key ||
             (window > 0 && first_query - warp_last_key >= window)) {
-          if (kept_tile) keep_gradients(kept_tile, warp_row, q0, FragA{});
+          if (Keeps) reinterpret_cast<uint4*>(kept_tile)[kept_fragment(q0 / 16, warp_row / 16)] = uint4{};
           continue;
         }
         const bool whole = warp_last_key <= first_query &&
@@ -459,7 +472,7 @@ __global__ void __launch_bounds__(kTileWarps * 32, 3)
           p_frags[n] = as_operand<T>(scores[2 * n], scores[2 * n + 1]);
           ds_frags[n] = as_operand<T>(grads[2 * n], grads[2 * n + 1]);
         }
-        if (kept_tile) keep_gradients(kept_tile, warp_row, q0, ds_frags[0]);
+        if (Keeps) keep_gradients(kept_tile, q0 / 16, warp_row / 16, ds_frags[0]);
         weigh_rows<T, D, kStep / 16>(dv_acc, p_frags, g_tile + q0 * L::kLd, L::kLd);
         weigh_rows<T, D, kStep / 16>(dk_acc, ds_frags, q_tile + q0 * L::kLd, L::kLd);
       }
@@ -476,25 +489,16 @@ __global__ void __launch_bounds__(kTileWarps * 32, 3)
 #endif
 }
 
-// Shared memory of dq_kept_kernel: two stages, each a tile of keys (rows kTileLd apart) and the G heads'
-// tiles of kept score gradients (rows kKeptLd apart).
-template <typename T, int D, int G>
-struct KeptLayout {
-  static constexpr int kKeysLd = kTileLd<D>, kKeptLd = kTileRows + 8;
-  static constexpr size_t kKeys = sizeof(T) * kTileRows * kKeysLd;
-  static constexpr size_t kStage = kKeys + sizeof(T) * G * kTileRows * kKeptLd;
-  static constexpr size_t kBytes = 2 * kStage;
-};
-
 // One block per (64 query rows of a sequence, G heads of one kv head): dq = the kept score gradients of the
-// rows times the keys, over the key tiles the rows see, the next tile loading while this one is summed. Four
-// warps a head, each summing its 16 rows' dq in registers.
+// rows times the keys, over the key tiles the rows see. Four warps a head, each summing its 16 rows' dq in
+// registers from its fragments of the gradients (read from global memory a tile ahead) and the key tiles,
+// which two stages of shared memory hold (the next loading while this one is summed).
 template <typename T, int D, int G>
 __global__ void __launch_bounds__(kTileWarps * 32 * G, 2)
     dq_kept_kernel(AttentionBackwardArgs a, const T* k, const T* kept, int64_t kept_pairs, T* dq) {
 #if __CUDA_ARCH__ >= 800
-  using L = KeptLayout<T, D, G>;
-  constexpr int kThreads = kTileWarps * 32 * G;
+  constexpr int kThreads = kTileWarps * 32 * G, kLd = kTileLd<D>;
+  constexpr size_t kStage = sizeof(T) * kTileRows * kLd;
   extern __shared__ __align__(128) unsigned char smem[];
   int64_t s = 0, tile = 0;
   if (!find_tile(a.query_start, a.num_seqs, gridDim.x - 1 - blockIdx.x, s, tile)) return;
@@ -506,38 +510,42 @@ __global__ void __launch_bounds__(kTileWarps * 32 * G, 2)
   const int first_tile = (a.window > 0 ? max(0, i0 - static_cast<int>(a.window) + 1) : 0) / kTileRows;
   const int64_t pairs = kept_pair(a.query_start, s, tile, 0);
   if (pairs + tile >= kept_pairs) __trap();  // a sequence longer than the caller's max_rows
-  const auto start_stage = [&](int stage, int key_tile) {
-    unsigned char* at = smem + stage * L::kStage;
+  const auto start_keys = [&](int stage, int key_tile) {
     const int j0 = key_tile * kTileRows;
-    start_head_rows<T, D, 1, kThreads>(reinterpret_cast<T*>(at), k, start + j0, length - j0, a.kv_heads,
-                                       kv_head);
-    const T* gradients =
-        kept + ((pairs + key_tile) * a.heads + first_head) * kKeptTile;  // the G heads in turn
-    start_rows_load<T, kTileRows, G * kTileRows, kThreads>(reinterpret_cast<T*>(at + L::kKeys), L::kKeptLd,
-                                                           [&](int r) { return gradients + r * kTileRows; });
+    start_head_rows<T, D, 1, kThreads>(reinterpret_cast<T*>(smem + stage * kStage), k, start + j0,
+                                       length - j0, a.kv_heads, kv_head);
   };
 
-  const int warp = threadIdx.x / kWarp, head_of_warp = warp / kTileWarps, warp_row = warp % kTileWarps * 16;
+  const int warp = threadIdx.x / kWarp, warp_row = warp % kTileWarps * 16;
+  const int64_t h = first_head + warp / kTileWarps;
+  const auto load_gradients = [&](FragA(&ds)[kFragmentBlocks], int key_tile) {
+    const auto* gradients =
+        reinterpret_cast<const uint4*>(kept + ((pairs + key_tile) * a.heads + h) * kKeptTile);
+#pragma unroll
+    for (int kb = 0; kb < kFragmentBlocks; ++kb) {
+      const uint4 bits = gradients[kept_fragment(warp_row / 16, kb)];
+      ds[kb] = {{bits.x, bits.y, bits.z, bits.w}};
+    }
+  };
   FragC acc[D / 8] = {};
-  start_stage(0, first_tile);
+  FragA ds[kFragmentBlocks], next[kFragmentBlocks];
+  start_keys(0, first_tile);
   __pipeline_commit();
+  load_gradients(ds, first_tile);
   for (int key_tile = first_tile, n = 0; key_tile <= last_tile; ++key_tile, ++n) {
-    if (key_tile < last_tile) start_stage((n + 1) % 2, key_tile + 1);
+    if (key_tile < last_tile) {
+      start_keys((n + 1) % 2, key_tile + 1);
+      load_gradients(next, key_tile + 1);
+    }
     __pipeline_commit();
     __pipeline_wait_prior(1);
-    __syncthreads();  // this tile is in
-    const unsigned char* at = smem + (n % 2) * L::kStage;
-    const T* gradients = reinterpret_cast<const T*>(at + L::kKeys) + head_of_warp * kTileRows * L::kKeptLd;
-    FragA ds[kTileRows / 16];
+    __syncthreads();  // this tile's keys are in
+    weigh_rows<T, D, kFragmentBlocks>(acc, ds, reinterpret_cast<const T*>(smem + (n % 2) * kStage), kLd);
 #pragma unroll
-    for (int kk = 0; kk < kTileRows / 16; ++kk) {
-      ds[kk] = load_a_transposed(gradients + kk * 16 * L::kKeptLd + warp_row, L::kKeptLd);
-    }
-    weigh_rows<T, D, kTileRows / 16>(acc, ds, reinterpret_cast<const T*>(at), L::kKeysLd);
+    for (int kb = 0; kb < kFragmentBlocks; ++kb) ds[kb] = next[kb];
     __syncthreads();  // every warp is done with the stage before the next but one loads into it
   }
   if (warp_row < rows) {
-    const int64_t h = first_head + head_of_warp;
     write_fragments<T, D>(acc, rows - warp_row, dq + ((start + i0 + warp_row) * a.heads + h) * D,
                           a.heads * D);
   }
@@ -545,6 +553,10 @@ __global__ void __launch_bounds__(kTileWarps * 32 * G, 2)
   __trap();  // built only for devices with bf16 tensor cores (compute capability 8.0 and up)
 #endif
 }
+
+// dq_kept_kernel's shared memory: two tiles of keys.
+template <typename T, int D>
+constexpr size_t kKeptKeysBytes = 2 * sizeof(T) * kTileRows* kTileLd<D>;
 
 template <typename T, int D>
 void launch_tiles(const AttentionBackwardArgs& a, const T* q, const T* k, const T* v, const T* out,
@@ -555,9 +567,8 @@ void launch_tiles(const AttentionBackwardArgs& a, const T* q, const T* k, const 
     allow_shared_bytes(dq_tiles_kernel<T, D, 2, true>, BackwardLayout<T, D, 2>::kBytes);
     allow_shared_bytes(dq_tiles_kernel<T, D, 1, false>, bytes);
     allow_shared_bytes(dq_tiles_kernel<T, D, 2, false>, BackwardLayout<T, D, 2>::kBytes);
-    allow_shared_bytes(dq_kept_kernel<T, D, 1>, KeptLayout<T, D, 1>::kBytes);
-    allow_shared_bytes(dq_kept_kernel<T, D, 2>, KeptLayout<T, D, 2>::kBytes);
-    allow_shared_bytes(dkdv_tiles_kernel<T, D>, bytes);
+    allow_shared_bytes(dkdv_tiles_kernel<T, D, false>, bytes);
+    allow_shared_bytes(dkdv_tiles_kernel<T, D, true>, bytes);
     return true;
   }();
   (void)configured;
@@ -572,15 +583,15 @@ void launch_tiles(const AttentionBackwardArgs& a, const T* q, const T* k, const 
         a, q, k, v, out, dout, dq, lse, delta);
   });
   check_launch(kept ? "attention_backward (row statistics)" : "attention_backward (dq tiles)");
-  dkdv_tiles_kernel<T, D>
-      <<<dim3(tiles, static_cast<unsigned>(a.kv_heads)), kTileWarps * 32, bytes, current_stream()>>>(
-          a, q, k, v, dout, lse, delta, kept, kept_pairs, dk, dv);
+  const auto dkdv = kept ? dkdv_tiles_kernel<T, D, true> : dkdv_tiles_kernel<T, D, false>;
+  dkdv<<<dim3(tiles, static_cast<unsigned>(a.kv_heads)), kTileWarps * 32, bytes, current_stream()>>>(
+      a, q, k, v, dout, lse, delta, kept, kept_pairs, dk, dv);
   check_launch("attention_backward (dk, dv tiles)");
   if (!kept) return;
   with_constant<1, 2>(heads_per_block, [&](auto heads) {
     constexpr int G = heads();
-    dq_kept_kernel<T, D, G><<<grid, kTileWarps * 32 * G, KeptLayout<T, D, G>::kBytes, current_stream()>>>(
-        a, k, kept, kept_pairs, dq);
+    dq_kept_kernel<T, D, G>
+        <<<grid, kTileWarps * 32 * G, kKeptKeysBytes<T, D>, current_stream()>>>(a, k, kept, kept_pairs, dq);
   });
   check_launch("attention_backward (dq from the kept gradients)");
 }

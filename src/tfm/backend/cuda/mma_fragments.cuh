@@ -102,15 +102,20 @@ __device__ inline FragA load_a(const T* tile, int ld) {
   return a;
 }
 
-// The A fragment of the 16 x 16 block whose transpose is at `tile` (row-major, rows ld elements apart): the
-// tile's rows are A's columns.
-template <typename T>
-__device__ inline FragA load_a_transposed(const T* tile, int ld) {
-  const int l = static_cast<int>(threadIdx.x % 32);
-  FragA a;
-  // matrices, read transposed: A's (rows 0-7, columns 0-7), (8-15, 0-7), (0-7, 8-15), (8-15, 8-15)
-  load_matrices<true>(a.x, tile + ((l % 8) + (l / 16) * 8) * ld + ((l / 8) % 2) * 8);
-  return a;
+// The transpose of the 8 x 8 matrix of 16-bit elements that one register of each lane holds as ldmatrix
+// leaves it (lane l: row l / 4, columns c..c+1), in the same layout.
+__device__ inline uint32_t transposed(uint32_t x) {
+  uint32_t t = 0;
+#if __CUDA_ARCH__ >= 800
+  asm volatile("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;" : "=r"(t) : "r"(x));
+#endif
+  return t;
+}
+
+// The A fragment of the transpose of the 16 x 16 block whose A fragment is `a`: each 8 x 8 quarter
+// transposed, the off-diagonal two swapped.
+__device__ inline FragA transposed(const FragA& a) {
+  return {{transposed(a.x[0]), transposed(a.x[2]), transposed(a.x[1]), transposed(a.x[3])}};
 }
 
 // B fragments of two neighbouring 8-column blocks, from 16 x 16 elements of a tile. `rows_are_n`: the tile's
