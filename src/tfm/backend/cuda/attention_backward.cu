@@ -489,6 +489,14 @@ __global__ void __launch_bounds__(kTileWarps * 32, 3)
 #endif
 }
 
+// dq_kept_kernel's shared memory: two stages of a tile of keys, rows kTileLd apart.
+template <typename T, int D>
+struct KeptKeysLayout {
+  static constexpr int kLd = kTileLd<D>;
+  static constexpr size_t kStage = sizeof(T) * kTileRows * kLd;
+  static constexpr size_t kBytes = 2 * kStage;
+};
+
 // One block per (64 query rows of a sequence, G heads of one kv head): dq = the kept score gradients of the
 // rows times the keys, over the key tiles the rows see. Four warps a head, each summing its 16 rows' dq in
 // registers from its fragments of the gradients (read from global memory a tile ahead) and the key tiles,
@@ -497,8 +505,8 @@ template <typename T, int D, int G>
 __global__ void __launch_bounds__(kTileWarps * 32 * G, 2)
     dq_kept_kernel(AttentionBackwardArgs a, const T* k, const T* kept, int64_t kept_pairs, T* dq) {
 #if __CUDA_ARCH__ >= 800
-  constexpr int kThreads = kTileWarps * 32 * G, kLd = kTileLd<D>;
-  constexpr size_t kStage = sizeof(T) * kTileRows * kLd;
+  using L = KeptKeysLayout<T, D>;
+  constexpr int kThreads = kTileWarps * 32 * G;
   extern __shared__ __align__(128) unsigned char smem[];
   int64_t s = 0, tile = 0;
   if (!find_tile(a.query_start, a.num_seqs, gridDim.x - 1 - blockIdx.x, s, tile)) return;
@@ -512,7 +520,7 @@ __global__ void __launch_bounds__(kTileWarps * 32 * G, 2)
   if (pairs + tile >= kept_pairs) __trap();  // a sequence longer than the caller's max_rows
   const auto start_keys = [&](int stage, int key_tile) {
     const int j0 = key_tile * kTileRows;
-    start_head_rows<T, D, 1, kThreads>(reinterpret_cast<T*>(smem + stage * kStage), k, start + j0,
+    start_head_rows<T, D, 1, kThreads>(reinterpret_cast<T*>(smem + stage * L::kStage), k, start + j0,
                                        length - j0, a.kv_heads, kv_head);
   };
 
@@ -540,7 +548,8 @@ __global__ void __launch_bounds__(kTileWarps * 32 * G, 2)
     __pipeline_commit();
     __pipeline_wait_prior(1);
     __syncthreads();  // this tile's keys are in
-    weigh_rows<T, D, kFragmentBlocks>(acc, ds, reinterpret_cast<const T*>(smem + (n % 2) * kStage), kLd);
+    weigh_rows<T, D, kFragmentBlocks>(acc, ds, reinterpret_cast<const T*>(smem + (n % 2) * L::kStage),
+                                      L::kLd);
 #pragma unroll
     for (int kb = 0; kb < kFragmentBlocks; ++kb) ds[kb] = next[kb];
     __syncthreads();  // every warp is done with the stage before the next but one loads into it
@@ -553,10 +562,6 @@ __global__ void __launch_bounds__(kTileWarps * 32 * G, 2)
   __trap();  // built only for devices with bf16 tensor cores (compute capability 8.0 and up)
 #endif
 }
-
-// dq_kept_kernel's shared memory: two tiles of keys.
-template <typename T, int D>
-constexpr size_t kKeptKeysBytes = 2 * sizeof(T) * kTileRows* kTileLd<D>;
 
 template <typename T, int D>
 void launch_tiles(const AttentionBackwardArgs& a, const T* q, const T* k, const T* v, const T* out,
@@ -590,8 +595,8 @@ void launch_tiles(const AttentionBackwardArgs& a, const T* q, const T* k, const 
   if (!kept) return;
   with_constant<1, 2>(heads_per_block, [&](auto heads) {
     constexpr int G = heads();
-    dq_kept_kernel<T, D, G>
-        <<<grid, kTileWarps * 32 * G, kKeptKeysBytes<T, D>, current_stream()>>>(a, k, kept, kept_pairs, dq);
+    dq_kept_kernel<T, D, G><<<grid, kTileWarps * 32 * G, KeptKeysLayout<T, D>::kBytes, current_stream()>>>(
+        a, k, kept, kept_pairs, dq);
   });
   check_launch("attention_backward (dq from the kept gradients)");
 }
