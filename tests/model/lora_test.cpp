@@ -168,7 +168,9 @@ TEST(Lora, AdaptedForwardEqualsTheMergedModels) {
 }
 
 // One adapter on a fused Linear, and several of different ranks and scalings on each (q, k and v on
-// qkv_proj, gate and up on gate_up_proj: their A's and B's stacked into one product each).
+// qkv_proj, gate and up on gate_up_proj: their A's and B's stacked into one product each). Batches of up to
+// op::NormLinear::kMaxRows rows add the adapters' products onto the base's, longer ones the base's last
+// (LoraWeight::base_added_last): both are checked.
 class LoraBackward : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(LoraBackward, MatchesDifferencesOfTheLoss) {
@@ -176,24 +178,28 @@ TEST_P(LoraBackward, MatchesDifferencesOfTheLoss) {
   const auto trainable = attach_lora(model, config_of(GetParam()), 5);
   randomize_b(model, 9);
   const std::vector<TrainingExample> examples = {{{5, 17, 99, 3, 250}, {5, 17, 99, 3, 250}},
-                                                {{42, 7, 311}, {-100, 7, 311}}};
-  const std::vector<const TrainingExample*> batch = {&examples[0], &examples[1]};
-  Gradients grads;
-  for (const auto& [name, t] : trainable) grads.add(name, Tensor::cpu(t.shape(), DType::float32));
-  model.forward_backward(batch, 1.f, grads);
-  auto loss = [&] { return model.loss(batch).loss_sum; };
-  for (const auto& [name, t] : trainable) {
-    const Tensor g = grads.of(name);
-    for (int64_t i : {int64_t{0}, t.numel() / 2, t.numel() - 1}) {
-      float& v = t.data<float>()[i];
-      const float keep = v, h = 1e-2f;
-      v = keep + h;
-      const double up = loss();
-      v = keep - h;
-      const double down = loss();
-      v = keep;
-      const double numeric = (up - down) / (2.0 * h);
-      EXPECT_NEAR(g.data<float>()[i], numeric, 2e-3 + 2e-2 * std::fabs(numeric)) << name << " element " << i;
+                                                 {{42, 7, 311}, {-100, 7, 311}},
+                                                 {{8, 64, 120, 9}, {8, 64, -100, 9}}};
+  for (const std::vector<const TrainingExample*>& batch :
+       {std::vector{&examples[0], &examples[1]}, std::vector{&examples[0], &examples[1], &examples[2]}}) {
+    Gradients grads;
+    for (const auto& [name, t] : trainable) grads.add(name, Tensor::cpu(t.shape(), DType::float32));
+    model.forward_backward(batch, 1.f, grads);
+    auto loss = [&] { return model.loss(batch).loss_sum; };
+    for (const auto& [name, t] : trainable) {
+      const Tensor g = grads.of(name);
+      for (int64_t i : {int64_t{0}, t.numel() / 2, t.numel() - 1}) {
+        float& v = t.data<float>()[i];
+        const float keep = v, h = 1e-2f;
+        v = keep + h;
+        const double up = loss();
+        v = keep - h;
+        const double down = loss();
+        v = keep;
+        const double numeric = (up - down) / (2.0 * h);
+        EXPECT_NEAR(g.data<float>()[i], numeric, 2e-3 + 2e-2 * std::fabs(numeric))
+            << name << " element " << i << ", " << batch.size() << " sequences";
+      }
     }
   }
 }

@@ -174,18 +174,32 @@ Tensor LoraWeight::stacked_b() const {
   return stacked;
 }
 
+const Tensor* LoraWeight::base_added_last(const Tensor& x) const {
+  return x.size(0) > op::NormLinear::kMaxRows ? base_->dense() : nullptr;
+}
+
 void LoraWeight::forward(const Tensor& x, const Tensor& bias, Tensor& y, const StepContext& ctx,
                          const std::string& layer) const {
-  base_->forward(x, bias, y, ctx, layer);
   if (dropping()) ++training_forwards_;
-  const Tensor h = ranks_of(x, ctx.kernels.of("Linear"));
+  const std::string_view variant = ctx.kernels.of("Linear");
+  const Tensor h = ranks_of(x, variant);
   ctx.keep(layer, "lora_ranks", h);
+  if (const Tensor* w = base_added_last(x)) {
+    ops::linear(h, stacked_b(), bias, y, variant);
+    ops::linear_add(x, *w, y);
+    return;
+  }
+  base_->forward(x, bias, y, ctx, layer);
   ops::linear_add(h, stacked_b(), y);
 }
 
 void LoraWeight::backward(const Tensor& x, const Tensor& dy, Tensor& dx, Tensor& dbias,
                           const BackwardContext& ctx, const std::string& layer) const {
-  base_->backward(x, dy, dx, dbias, ctx, layer);
+  // Where the adapters' input gradient is written first, the base's dy W is added onto it last (as the
+  // forward adds the base's product); the base weight's own gradients (a frozen one has none) come apart.
+  const Tensor* w = stacks_a() && dx.defined() ? base_added_last(x) : nullptr;
+  Tensor no_dx;
+  base_->backward(x, dy, w ? no_dx : dx, dbias, ctx, layer);
   const Gradients& grads = ctx.grads;
   bool a_wanted = false, b_wanted = false;
   for (const LoraAdapter& a : adapters_) {
@@ -208,15 +222,20 @@ void LoraWeight::backward(const Tensor& x, const Tensor& dy, Tensor& dx, Tensor&
   }
   if (!a_wanted && !dx.defined()) return;
   if (stacks_a()) {
-    // h = x stacked_a^T: dx += dh stacked_a, added into the base layer's dx in the product, and adapter i's
-    // dA is its rows of dh^T x (a lone adapter's straight into its accumulator).
+    // h = x stacked_a^T: dx gets dh stacked_a, added into the base layer's dx in the product (or written, the
+    // base's added onto it), and adapter i's dA is its rows of dh^T x (a lone adapter's straight into its
+    // accumulator).
     const bool lone = adapters_.size() == 1;
     Tensor d_a = lone       ? grads.of(lora_key(adapters_[0].module, 'A'))
                  : a_wanted ? zeros(stacked_a_.shape(), DType::float32, x.device())
                             : Tensor();
-    Tensor no_dx;
-    if (d_a.defined()) ops::linear_backward(x, stacked_a_, dh, no_dx, d_a, no_bias);
-    if (dx.defined()) ops::linear_add(dh, stacked_a_, dx, true);
+    if (w) {
+      ops::linear_backward(x, stacked_a_, dh, dx, d_a, no_bias);
+      ops::linear_add(dy, *w, dx, true);
+    } else {
+      if (d_a.defined()) ops::linear_backward(x, stacked_a_, dh, no_dx, d_a, no_bias);
+      if (dx.defined()) ops::linear_add(dh, stacked_a_, dx, true);
+    }
     int64_t row = 0;
     for (const LoraAdapter& adapter : adapters_) {
       if (Tensor da = grads.of(lora_key(adapter.module, 'A')); da.defined() && !lone)

@@ -67,6 +67,11 @@ class LoraWeight final : public LinearWeight {
   // output, and its backward gives every adapter's input gradient, where an adapter at a time added (and in
   // the backward copied out) its block of output columns apart, a pass over them each.
   Tensor stacked_b() const;
+  // The base weight where a step of x's rows adds the base's product last, onto the adapters' (forward: y =
+  // h stacked_b^T + bias, then y += x W^T; backward: dx = dh stacked_a, then dx += dy W): the base's matmul
+  // then adds in its epilogue what a pass over y (and dx) of its own added after it. Null where the base is
+  // not one dense weight, or for decode's few rows, whose GEMV writes y in one pass.
+  const Tensor* base_added_last(const Tensor& x) const;
   uint64_t mask_seed(size_t adapter) const;
   bool dropping() const { return training_ && dropout_ > 0.f; }
 
