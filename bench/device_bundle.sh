@@ -9,7 +9,9 @@
 # gpu_session.sh's ab sections compare with bin/, run with the same libraries. In one archive, with a
 # dictionary larger than the whole, the builds share what they have in common (tfm, test_kernels and
 # test_device_ops of two builds with the libraries: 24.5 MB, against 27.8 MB in two archives), which keeps
-# the carry under its 64 MiB.
+# the carry under its 64 MiB. Build a branch's programs from the checkout that travels (switch branches in it,
+# keeping the base build's programs aside): test programs open their fixtures under the source folder they were
+# built from (TFM_SOURCE_DIR), and one built in another worktree finds none on the GPU machine.
 set -euo pipefail
 contents="bin lib"
 next=""
