@@ -183,14 +183,16 @@ void LoraWeight::forward(const Tensor& x, const Tensor& bias, Tensor& y, const S
   if (dropping()) ++training_forwards_;
   const std::string_view variant = ctx.kernels.of("Linear");
   const Tensor h = ranks_of(x, variant);
+  const Tensor b = stacked_b();
   ctx.keep(layer, "lora_ranks", h);
+  ctx.keep(layer, "lora_stacked_b", b);
   if (const Tensor* w = base_added_last(x)) {
-    ops::linear(h, stacked_b(), bias, y, variant);
+    ops::linear(h, b, bias, y, variant);
     ops::linear_add(x, *w, y);
     return;
   }
   base_->forward(x, bias, y, ctx, layer);
-  ops::linear_add(h, stacked_b(), y);
+  ops::linear_add(h, b, y);
 }
 
 void LoraWeight::backward(const Tensor& x, const Tensor& dy, Tensor& dx, Tensor& dbias,
@@ -210,7 +212,7 @@ void LoraWeight::backward(const Tensor& x, const Tensor& dy, Tensor& dx, Tensor&
   // y += h stacked_b^T, h the adapters' A outputs as the forward kept them: dh = dy stacked_b (each adapter's
   // block of dy times its scaling * B), and adapter i's dB is its scaling times its block of dy^T h.
   const Tensor& h = ctx.kept(layer, "lora_ranks");
-  const Tensor b = stacked_b();
+  const Tensor& b = ctx.kept(layer, "lora_stacked_b");
   Tensor dh = empty(h.shape(), x.dtype(), x.device()), no_bias;
   Tensor d_b = b_wanted ? zeros(b.shape(), DType::float32, x.device()) : Tensor();
   ops::linear_backward(h, b, dy, dh, d_b, no_bias);

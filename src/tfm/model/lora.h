@@ -41,7 +41,8 @@ class LoraWeight final : public LinearWeight {
              uint64_t seed);
   int64_t in_features() const override { return base_->in_features(); }
   int64_t out_features() const override { return base_->out_features(); }
-  // A training forward keeps the adapters' A outputs (ranks_of), which the backward's products with dy take.
+  // A training forward keeps the adapters' A outputs (ranks_of) and stacked_b, which the backward's products
+  // with dy take.
   void forward(const Tensor& x, const Tensor& bias, Tensor& y, const StepContext& ctx,
                const std::string& layer) const override;
   // dA and dB accumulate under lora_key's names; the base weight's gradient only where ctx.grads has one.
