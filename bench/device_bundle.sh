@@ -40,5 +40,5 @@ if [[ -n $next ]]; then
   contents="$contents next"
 fi
 strip --strip-unneeded "$stage"/bin/* "$stage"/next/bin/* 2>/dev/null || true
-tar cf - -C "$stage" $contents | xz -T1 --lzma2=preset=9e,dict=256MiB > "$out"
+tar cf - -C "$stage" $contents | xz -T1 --lzma2=preset=9e,dict=768MiB > "$out"
 ls -la "$out"
