@@ -388,7 +388,7 @@ __global__ void __launch_bounds__(kTileWarps * 32 * G, G == 1 ? 3 : 2)
 // independent products a step more, it took 242 and two blocks fit: 9% slower). Keeps: the score gradients
 // of every pair of tiles it sees are written to `kept` (zeros where no query sees a key), for dq.
 template <typename T, int D, bool Keeps>
-__global__ void __launch_bounds__(kTileWarps * 32, 3)
+__global__ void __launch_bounds__(kTileWarps * 32, 2)
     dkdv_tiles_kernel(AttentionBackwardArgs a, const T* q, const T* k, const T* v, const T* dout,
                       const float* lse, const float* delta, T* kept, int64_t kept_pairs, T* dk, T* dv) {
 #if __CUDA_ARCH__ >= 800
@@ -421,6 +421,9 @@ __global__ void __launch_bounds__(kTileWarps * 32, 3)
   const auto sees = [&](int i, int j) { return j <= i && (window <= 0 || i - j < window) && j < j0 + keys; };
   const int64_t pairs_before = Keeps ? kept_pair(a.query_start, s, 0, 0) : 0;
   FragC dk_acc[D / 8] = {}, dv_acc[D / 8] = {};
+  // The warp's keys and values as A fragments, read from shared memory once (every query step takes them).
+  FragA k_frags[D / 16], v_frags[D / 16];
+  bool have_frags = false;
   for (int64_t h = kv_head * group; h < (kv_head + 1) * group; ++h) {
     for (int i0 = j0; i0 <= last; i0 += kTileRows) {
       const int queries = min(kTileRows, last - i0 + 1);
@@ -439,6 +442,14 @@ __global__ void __launch_bounds__(kTileWarps * 32, 3)
       start_head_rows<T, D>(q_tile, q, start + i0, queries, a.heads, h);
       start_head_rows<T, D>(g_tile, dout, start + i0, queries, a.heads, h);
       wait_rows_loads();
+      if (!have_frags) {
+#pragma unroll
+        for (int kk = 0; kk < D / 16; ++kk) {
+          k_frags[kk] = load_a(k_tile + warp_row * L::kLd + kk * 16, L::kLd);
+          v_frags[kk] = load_a(v_tile + warp_row * L::kLd + kk * 16, L::kLd);
+        }
+        have_frags = true;
+      }
 #pragma unroll 1
       // Keeping the gradients, every step of the tile: those past the queries or the keys write zeros.
       for (int q0 = 0; q0 < (Keeps ? kTileRows : warp_row < keys ? queries : 0); q0 += kStep) {
@@ -453,8 +464,10 @@ __global__ void __launch_bounds__(kTileWarps * 32, 3)
                            (window <= 0 || last_query - warp_first_key < window) &&
                            last_query - first_query == kStep - 1 && warp_last_key == warp_first_key + 15;
         FragC scores[kStep / 8], grads[kStep / 8];
-        head_products<T, D, kStep / 8>(scores, k_tile + warp_row * L::kLd, q_tile + q0 * L::kLd, L::kLd);
-        head_products<T, D, kStep / 8>(grads, v_tile + warp_row * L::kLd, g_tile + q0 * L::kLd, L::kLd);
+        products_with<T, D>(
+            scores, [&](int kk) { return k_frags[kk]; }, q_tile + q0 * L::kLd, L::kLd);
+        products_with<T, D>(
+            grads, [&](int kk) { return v_frags[kk]; }, g_tile + q0 * L::kLd, L::kLd);
 #pragma unroll
         for (int t = 0; t < kStep / 8; ++t) {
 #pragma unroll
