@@ -30,10 +30,6 @@ Tensor Gradients::of(std::string_view name) const {
   return {};
 }
 
-void Gradients::zero() {
-  for (auto& [name, t] : grads_) tfm::zero(t);
-}
-
 Tensor BackwardContext::empty(const Shape& shape) const {
   return tfm::empty(shape, dtype, device);
 }

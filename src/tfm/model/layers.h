@@ -41,7 +41,6 @@ class Gradients {
   void add(std::string name, Tensor accumulator);
   Tensor of(std::string_view name) const;  // undefined when frozen
   const std::vector<std::pair<std::string, Tensor>>& all() const { return grads_; }
-  void zero();
 
  private:
   std::vector<std::pair<std::string, Tensor>> grads_;

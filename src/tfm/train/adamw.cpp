@@ -1,5 +1,6 @@
 #include "tfm/train/adamw.h"
 
+#include <algorithm>
 #include <cmath>
 #include <regex>
 
@@ -10,10 +11,21 @@
 namespace tfm {
 namespace {
 
-Tensor zeros_like_float(const Tensor& t) {
-  Tensor z = empty(t.shape(), DType::float32, t.device());
+Tensor zeros(int64_t n, Device device) {
+  Tensor z = empty({n}, DType::float32, device);
   zero(z);
   return z;
+}
+
+// Elements of the arenas before each tensor: whole 16-byte pieces, as the kernels' vector paths want.
+std::vector<int64_t> arena_offsets(const std::vector<TrainedTensor>& params, int64_t& total) {
+  std::vector<int64_t> offsets;
+  total = 0;
+  for (const TrainedTensor& p : params) {
+    offsets.push_back(total);
+    total += (p.value.numel() + 3) / 4 * 4;
+  }
+  return offsets;
 }
 
 }  // namespace
@@ -23,22 +35,38 @@ bool decays(const std::string& name) {
   return !std::regex_search(name, forbidden);
 }
 
-void AdamW::add(const std::string& name, const Tensor& param, const std::vector<std::string>& aliases) {
-  Entry e{name, param, param, zeros_like_float(param), zeros_like_float(param), zeros_like_float(param),
-          decays(name)};
-  if (param.dtype() != DType::float32) {
-    e.master = empty(param.shape(), DType::float32, param.device());
-    ops::cast(param, e.master);
+AdamW::AdamW(AdamWOptions options, const std::vector<TrainedTensor>& params) : options_(options) {
+  check(!params.empty(), "the optimizer has no parameters");
+  const Device device = params.front().value.device();
+  for (const TrainedTensor& p : params)
+    check(p.value.device() == device, "the optimizer's tensors are on one device: ", p.name, " is on ",
+          p.value.device().str(), ", ", params.front().name, " on ", device.str());
+  int64_t total = 0;
+  const std::vector<int64_t> offsets = arena_offsets(params, total);
+  grads_ = zeros(total, device);
+  const Tensor exp_avg = zeros(total, device), exp_avg_sq = zeros(total, device);
+  const bool float_masters = std::any_of(
+      params.begin(), params.end(), [](const TrainedTensor& p) { return p.value.dtype() != DType::float32; });
+  const Tensor masters = float_masters ? empty({total}, DType::float32, device) : Tensor();
+  for (size_t i = 0; i < params.size(); ++i) {
+    const TrainedTensor& p = params[i];
+    const auto view = [&](const Tensor& arena) {
+      return arena.narrow(offsets[i], p.value.numel()).reshape(p.value.shape());
+    };
+    Entry e{p.name, p.value, p.value, view(grads_), view(exp_avg), view(exp_avg_sq), decays(p.name)};
+    if (p.value.dtype() != DType::float32) {
+      e.master = view(masters);
+      ops::cast(p.value, e.master);
+    }
+    gradients_.add(p.name, e.grad);
+    for (const std::string& alias : p.aliases) gradients_.add(alias, e.grad);
+    entries_.push_back(std::move(e));
   }
-  gradients_.add(name, e.grad);
-  for (const std::string& alias : aliases) gradients_.add(alias, e.grad);
-  entries_.push_back(std::move(e));
 }
 
 double AdamW::clip_grad_norm(double max_norm, double loss_scale) {
-  check(!entries_.empty(), "the optimizer has no parameters");
-  Tensor total = zeros_like_float(empty({1}, DType::float32, entries_.front().grad.device()));
-  for (const Entry& e : entries_) ops::sum_squares(e.grad, total);
+  Tensor total = zeros(1, grads_.device());
+  ops::sum_squares(grads_, total);
   const double norm = std::sqrt(static_cast<double>(to_device(total, Device{}).data<float>()[0])) / loss_scale;
   grad_scale_ = (max_norm > 0 ? std::min(1.0, max_norm / (norm + 1e-6)) : 1.0) / loss_scale;
   return norm;
@@ -58,12 +86,12 @@ void AdamW::step(double lr) {
     ops::adamw(e.master, e.grad, e.exp_avg, e.exp_avg_sq, model_copy, s);
   }
   grad_scale_ = 1.0;
-  gradients_.zero();
+  zero(grads_);
 }
 
 void AdamW::skip_step() {
   grad_scale_ = 1.0;
-  gradients_.zero();
+  zero(grads_);
 }
 
 const Tensor& AdamW::master(const std::string& name) const {

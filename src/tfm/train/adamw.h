@@ -19,13 +19,20 @@ struct AdamWOptions {
 // Whether Trainer decays a parameter of this name: not biases and not norms (get_decay_parameter_names).
 bool decays(const std::string& name);
 
+// A tensor a run trains.
+struct TrainedTensor {
+  std::string name;                  // the gradient's name, as the layers ask for it
+  Tensor value;                      // the model's tensor (on its device, in its dtype)
+  std::vector<std::string> aliases;  // other names of the same gradient (a tied head)
+};
+
 class AdamW {
  public:
-  explicit AdamW(AdamWOptions options) : options_(options) {}
-
-  // A trainable tensor of the model (on its device, in its dtype) under `name`, with a zeroed gradient in
-  // gradients(); `aliases` are other names the layers ask its gradient by (a tied head).
-  void add(const std::string& name, const Tensor& param, const std::vector<std::string>& aliases = {});
+  // The model's trainable tensors (on one device), each with a zeroed gradient in gradients(). Gradients,
+  // moments and float32 masters live in one arena of each kind, a view of it a tensor, so that the clipping
+  // norm and the zeroing of the gradients are one launch each, however many tensors there are (LoRA trains
+  // ~400 small ones).
+  AdamW(AdamWOptions options, const std::vector<TrainedTensor>& params);
 
   // The accumulators the backward adds to, by parameter name.
   Gradients& gradients() { return gradients_; }
@@ -58,6 +65,7 @@ class AdamW {
 
  private:
   AdamWOptions options_;
+  Tensor grads_;  // the arena every entry's grad views, padding included (zeros)
   std::vector<Entry> entries_;
   Gradients gradients_;
   double grad_scale_ = 1.0;

@@ -117,16 +117,16 @@ TrainedWeights lora_weights(CausalLM& model, const LoraConfig& config, uint64_t 
   return w;
 }
 
-Trainer::Trainer(CausalLM& model, TrainingArguments args, TrainedWeights weights, std::vector<TrainingExample> train,
-                 std::vector<TrainingExample> eval)
+Trainer::Trainer(CausalLM& model, TrainingArguments args, TrainedWeights weights,
+                 std::vector<TrainingExample> train, std::vector<TrainingExample> eval)
     : model_(model),
       args_(std::move(args)),
       weights_(std::move(weights)),
       train_(std::move(train)),
       eval_(std::move(eval)),
-      optimizer_(AdamWOptions{args_.adam_beta1, args_.adam_beta2, args_.adam_epsilon, args_.weight_decay}) {
+      optimizer_(AdamWOptions{args_.adam_beta1, args_.adam_beta2, args_.adam_epsilon, args_.weight_decay},
+                 weights_.tensors) {
   check(!train_.empty(), "the training data has no examples");
-  for (const TrainedTensor& t : weights_.tensors) optimizer_.add(t.name, t.value, t.aliases);
   if (args_.fp16) loss_scale_ = kInitialLossScale;
 }
 

@@ -18,13 +18,6 @@
 
 namespace tfm {
 
-// A tensor a run trains.
-struct TrainedTensor {
-  std::string name;                  // the gradient's name, as the layers ask for it
-  Tensor value;                      // the model's tensor (on its device, in its dtype)
-  std::vector<std::string> aliases;  // other names of the same gradient (a tied head)
-};
-
 // The tensors a run trains and how its checkpoints and final folder hold them.
 struct TrainedWeights {
   std::vector<TrainedTensor> tensors;
