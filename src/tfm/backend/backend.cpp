@@ -198,6 +198,12 @@ std::unique_ptr<PendingCopy> copy_to_host_queued(const Tensor& src, void* dst) {
   return compiled_backend(src.device().type).copy_to_host_queued(src.device().index, dst, span(src), src.nbytes());
 }
 
+Tensor zeros(const Shape& shape, DType dtype, Device device) {
+  Tensor t = empty(shape, dtype, device);
+  zero(t);
+  return t;
+}
+
 void zero(const Tensor& t) {
   check(t.is_contiguous(), "zero needs a contiguous tensor, got ", t.str());
   if (t.nbytes() == 0) return;

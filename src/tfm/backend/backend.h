@@ -125,6 +125,8 @@ bool is_bf16_supported(Device device);
 
 // A tensor of uninitialised memory on a device (zeroed on the cpu).
 Tensor empty(const Shape& shape, DType dtype, Device device);
+// A tensor of zeros on a device (empty, then zero).
+Tensor zeros(const Shape& shape, DType dtype, Device device);
 // `t` on `device`: `t` itself when it is there already, else a contiguous copy.
 Tensor to_device(const Tensor& t, Device device);
 // Each of `named` on the host (to_device), as save_safetensors writes them: the tensors of a checkpoint or

@@ -302,8 +302,7 @@ struct CausalLM::Impl {
     upload_step_inputs(fb, inputs);
     Tensor cos, sin;
     step_rope(fb.positions, inputs.meta.positions, cos, sin);
-    Tensor neg_sin = tfm::empty(sin.shape(), dtype, device);  // -sin rotates back: the backward's rope
-    zero(neg_sin);
+    Tensor neg_sin = zeros(sin.shape(), dtype, device);  // -sin rotates back: the backward's rope
     ops::add_scaled_columns_(neg_sin, 0, sin, 0, sin.size(1), -1.f);
 
     SavedActivations saved;

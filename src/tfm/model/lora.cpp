@@ -34,12 +34,6 @@ Tensor host_floats(const Tensor& t) {
   return out;
 }
 
-Tensor zeros(const Shape& shape, DType dtype, Device device) {
-  Tensor t = empty(shape, dtype, device);
-  zero(t);
-  return t;
-}
-
 // The adapters `config` asks for, by Linear, without their tensors.
 struct PlannedLinear {
   Linear* linear;

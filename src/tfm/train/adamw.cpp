@@ -11,20 +11,11 @@
 namespace tfm {
 namespace {
 
-Tensor zeros(int64_t n, Device device) {
-  Tensor z = empty({n}, DType::float32, device);
-  zero(z);
-  return z;
-}
-
-// Elements of the arenas before each tensor: whole 16-byte pieces, as the kernels' vector paths want.
-std::vector<int64_t> arena_offsets(const std::vector<TrainedTensor>& params, int64_t& total) {
-  std::vector<int64_t> offsets;
-  total = 0;
-  for (const TrainedTensor& p : params) {
-    offsets.push_back(total);
-    total += (p.value.numel() + 3) / 4 * 4;
-  }
+// Where each tensor starts in the arenas, and after the last their length: whole 16-byte pieces a tensor, as
+// the kernels' vector paths want.
+std::vector<int64_t> arena_offsets(const std::vector<TrainedTensor>& params) {
+  std::vector<int64_t> offsets{0};
+  for (const TrainedTensor& p : params) offsets.push_back(offsets.back() + (p.value.numel() + 3) / 4 * 4);
   return offsets;
 }
 
@@ -41,10 +32,11 @@ AdamW::AdamW(AdamWOptions options, const std::vector<TrainedTensor>& params) : o
   for (const TrainedTensor& p : params)
     check(p.value.device() == device, "the optimizer's tensors are on one device: ", p.name, " is on ",
           p.value.device().str(), ", ", params.front().name, " on ", device.str());
-  int64_t total = 0;
-  const std::vector<int64_t> offsets = arena_offsets(params, total);
-  grads_ = zeros(total, device);
-  const Tensor exp_avg = zeros(total, device), exp_avg_sq = zeros(total, device);
+  const std::vector<int64_t> offsets = arena_offsets(params);
+  const int64_t total = offsets.back();
+  grads_ = zeros({total}, DType::float32, device);
+  const Tensor exp_avg = zeros({total}, DType::float32, device),
+               exp_avg_sq = zeros({total}, DType::float32, device);
   const bool float_masters = std::any_of(
       params.begin(), params.end(), [](const TrainedTensor& p) { return p.value.dtype() != DType::float32; });
   const Tensor masters = float_masters ? empty({total}, DType::float32, device) : Tensor();
@@ -65,7 +57,7 @@ AdamW::AdamW(AdamWOptions options, const std::vector<TrainedTensor>& params) : o
 }
 
 double AdamW::clip_grad_norm(double max_norm, double loss_scale) {
-  Tensor total = zeros(1, grads_.device());
+  Tensor total = zeros({1}, DType::float32, grads_.device());
   ops::sum_squares(grads_, total);
   const double norm = std::sqrt(static_cast<double>(to_device(total, Device{}).data<float>()[0])) / loss_scale;
   grad_scale_ = (max_norm > 0 ? std::min(1.0, max_norm / (norm + 1e-6)) : 1.0) / loss_scale;
