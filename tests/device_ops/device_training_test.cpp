@@ -12,6 +12,7 @@
 #include "tfm/io/json.h"
 #include "tfm/model/lora.h"
 #include "tfm/model/lora_config.h"
+#include "tfm/train/adamw.h"
 #include "tfm/train/trainer.h"
 
 namespace tfm {
@@ -89,14 +90,17 @@ TEST_P(DeviceTrainer, CheckpointsMidRunAndResumesFromThem) {
 
 // LoRA on the device: one training step's loss and every adapter's gradients against the CPU's (which
 // tests/model holds to finite differences and PEFT), for adapters on every linear layer (stacked and lone, B
-// random so that every product is exercised) and one adapter with dropout.
+// random so that every product is exercised) and one adapter with dropout; on the device with the gradients
+// apart and in the optimizer's arena, where a Linear's A gradients are the rows of one matrix the backward
+// writes in place.
 TEST_P(DeviceTrainer, LoraGradientsMatchTheCpus) {
   const std::vector<TrainingExample> data = examples();
   const std::vector<const TrainingExample*> batch = {&data[0], &data[5]};
   for (const char* config :
        {R"({"r": 4, "lora_alpha": 8, "target_modules": "all-linear"})",
         R"({"r": 2, "lora_alpha": 4, "lora_dropout": 0.25, "target_modules": ["v_proj"]})"}) {
-    auto step = [&](const std::string& device, std::vector<std::pair<std::string, Tensor>>& grads) {
+    auto step = [&](const std::string& device, bool in_arena,
+                    std::vector<std::pair<std::string, Tensor>>& grads) {
       LoadOptions options;
       options.dtype = "float32";
       options.device = device;
@@ -105,7 +109,8 @@ TEST_P(DeviceTrainer, LoraGradientsMatchTheCpus) {
       const auto adapters = attach_lora(model, LoraConfig::from_json(json::parse(config)), 7);
       std::mt19937 rng(3);
       std::uniform_real_distribution<float> dist(-0.5f, 0.5f);
-      Gradients g;
+      Gradients apart;
+      std::vector<TrainedTensor> trained;
       for (const auto& [name, t] : adapters) {
         if (name.ends_with("lora_B.weight")) {
           Tensor host = Tensor::cpu(t.shape(), DType::float32);
@@ -113,18 +118,25 @@ TEST_P(DeviceTrainer, LoraGradientsMatchTheCpus) {
           Tensor b = t;
           ops::cast(to_device(host, model.device()), b);
         }
-        g.add(name, to_device(Tensor::cpu(t.shape(), DType::float32), model.device()));
+        apart.add(name, to_device(Tensor::cpu(t.shape(), DType::float32), model.device()));
+        trained.push_back({name, t, {}});
       }
+      AdamW optimizer({}, trained);
+      Gradients& g = in_arena ? optimizer.gradients() : apart;
       model.train();
       const double loss = model.forward_backward(batch, 0.5f, g).loss_sum;
       for (const auto& [name, t] : g.all()) grads.emplace_back(name, to_device(t, Device{}));
       return loss;
     };
-    std::vector<std::pair<std::string, Tensor>> on_device, on_cpu;
-    const double device_loss = step(std::string(device_type_name(GetParam())) + ":0", on_device);
-    const double cpu_loss = step("cpu", on_cpu);
-    EXPECT_NEAR(device_loss, cpu_loss, 1e-4 * cpu_loss) << config;
-    parity::expect_gradients_near(on_device, on_cpu, 1e-4, config);
+    std::vector<std::pair<std::string, Tensor>> on_cpu;
+    const double cpu_loss = step("cpu", false, on_cpu);
+    for (const bool in_arena : {false, true}) {
+      const std::string what = std::string(config) + (in_arena ? " in the optimizer's arena" : " apart");
+      std::vector<std::pair<std::string, Tensor>> on_device;
+      const double device_loss = step(std::string(device_type_name(GetParam())) + ":0", in_arena, on_device);
+      EXPECT_NEAR(device_loss, cpu_loss, 1e-4 * cpu_loss) << what;
+      parity::expect_gradients_near(on_device, on_cpu, 1e-4, what);
+    }
   }
 }
 

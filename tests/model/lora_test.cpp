@@ -211,6 +211,52 @@ INSTANTIATE_TEST_SUITE_P(
         R"({"r": 2, "lora_alpha": 4, "target_modules": "all-linear", "rank_pattern": {"k_proj": 3},
                           "alpha_pattern": {"up_proj": 2}})"));
 
+// The optimizer takes lora_tensors in their order and keeps its gradients at arena_offsets in one arena; the
+// adapters lie the same way in one buffer of the model's, so a Linear's stacked A is a view of its A's (a
+// copy would have re-pointed them to it, off the buffer). Its A gradients are then the rows of one matrix
+// too, which the backward writes in place: the same gradients, over two accumulating passes, as a temporary's
+// rows added into them apart.
+TEST(Lora, AdaptersAndTheirGradientsLieInOneBuffer) {
+  CausalLM model = load("qwen2_tied_sharded");
+  const auto trainable = attach_lora(
+      model,
+      config_of(
+          R"({"r": 2, "lora_alpha": 4, "target_modules": "all-linear", "rank_pattern": {"k_proj": 3}})"),
+      5);
+  ASSERT_GE(trainable.size(), 4u);
+  EXPECT_EQ(trainable[1].first, "base_model.model.model.layers.0.self_attn.k_proj.lora_A.weight");
+  EXPECT_EQ(trainable[2].first, "base_model.model.model.layers.0.self_attn.v_proj.lora_A.weight");
+  EXPECT_EQ(trainable[3].first, "base_model.model.model.layers.0.self_attn.q_proj.lora_B.weight");
+  std::vector<int64_t> numels;
+  for (const auto& [name, t] : trainable) numels.push_back(t.numel());
+  const std::vector<int64_t> offsets = arena_offsets(numels);
+  for (size_t i = 0; i < trainable.size(); ++i) {
+    EXPECT_EQ(trainable[i].second.storage(), trainable[0].second.storage()) << trainable[i].first;
+    EXPECT_EQ(trainable[i].second.offset() - trainable[0].second.offset(), offsets[i]) << trainable[i].first;
+    EXPECT_EQ(numels[i] % 4, 0) << trainable[i].first << " leaves a gap: the A gradients are not one matrix";
+  }
+
+  randomize_b(model, 9);
+  const std::vector<TrainingExample> examples = {{{5, 17, 99, 3, 250}, {5, 17, 99, 3, 250}},
+                                                 {{42, 7, 311}, {-100, 7, 311}}};
+  const std::vector<const TrainingExample*> batch = {&examples[0], &examples[1]};
+  const Tensor arena = zeros({offsets.back()}, DType::float32, Device{});
+  Gradients apart, in_arena;
+  for (size_t i = 0; i < trainable.size(); ++i) {
+    const auto& [name, t] = trainable[i];
+    apart.add(name, Tensor::cpu(t.shape(), DType::float32));
+    in_arena.add(name, arena.narrow(offsets[i], numels[i]).reshape(t.shape()));
+  }
+  for (int pass = 0; pass < 2; ++pass) {
+    model.forward_backward(batch, 1.f, apart);
+    model.forward_backward(batch, 1.f, in_arena);
+  }
+  for (const auto& [name, t] : trainable) {
+    const Tensor want = apart.of(name), got = in_arena.of(name);
+    EXPECT_EQ(std::memcmp(got.raw(), want.raw(), want.nbytes()), 0) << name;
+  }
+}
+
 TEST(Lora, DropoutRunsOnlyInTraining) {
   CausalLM model = load("llama_gqa");
   attach_lora(model, config_of(R"({"lora_dropout": 0.5})"), 2);

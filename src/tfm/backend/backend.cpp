@@ -204,6 +204,12 @@ Tensor zeros(const Shape& shape, DType dtype, Device device) {
   return t;
 }
 
+std::vector<int64_t> arena_offsets(const std::vector<int64_t>& numels) {
+  std::vector<int64_t> offsets{0};
+  for (const int64_t numel : numels) offsets.push_back(offsets.back() + (numel + 3) / 4 * 4);
+  return offsets;
+}
+
 void zero(const Tensor& t) {
   check(t.is_contiguous(), "zero needs a contiguous tensor, got ", t.str());
   if (t.nbytes() == 0) return;

@@ -127,6 +127,10 @@ bool is_bf16_supported(Device device);
 Tensor empty(const Shape& shape, DType dtype, Device device);
 // A tensor of zeros on a device (empty, then zero).
 Tensor zeros(const Shape& shape, DType dtype, Device device);
+// Where each of tensors of `numels` elements starts in one arena that holds them all in order, and after the
+// last the arena's length: each starts at a multiple of 4 elements (16 bytes of float32, as the kernels'
+// vector paths want), so a tensor whose numel is not a multiple of 4 leaves a gap before the next.
+std::vector<int64_t> arena_offsets(const std::vector<int64_t>& numels);
 // `t` on `device`: `t` itself when it is there already, else a contiguous copy.
 Tensor to_device(const Tensor& t, Device device);
 // Each of `named` on the host (to_device), as save_safetensors writes them: the tensors of a checkpoint or

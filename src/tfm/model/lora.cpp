@@ -60,7 +60,32 @@ std::vector<PlannedLinear> plan(CausalLM& model, const LoraConfig& config) {
   return out;
 }
 
+// Calls f(module, 'A' or 'B', tensor) for a Linear's adapter tensors in the order the model's adapter buffer
+// holds them (install) and the optimizer gets them (lora_tensors): its A's one after another, then its B's.
+// The A's are then the rows of one matrix, LoraWeight's stacked A, and their gradients in the optimizer's
+// arena those of one too.
+template <typename Adapters, typename F>
+void in_buffer_order(Adapters& adapters, F f) {
+  for (const char which : {'A', 'B'})
+    for (auto& a : adapters) f(a.module, which, which == 'A' ? a.a : a.b);
+}
+
+// Moves every adapter tensor of the model into one buffer of the model's dtype, at arena_offsets in
+// in_buffer_order: LoraWeight stacks its A's without a copy of its own, the optimizer's step over them all is
+// one launch, and the backward writes the A gradients in place.
 void install(CausalLM& model, std::vector<PlannedLinear> planned, const LoraConfig& config, uint64_t seed) {
+  std::vector<Tensor*> tensors;
+  for (PlannedLinear& p : planned)
+    in_buffer_order(p.adapters, [&](const std::string&, char, Tensor& t) { tensors.push_back(&t); });
+  std::vector<int64_t> numels;
+  for (const Tensor* t : tensors) numels.push_back(t->numel());
+  const std::vector<int64_t> offsets = arena_offsets(numels);
+  const Tensor buffer = zeros({offsets.back()}, model.dtype(), model.device());
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    Tensor view = buffer.narrow(offsets[i], numels[i]).reshape(tensors[i]->shape());
+    ops::cast(*tensors[i], view);
+    *tensors[i] = view;
+  }
   for (size_t i = 0; i < planned.size(); ++i) {
     Linear& linear = *planned[i].linear;
     auto weight = std::make_unique<LoraWeight>(linear.replace_weight(nullptr), std::move(planned[i].adapters),
@@ -76,6 +101,20 @@ std::vector<std::pair<Linear*, const LoraWeight*>> lora_weights(CausalLM& model)
   for (const LinearModule& m : model.linear_modules())
     if (const auto* w = dynamic_cast<const LoraWeight*>(&m.linear->weight())) out.emplace_back(m.linear, w);
   return out;
+}
+
+// `parts`, matrices of one width, as one matrix of their rows in order where each starts in their storage
+// right where the one before it ends; an undefined tensor where they do not, or one of them is undefined.
+Tensor rows_in_place(const std::vector<Tensor>& parts) {
+  const Tensor& first = parts.front();
+  int64_t rows = 0;
+  for (const Tensor& p : parts) {
+    if (!p.defined() || !p.is_contiguous() || p.storage() != first.storage() || p.dtype() != first.dtype() ||
+        p.size(1) != first.size(1) || p.offset() != first.offset() + rows * first.size(1))
+      return Tensor();
+    rows += p.size(0);
+  }
+  return Tensor(first.storage(), {rows, first.size(1)}, first.dtype(), first.offset());
 }
 
 // PEFT inserts the adapter's name in memory ("lora_A.default.weight"); saved files have none.
@@ -106,6 +145,10 @@ LoraWeight::LoraWeight(std::unique_ptr<LinearWeight> base, std::vector<LoraAdapt
           ", ", a.row + a.rows, ") of a ", base_->out_features(), "x", base_->in_features(), " weight");
   }
   if (adapters_.empty()) return;
+  std::vector<Tensor> as;
+  for (const LoraAdapter& a : adapters_) as.push_back(a.a);
+  stacked_a_ = rows_in_place(as);
+  if (stacked_a_.defined()) return;
   int64_t ranks = 0;
   for (const LoraAdapter& a : adapters_) ranks += a.a.size(0);
   const Tensor& first = adapters_[0].a;
@@ -219,12 +262,15 @@ void LoraWeight::backward(const Tensor& x, const Tensor& dy, Tensor& dx, Tensor&
   if (!a_wanted && !dx.defined()) return;
   if (stacks_a()) {
     // h = x stacked_a^T: dx gets dh stacked_a, added into the base layer's dx in the product (or written, the
-    // base's added onto it), and adapter i's dA is its rows of dh^T x (a lone adapter's straight into its
-    // accumulator).
-    const bool lone = adapters_.size() == 1;
-    Tensor d_a = lone       ? grads.of(lora_key(adapters_[0].module, 'A'))
-                 : a_wanted ? zeros(stacked_a_.shape(), DType::float32, x.device())
-                            : Tensor();
+    // base's added onto it), and adapter i's dA is its rows of dh^T x: straight into the accumulators where
+    // they are the rows of one matrix (a lone adapter's, or the optimizer's arena as install orders it), else
+    // through a temporary.
+    std::vector<Tensor> a_grads;
+    for (const LoraAdapter& adapter : adapters_) a_grads.push_back(grads.of(lora_key(adapter.module, 'A')));
+    const Tensor accumulators = rows_in_place(a_grads);
+    Tensor d_a = accumulators.defined() ? accumulators
+                 : a_wanted             ? zeros(stacked_a_.shape(), DType::float32, x.device())
+                                        : Tensor();
     if (w) {
       ops::linear_backward(x, stacked_a_, dh, dx, d_a, no_bias);
       ops::linear_add(dy, *w, dx, true);
@@ -232,11 +278,11 @@ void LoraWeight::backward(const Tensor& x, const Tensor& dy, Tensor& dx, Tensor&
       if (d_a.defined()) ops::linear_backward(x, stacked_a_, dh, no_dx, d_a, no_bias);
       if (dx.defined()) ops::linear_add(dh, stacked_a_, dx, true);
     }
+    if (accumulators.defined()) return;
     int64_t row = 0;
-    for (const LoraAdapter& adapter : adapters_) {
-      if (Tensor da = grads.of(lora_key(adapter.module, 'A')); da.defined() && !lone)
-        ops::add_(da, d_a.narrow(row, adapter.a.size(0)));
-      row += adapter.a.size(0);
+    for (size_t i = 0; i < adapters_.size(); ++i) {
+      if (a_grads[i].defined()) ops::add_(a_grads[i], d_a.narrow(row, adapters_[i].a.size(0)));
+      row += adapters_[i].a.size(0);
     }
     return;
   }
@@ -336,12 +382,10 @@ LoraConfig load_adapter(CausalLM& model, const std::string& dir) {
 
 std::vector<std::pair<std::string, Tensor>> lora_tensors(CausalLM& model) {
   std::vector<std::pair<std::string, Tensor>> out;
-  for (const auto& [linear, weight] : lora_weights(model)) {
-    for (const LoraAdapter& a : weight->adapters()) {
-      out.emplace_back(lora_key(a.module, 'A'), a.a);
-      out.emplace_back(lora_key(a.module, 'B'), a.b);
-    }
-  }
+  for (const auto& [linear, weight] : lora_weights(model))
+    in_buffer_order(weight->adapters(), [&](const std::string& module, char which, const Tensor& t) {
+      out.emplace_back(lora_key(module, which), t);
+    });
   return out;
 }
 

@@ -37,6 +37,8 @@ std::string lora_key(const std::string& module, char which);
 // pairs them.
 class LoraWeight final : public LinearWeight {
  public:
+  // The adapters' A's become the rows of one matrix: a view of them where they lie so in one storage already
+  // (attach_lora and load_adapter place them so), else a copy they are re-pointed to.
   LoraWeight(std::unique_ptr<LinearWeight> base, std::vector<LoraAdapter> adapters, float dropout,
              uint64_t seed);
   int64_t in_features() const override { return base_->in_features(); }
@@ -95,7 +97,8 @@ std::vector<std::pair<std::string, Tensor>> attach_lora(CausalLM& model, const L
 // the model's module is an error naming it. Returns the folder's config.
 LoraConfig load_adapter(CausalLM& model, const std::string& dir);
 
-// The model's adapter tensors by lora_key name, in layer order.
+// The model's adapter tensors by lora_key name, in layer order and within a Linear its A's before its B's:
+// the order they lie in the one buffer attach_lora and load_adapter place them in.
 std::vector<std::pair<std::string, Tensor>> lora_tensors(CausalLM& model);
 
 // Writes the model's adapters into `dir` as PEFT's save_pretrained does: adapter_model.safetensors (metadata

@@ -11,12 +11,18 @@
 namespace tfm {
 namespace {
 
-// Where each tensor starts in the arenas, and after the last their length: whole 16-byte pieces a tensor, as
-// the kernels' vector paths want.
-std::vector<int64_t> arena_offsets(const std::vector<TrainedTensor>& params) {
-  std::vector<int64_t> offsets{0};
-  for (const TrainedTensor& p : params) offsets.push_back(offsets.back() + (p.value.numel() + 3) / 4 * 4);
-  return offsets;
+// Whether `next`'s tensors lie right after `last`'s in the model's storage and, with no padding between them,
+// in every arena: one launch over the span then updates both and writes nothing else. Tensors of one dtype
+// have their masters alike (the params themselves in float32, else views of the masters arena).
+bool continues(const AdamW::Entry& last, const AdamW::Entry& next) {
+  return last.param.numel() % 4 == 0 && next.param.storage() == last.param.storage() &&
+         next.param.offset() == last.param.offset() + last.param.numel() &&
+         next.param.dtype() == last.param.dtype() && next.decay == last.decay;
+}
+
+// `length` elements of `first`'s storage from where `first` starts, as one row.
+Tensor span_from(const Tensor& first, int64_t length) {
+  return Tensor(first.storage(), {length}, first.dtype(), first.offset());
 }
 
 }  // namespace
@@ -32,14 +38,16 @@ AdamW::AdamW(AdamWOptions options, const std::vector<TrainedTensor>& params) : o
   for (const TrainedTensor& p : params)
     check(p.value.device() == device, "the optimizer's tensors are on one device: ", p.name, " is on ",
           p.value.device().str(), ", ", params.front().name, " on ", device.str());
-  const std::vector<int64_t> offsets = arena_offsets(params);
+  std::vector<int64_t> numels;
+  for (const TrainedTensor& p : params) numels.push_back(p.value.numel());
+  const std::vector<int64_t> offsets = arena_offsets(numels);
   const int64_t total = offsets.back();
   grads_ = zeros({total}, DType::float32, device);
   const Tensor exp_avg = zeros({total}, DType::float32, device),
                exp_avg_sq = zeros({total}, DType::float32, device);
   const bool float_masters = std::any_of(
       params.begin(), params.end(), [](const TrainedTensor& p) { return p.value.dtype() != DType::float32; });
-  const Tensor masters = float_masters ? empty({total}, DType::float32, device) : Tensor();
+  const Tensor masters = float_masters ? zeros({total}, DType::float32, device) : Tensor();
   for (size_t i = 0; i < params.size(); ++i) {
     const TrainedTensor& p = params[i];
     const auto view = [&](const Tensor& arena) {
@@ -54,6 +62,15 @@ AdamW::AdamW(AdamWOptions options, const std::vector<TrainedTensor>& params) : o
     for (const std::string& alias : p.aliases) gradients_.add(alias, e.grad);
     entries_.push_back(std::move(e));
   }
+  for (size_t begin = 0, end = 1; begin < entries_.size(); begin = end++) {
+    while (end < entries_.size() && continues(entries_[end - 1], entries_[end])) ++end;
+    const Entry& first = entries_[begin];
+    const int64_t length =
+        entries_[end - 1].param.offset() + entries_[end - 1].param.numel() - first.param.offset();
+    runs_.push_back({first.name, span_from(first.param, length), span_from(first.master, length),
+                     span_from(first.grad, length), span_from(first.exp_avg, length),
+                     span_from(first.exp_avg_sq, length), first.decay});
+  }
 }
 
 double AdamW::clip_grad_norm(double max_norm, double loss_scale) {
@@ -66,7 +83,7 @@ double AdamW::clip_grad_norm(double max_norm, double loss_scale) {
 
 void AdamW::step(double lr) {
   ++steps_;
-  for (Entry& e : entries_) {
+  for (Entry& e : runs_) {
     Tensor model_copy = e.master.storage() == e.param.storage() ? Tensor() : e.param;
     const ops::AdamWStep s{.lr = lr,
                            .beta1 = options_.beta1,

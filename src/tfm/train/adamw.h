@@ -31,7 +31,8 @@ class AdamW {
   // The model's trainable tensors (on one device), each with a zeroed gradient in gradients(). Gradients,
   // moments and float32 masters live in one arena of each kind, a view of it a tensor, so that the clipping
   // norm and the zeroing of the gradients are one launch each, however many tensors there are (LoRA trains
-  // ~400 small ones).
+  // ~400 small ones); the step is one launch for each run of tensors that lie end to end in the model's
+  // storage too (all of LoRA's, which share one buffer), and one a tensor where they are apart.
   AdamW(AdamWOptions options, const std::vector<TrainedTensor>& params);
 
   // The accumulators the backward adds to, by parameter name.
@@ -67,6 +68,9 @@ class AdamW {
   AdamWOptions options_;
   Tensor grads_;  // the arena every entry's grad views, padding included (zeros)
   std::vector<Entry> entries_;
+  // entries_ joined where their tensors lie end to end in the model's storage and the arenas (continues()), a
+  // step's launch each, named by their first: LoRA's adapters, which share one buffer, make one run.
+  std::vector<Entry> runs_;
   Gradients gradients_;
   double grad_scale_ = 1.0;
   int64_t steps_ = 0;
