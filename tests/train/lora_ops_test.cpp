@@ -34,6 +34,24 @@ TEST(LoraOps, AddScaledColumnsAddsTheScaledBlockOnly) {
   }
 }
 
+TEST(LoraOps, AddScaledColumnsWritesBlocksOverTheirColumnsAndLeavesTheRest) {
+  std::mt19937 rng(3);
+  const Tensor b0 = random_floats({2, 3}, rng), b1 = random_floats({3, 2}, rng);
+  Tensor stacked = random_floats({5, 6}, rng);
+  const Tensor before = clone(stacked);
+  Tensor top = stacked.narrow(0, 2), bottom = stacked.narrow(2, 3);
+  const op::ScaledColumns blocks[] = {{&top, 0, &b0, 0, 3, 2.f}, {&bottom, 3, &b1, 0, 2, -0.5f}};
+  ops::add_scaled_columns_(blocks, false);
+  for (int64_t r = 0; r < 5; ++r) {
+    for (int64_t c = 0; c < 6; ++c) {
+      double want = before.data<float>()[r * 6 + c];
+      if (r < 2 && c < 3) want = 2.0 * b0.data<float>()[r * 3 + c];
+      if (r >= 2 && c >= 3 && c < 5) want = -0.5 * b1.data<float>()[(r - 2) * 2 + c - 3];
+      EXPECT_NEAR(stacked.data<float>()[r * 6 + c], want, 1e-6) << r << ", " << c;
+    }
+  }
+}
+
 TEST(LoraOps, DropoutKeepsAtTheRateAndScalesWhatItKeeps) {
   std::mt19937 rng(2);
   const Tensor x = random_floats({100, 100}, rng);

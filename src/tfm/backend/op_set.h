@@ -389,22 +389,36 @@ struct ConcatColumns {
   auto tensors() const { return tensor_list(out); }
 };
 
-// A column block of x scaled and added into columns of out: out[:, out_column + c] += scale * x[:, x_column + c]
-// for c < width, the product rounded to the dtype first, then the sum (torch's `result + lora_B(...) *
-// scaling`, LoRA's forward; into zeros, the scaled block of a gradient its backward needs).
-//                                             out (T, N), x (T, M), out_column + width <= N, x_column + width <= M
+// A column block of x scaled, for a column block of out: out[:, out_column + c] (+)= scale * x[:, x_column +
+// c] for c < width.                              out (T, N), x (T, M), out_column + width <= N, x_column +
+// width <= M
+struct ScaledColumns {
+  Tensor* out;
+  int64_t out_column;
+  const Tensor* x;
+  int64_t x_column;
+  int64_t width;
+  float scale;
+};
+
+// Up to kMaxBlocks column blocks at once, each added into its out (accumulate) or written over its columns of
+// out, the product rounded to the dtype first, then the sum (torch's `result + lora_B(...) * scaling`, LoRA's
+// forward). LoRA's stacked B is its adapters' scaled B's written into their blocks, and the adapters' B
+// gradients their scaled blocks of the stacked one's: a launch a Linear, not one an adapter. The blocks' outs
+// are apart from one another and from every x.
 // Optional: a device without it runs no LoRA adapters yet.
 struct AddScaledColumns {
   static constexpr std::string_view name = "add_scaled_columns_", layer = "";
   static constexpr bool optional = true;
-  Tensor& out;
-  int64_t out_column;
-  const Tensor& x;
-  int64_t x_column;
-  int64_t width;
-  float scale;
-  DType dtype() const { return out.dtype(); }
-  auto tensors() const { return tensor_list(out, x); }
+  static constexpr size_t kMaxBlocks = 4;
+  std::span<const ScaledColumns> blocks;
+  bool accumulate;
+  DType dtype() const { return blocks.front().out->dtype(); }
+  std::vector<const Tensor*> tensors() const {
+    std::vector<const Tensor*> out;
+    for (const ScaledColumns& b : blocks) out.insert(out.end(), {b.out, b.x});
+    return out;
+  }
 };
 
 // ---- Training: each forward op's backward, the loss and the optimizer step. ----

@@ -302,8 +302,9 @@ struct CausalLM::Impl {
     upload_step_inputs(fb, inputs);
     Tensor cos, sin;
     step_rope(fb.positions, inputs.meta.positions, cos, sin);
-    Tensor neg_sin = zeros(sin.shape(), dtype, device);  // -sin rotates back: the backward's rope
-    ops::add_scaled_columns_(neg_sin, 0, sin, 0, sin.size(1), -1.f);
+    Tensor neg_sin = tfm::empty(sin.shape(), dtype, device);  // -sin rotates back: the backward's rope
+    const op::ScaledColumns negated{&neg_sin, 0, &sin, 0, sin.size(1), -1.f};
+    ops::add_scaled_columns_({&negated, 1}, false);
 
     SavedActivations saved;
     const StepContext ctx{device, dtype, inputs.meta, cos, sin, kernels, grads ? &saved : nullptr};

@@ -145,6 +145,9 @@ LoraWeight::LoraWeight(std::unique_ptr<LinearWeight> base, std::vector<LoraAdapt
           ", ", a.row + a.rows, ") of a ", base_->out_features(), "x", base_->in_features(), " weight");
   }
   if (adapters_.empty()) return;
+  int64_t b_ranks = 0;
+  for (const LoraAdapter& a : adapters_) b_ranks += a.b.size(1);
+  stacked_b_ = zeros({base_->out_features(), b_ranks}, adapters_[0].b.dtype(), adapters_[0].b.device());
   std::vector<Tensor> as;
   for (const LoraAdapter& a : adapters_) as.push_back(a.a);
   stacked_a_ = rows_in_place(as);
@@ -197,18 +200,18 @@ Tensor LoraWeight::ranks_of(const Tensor& x, std::string_view variant) const {
   return out;
 }
 
-Tensor LoraWeight::stacked_b() const {
-  int64_t ranks = 0;
-  for (const LoraAdapter& a : adapters_) ranks += a.b.size(1);
-  const Tensor& first = adapters_[0].b;
-  Tensor stacked = zeros({base_->out_features(), ranks}, first.dtype(), first.device());
+const Tensor& LoraWeight::stacked_b() const {
+  std::vector<Tensor> rows;
+  rows.reserve(adapters_.size());  // the blocks point at them
+  std::vector<op::ScaledColumns> blocks;
   int64_t column = 0;
   for (const LoraAdapter& a : adapters_) {
-    Tensor rows = stacked.narrow(a.row, a.rows);
-    ops::add_scaled_columns_(rows, column, a.b, 0, a.b.size(1), a.scaling);
+    rows.push_back(stacked_b_.narrow(a.row, a.rows));
+    blocks.push_back({&rows.back(), column, &a.b, 0, a.b.size(1), a.scaling});
     column += a.b.size(1);
   }
-  return stacked;
+  ops::add_scaled_columns_(blocks, false);
+  return stacked_b_;
 }
 
 const Tensor* LoraWeight::base_added_last(const Tensor& x) const {
@@ -220,7 +223,7 @@ void LoraWeight::forward(const Tensor& x, const Tensor& bias, Tensor& y, const S
   if (dropping()) ++training_forwards_;
   const std::string_view variant = ctx.kernels.of("Linear");
   const Tensor h = ranks_of(x, variant);
-  const Tensor b = stacked_b();
+  const Tensor& b = stacked_b();
   ctx.keep(layer, "lora_ranks", h);
   ctx.keep(layer, "lora_stacked_b", b);
   if (const Tensor* w = base_added_last(x)) {
@@ -253,12 +256,20 @@ void LoraWeight::backward(const Tensor& x, const Tensor& dy, Tensor& dx, Tensor&
   Tensor dh = empty(h.shape(), x.dtype(), x.device()), no_bias;
   Tensor d_b = b_wanted ? zeros(b.shape(), DType::float32, x.device()) : Tensor();
   ops::linear_backward(h, b, dy, dh, d_b, no_bias);
+  std::vector<Tensor> b_grads, d_b_rows;
+  b_grads.reserve(adapters_.size());  // the blocks point at them
+  d_b_rows.reserve(adapters_.size());
+  std::vector<op::ScaledColumns> blocks;
   int64_t column = 0;
   for (const LoraAdapter& a : adapters_) {
-    if (Tensor db = grads.of(lora_key(a.module, 'B')); db.defined())
-      ops::add_scaled_columns_(db, 0, d_b.narrow(a.row, a.rows), column, a.b.size(1), a.scaling);
+    if (Tensor db = grads.of(lora_key(a.module, 'B')); db.defined()) {
+      b_grads.push_back(db);
+      d_b_rows.push_back(d_b.narrow(a.row, a.rows));
+      blocks.push_back({&b_grads.back(), 0, &d_b_rows.back(), column, a.b.size(1), a.scaling});
+    }
     column += a.b.size(1);
   }
+  if (!blocks.empty()) ops::add_scaled_columns_(blocks, true);
   if (!a_wanted && !dx.defined()) return;
   if (stacks_a()) {
     // h = x stacked_a^T: dx gets dh stacked_a, added into the base layer's dx in the product (or written, the

@@ -68,8 +68,9 @@ class LoraWeight final : public LinearWeight {
   // Every adapter's scaling * B in one (out_features, the ranks' sum) matrix: adapter i's in its rows and in
   // the columns of its ranks, zeros elsewhere. One product of it adds every adapter's output into the base
   // output, and its backward gives every adapter's input gradient, where an adapter at a time added (and in
-  // the backward copied out) its block of output columns apart, a pass over them each.
-  Tensor stacked_b() const;
+  // the backward copied out) its block of output columns apart, a pass over them each. Its blocks are written
+  // again (one launch) at each forward, since the B's change at every optimizer step; the zeros stay.
+  const Tensor& stacked_b() const;
   // The base weight where a step of x's rows adds the base's product last, onto the adapters' (forward: y =
   // h stacked_b^T + bias, then y += x W^T; backward: dx = dh stacked_a, then dx += dy W): the base's matmul
   // then adds in its epilogue what a pass over y (and dx) of its own added after it. Null where the base is
@@ -81,6 +82,7 @@ class LoraWeight final : public LinearWeight {
   std::unique_ptr<LinearWeight> base_;
   std::vector<LoraAdapter> adapters_;
   Tensor stacked_a_;  // (the ranks' sum, in): every adapter's A is a view of its rows
+  Tensor stacked_b_;  // stacked_b()'s matrix, its zeros written once
   float dropout_;
   uint64_t seed_;
   bool training_ = false;

@@ -162,10 +162,18 @@ void sum_squares(const float* x, int64_t n, float* out);
 // param (the model's copy in its dtype) may be null
 template <typename P>
 void adamw(float* w, const float* grad, float* m, float* v, P* param, const AdamWScalars& s, int64_t n);
-// op::AddScaledColumns: out (rows, out_cols), x (rows, x_cols)
+// op::AddScaledColumns: block i's out (rows, out_cols), its x (rows, x_cols)
 template <typename T>
-void add_scaled_columns(T* out, int64_t out_cols, int64_t out_column, const T* x, int64_t x_cols, int64_t x_column,
-                        int64_t rows, int64_t width, float scale);
+struct ScaledColumnsBlock {
+  T* out;
+  int64_t out_cols, out_column;
+  const T* x;
+  int64_t x_cols, x_column, rows, width;
+  float scale;
+};
+inline constexpr int kMaxScaledColumnsBlocks = 4;  // op::AddScaledColumns::kMaxBlocks
+template <typename T>
+void add_scaled_columns(const ScaledColumnsBlock<T>* blocks, int count, bool accumulate);
 // op::Dropout
 template <typename T>
 void dropout(const T* x, float p, uint64_t seed, int64_t n, T* out);

@@ -263,13 +263,24 @@ __global__ void adamw_kernel(float* w, const float* grad, float* m, float* v, P*
   }
 }
 
+// The blocks one launch takes, and where each starts in the launch's items (one an element).
 template <typename T>
-__global__ void add_scaled_columns_kernel(T* out, int64_t out_cols, int64_t out_column, const T* x, int64_t x_cols,
-                                          int64_t x_column, int64_t width, float scale, int64_t n) {
-  for (int64_t i = first_index(); i < n; i += grid_stride()) {
-    const auto [r, c] = divide(i, width);
-    T* o = out + r * out_cols + out_column + c;
-    *o = from_float<T>(to_float(*o) + round_to<T>(scale * to_float(x[r * x_cols + x_column + c])));
+struct ScaledColumnsBlocks {
+  ScaledColumnsBlock<T> block[kMaxScaledColumnsBlocks];
+  int64_t first[kMaxScaledColumnsBlocks + 1];
+  int count;
+};
+
+template <typename T>
+__global__ void add_scaled_columns_kernel(ScaledColumnsBlocks<T> blocks, bool accumulate) {
+  for (int64_t i = first_index(); i < blocks.first[blocks.count]; i += grid_stride()) {
+    int k = 0;
+    while (i >= blocks.first[k + 1]) ++k;
+    const ScaledColumnsBlock<T>& b = blocks.block[k];
+    const auto [r, c] = divide(i - blocks.first[k], b.width);
+    T* o = b.out + r * b.out_cols + b.out_column + c;
+    const float scaled = round_to<T>(b.scale * to_float(b.x[r * b.x_cols + b.x_column + c]));
+    *o = from_float<T>(accumulate ? to_float(*o) + scaled : scaled);
   }
 }
 
@@ -365,12 +376,19 @@ void adamw(float* w, const float* grad, float* m, float* v, P* param, const Adam
 }
 
 template <typename T>
-void add_scaled_columns(T* out, int64_t out_cols, int64_t out_column, const T* x, int64_t x_cols, int64_t x_column,
-                        int64_t rows, int64_t width, float scale) {
-  const int64_t n = rows * width;
+void add_scaled_columns(const ScaledColumnsBlock<T>* blocks, int count, bool accumulate) {
+  using D = device_t<T>;
+  ScaledColumnsBlocks<D> all{};
+  all.count = count;
+  for (int k = 0; k < count; ++k) {
+    const ScaledColumnsBlock<T>& b = blocks[k];
+    all.block[k] = {on_device(b.out), b.out_cols, b.out_column, on_device(b.x), b.x_cols,
+                    b.x_column,       b.rows,     b.width,      b.scale};
+    all.first[k + 1] = all.first[k] + b.rows * b.width;
+  }
+  const int64_t n = all.first[count];
   if (n == 0) return;
-  add_scaled_columns_kernel<<<grid_for(n, kThreads), kThreads, 0, current_stream()>>>(
-      on_device(out), out_cols, out_column, on_device(x), x_cols, x_column, width, scale, n);
+  add_scaled_columns_kernel<<<grid_for(n, kThreads), kThreads, 0, current_stream()>>>(all, accumulate);
   check_launch("add_scaled_columns_");
 }
 
@@ -382,16 +400,15 @@ void dropout(const T* x, float p, uint64_t seed, int64_t n, T* out) {
   check_launch("dropout");
 }
 
-#define TFM_TRAINING_LAUNCHERS(T)                                                                         \
-  template void column_sums<T>(const T*, int64_t, int64_t, float*);                                       \
-  template void rms_norm_backward<T>(const T*, const T*, const T*, int64_t, int64_t, float, bool, T*,     \
-                                     float*);                                                             \
-  template void silu_mul_backward<T>(const T*, const T*, int64_t, int64_t, T*);                           \
-  template void embedding_backward<T>(const int32_t*, const T*, int64_t, int64_t, float*);                \
-  template void cross_entropy<T>(const T*, const int32_t*, int64_t, int64_t, float, float*, T*);          \
-  template void adamw<T>(float*, const float*, float*, float*, T*, const AdamWScalars&, int64_t);         \
-  template void add_scaled_columns<T>(T*, int64_t, int64_t, const T*, int64_t, int64_t, int64_t, int64_t, \
-                                      float);                                                             \
+#define TFM_TRAINING_LAUNCHERS(T)                                                                     \
+  template void column_sums<T>(const T*, int64_t, int64_t, float*);                                   \
+  template void rms_norm_backward<T>(const T*, const T*, const T*, int64_t, int64_t, float, bool, T*, \
+                                     float*);                                                         \
+  template void silu_mul_backward<T>(const T*, const T*, int64_t, int64_t, T*);                       \
+  template void embedding_backward<T>(const int32_t*, const T*, int64_t, int64_t, float*);            \
+  template void cross_entropy<T>(const T*, const int32_t*, int64_t, int64_t, float, float*, T*);      \
+  template void adamw<T>(float*, const float*, float*, float*, T*, const AdamWScalars&, int64_t);     \
+  template void add_scaled_columns<T>(const ScaledColumnsBlock<T>*, int, bool);                       \
   template void dropout<T>(const T*, float, uint64_t, int64_t, T*);
 TFM_TRAINING_LAUNCHERS(float)
 TFM_TRAINING_LAUNCHERS(bfloat16)

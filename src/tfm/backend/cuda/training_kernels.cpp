@@ -105,11 +105,16 @@ void concat_columns(const op::ConcatColumns& a) {
   launch::copy_rows(copies.data(), static_cast<int>(copies.size()), rows, "concat_columns");
 }
 
+static_assert(launch::kMaxScaledColumnsBlocks == op::AddScaledColumns::kMaxBlocks);
+
 template <typename T>
 void add_scaled_columns(const op::AddScaledColumns& a) {
-  use_device_of(a.out);
-  launch::add_scaled_columns(a.out.data<T>(), a.out.size(1), a.out_column, a.x.data<T>(), a.x.size(1), a.x_column,
-                             a.out.size(0), a.width, a.scale);
+  use_device_of(*a.blocks.front().out);
+  std::vector<launch::ScaledColumnsBlock<T>> blocks;
+  for (const op::ScaledColumns& b : a.blocks)
+    blocks.push_back({b.out->data<T>(), b.out->size(1), b.out_column, b.x->data<T>(), b.x->size(1),
+                      b.x_column, b.out->size(0), b.width, b.scale});
+  launch::add_scaled_columns(blocks.data(), static_cast<int>(blocks.size()), a.accumulate);
 }
 
 template <typename T>

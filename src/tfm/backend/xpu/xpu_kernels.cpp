@@ -503,14 +503,17 @@ void XpuKernels::run(const op::ConcatColumns& a) {
   for (const Tensor* in : a.ins) first += devices_->copy_columns(*in, 0, a.out, first, T);
 }
 
+// A launch a block: the portable path issues its launches from the host either way.
 void XpuKernels::run(const op::AddScaledColumns& a) {
   std::lock_guard lock(devices_->mutex);
-  const int64_t T = a.out.size(0);
-  devices_->kernel(a.out, pointwise_program(a.dtype()), "add_scaled_columns", kPointGroup)
-      .args(a.out, to_int(a.out.size(1), "columns"), to_int(a.out_column, "column"), a.x,
-            to_int(a.x.size(1), "columns"), to_int(a.x_column, "column"), to_int(a.width, "width"), a.scale,
-            to_int(T, "rows"))
-      .run({static_cast<size_t>(a.width), static_cast<size_t>(T)}, {kPointGroup, 1});
+  for (const op::ScaledColumns& b : a.blocks) {
+    const int64_t T = b.out->size(0);
+    devices_->kernel(*b.out, pointwise_program(a.dtype()), "add_scaled_columns", kPointGroup)
+        .args(*b.out, to_int(b.out->size(1), "columns"), to_int(b.out_column, "column"), *b.x,
+              to_int(b.x->size(1), "columns"), to_int(b.x_column, "column"), to_int(b.width, "width"),
+              b.scale, to_int(T, "rows"), static_cast<int>(a.accumulate))
+        .run({static_cast<size_t>(b.width), static_cast<size_t>(T)}, {kPointGroup, 1});
+  }
 }
 
 void XpuKernels::run(const op::Dropout& a) {

@@ -146,15 +146,16 @@ __kernel void silu_mul_backward(__global const ELEM* gate_up, long gate_up_off, 
   STORE(d * ROUND(gate * s), dgate_up, dg + I);
 }
 
-// out[t, out_column + c] += scale * x[t, x_column + c] for c < width, the product rounded first
-// (op::AddScaledColumns). Runs over (width, T).
+// out[t, out_column + c] += scale * x[t, x_column + c] for c < width, the product rounded first, or = it where
+// not accumulate (one block of op::AddScaledColumns). Runs over (width, T).
 __kernel void add_scaled_columns(__global ELEM* out, long out_off, int out_width, int out_column,
                                  __global const ELEM* x, long x_off, int x_width, int x_column, int width,
-                                 float scale, int count) {
+                                 float scale, int count, int accumulate) {
   const int c = get_global_id(0), t = get_global_id(1);
   if (c >= width || t >= count) return;
   const long o = out_off + (long)t * out_width + out_column + c;
-  STORE(LOAD(out, o) + ROUND(scale * LOAD(x, x_off + (long)t * x_width + x_column + c)), out, o);
+  const float scaled = ROUND(scale * LOAD(x, x_off + (long)t * x_width + x_column + c));
+  STORE(accumulate ? LOAD(out, o) + scaled : scaled, out, o);
 }
 
 // Inverted dropout (op::Dropout): element i is kept, times keep_scale (the host's 1 / (1 - p) in float), when
