@@ -19,6 +19,7 @@
 #include "tfm/io/json.h"
 #include "tfm/io/safetensors.h"
 #include "tfm/model/layers.h"
+#include "tfm/model/step_inputs.h"
 #include "tfm/train/checkpoint_folder.h"
 #include "tfm/train/trainer.h"
 
@@ -111,6 +112,33 @@ TEST(Training, RecomputedLayersGiveTheSameGradients) {
   EXPECT_EQ(a.loss_sum, b.loss_sum);
   for (size_t i = 0; i < kept.all().size(); ++i)
     expect_close(recomputed.all()[i].second, kept.all()[i].second, 1e-6, kept.all()[i].first);
+}
+
+// A step whose first sequence fills whole cache blocks has its rows' slots in order, so the layers write keys
+// and values into the caches themselves (no kv_cache_write); the same sequences in the other order do not.
+// Either way the loss and the gradients are the same.
+TEST(Training, KeysAndValuesWrittenInTheCacheGiveTheSameGradients) {
+  const json::Value ref = json::parse_file(kReferences + "gradients/qwen3_head_dim_sliding.json");
+  CausalLM model = load_float32("qwen3_head_dim_sliding");
+  const std::vector<TrainingExample> fixture = examples_of(ref.at("sequences"));
+  TrainingExample whole = fixture[0];  // 9 + 7 tokens: one block of 16
+  whole.input_ids.insert(whole.input_ids.end(), fixture[1].input_ids.begin(), fixture[1].input_ids.end());
+  whole.labels.insert(whole.labels.end(), fixture[1].labels.begin(), fixture[1].labels.end());
+  ASSERT_EQ(whole.input_ids.size(), static_cast<size_t>(CausalLM::kDefaultBlockSize));
+  Gradients in_place = gradients_for(model), written = gradients_for(model);
+  const StepLoss a = model.forward_backward({&whole, &fixture[1]}, 0.1f, in_place);
+  const StepLoss b = model.forward_backward({&fixture[1], &whole}, 0.1f, written);
+  EXPECT_NEAR(a.loss_sum, b.loss_sum, 1e-6 * std::fabs(b.loss_sum));
+  for (size_t i = 0; i < written.all().size(); ++i)
+    expect_close(in_place.all()[i].second, written.all()[i].second, 1e-5, written.all()[i].first);
+}
+
+TEST(Training, StepInputsSayWhetherTheSlotsAreInOrder) {
+  ForwardBatch batch;
+  batch.slots = {0, 1, 2, 3};
+  EXPECT_TRUE(allocate_step_inputs(batch, Device{}).meta.slots_in_order);
+  batch.slots = {0, 1, 3, 4};  // a sequence's padding before the next
+  EXPECT_FALSE(allocate_step_inputs(batch, Device{}).meta.slots_in_order);
 }
 
 // A label outside the vocabulary is an error naming it, on every device, before any kernel reads its logit.

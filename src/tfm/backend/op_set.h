@@ -237,6 +237,9 @@ struct AttentionMetadata {
   Tensor slots;         // (T): cache slot of each row (block * block_size + offset)
   int64_t max_context_len = 0;
   bool one_row_per_sequence = false;  // T == S and query_start[s] == s (decode): what qkv_attention takes
+  // slots[t] == t: row t's key and value belong in the caches' slot t, so that the caches' first T slots are
+  // the rows' keys and values in order (a training step whose sequences but the last fill whole blocks).
+  bool slots_in_order = false;
 };
 
 // cache[slots[t]] = k[t], v[t]; a negative slot (a padding row) writes nothing

@@ -201,10 +201,16 @@ Tensor Attention::forward(const BlockInput& in, LayerCache& cache, const StepCon
                         attention);
   } else if (ctx.saved && ops::qkv_rope_trains_on(ctx.device.type, ctx.dtype)) {
     // A training step keeps k and v for the backward, and qkv, from which qkv_rope_backward takes the norms'
-    // inputs.
-    Tensor k = ctx.empty({T, kv_heads, head_dim}), v = ctx.empty({T, kv_heads, head_dim});
+    // inputs. Where the rows' slots are the caches' first T in order, k and v are written into the caches
+    // themselves and kept there: no kv_cache_write, and no tensors of their own.
+    const auto rows_of = [&](const Tensor& cache_part) {
+      return cache_part.reshape({cache_part.size(0) * cache_part.size(1), kv_heads, head_dim}).narrow(0, T);
+    };
+    const bool in_place = ctx.meta.slots_in_order;
+    Tensor k = in_place ? rows_of(cache.key) : ctx.empty({T, kv_heads, head_dim}),
+           v = in_place ? rows_of(cache.value) : ctx.empty({T, kv_heads, head_dim});
     ops::qkv_rope(qkv, q_norm, k_norm, eps, ctx.cos, ctx.sin, q, k, v, attention);
-    ops::kv_cache_write(k, v, ctx.meta.slots, cache.key, cache.value, attention);
+    if (!in_place) ops::kv_cache_write(k, v, ctx.meta.slots, cache.key, cache.value, attention);
     ctx.keep(name_, "qkv", qkv);
     ctx.keep(name_, "key", k);
     ctx.keep(name_, "value", v);

@@ -35,6 +35,14 @@ bool one_row_per_sequence(const ForwardBatch& b) {
   return true;
 }
 
+// Whether row t's cache slot is t for every row of `b`.
+bool slots_in_order(const ForwardBatch& b) {
+  for (size_t t = 0; t < b.slots.size(); ++t) {
+    if (b.slots[t] != static_cast<int32_t>(t)) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 StepInputs allocate_step_inputs(const ForwardBatch& batch, Device device) {
@@ -59,6 +67,7 @@ StepInputs allocate_step_inputs(const ForwardBatch& batch, Device device) {
   const auto longest = std::max_element(batch.context_lens.begin(), batch.context_lens.end());
   in.meta.max_context_len = longest == batch.context_lens.end() ? 0 : *longest;
   in.meta.one_row_per_sequence = one_row_per_sequence(batch);
+  in.meta.slots_in_order = slots_in_order(batch);
   return in;
 }
 
