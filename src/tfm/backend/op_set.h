@@ -392,9 +392,8 @@ struct ConcatColumns {
   auto tensors() const { return tensor_list(out); }
 };
 
-// A column block of x scaled, for a column block of out: out[:, out_column + c] (+)= scale * x[:, x_column +
-// c] for c < width.                              out (T, N), x (T, M), out_column + width <= N, x_column +
-// width <= M
+// One block of op::AddScaledColumns: out[:, out_column + c] (+)= scale * x[:, x_column + c] for c < width.
+//                                             out (T, N), x (T, M), out_column + width <= N, x_column + width <= M
 struct ScaledColumns {
   Tensor* out;
   int64_t out_column;
