@@ -997,7 +997,7 @@ std::vector<Case> add_scaled_columns_cases(std::mt19937& rng) {
         {random_floats({T, 40}, rng), random_floats({T, 24}, rng)},
         [](std::vector<Tensor>& in, Device, DType, auto kernel, std::vector<Tensor>& out) {
           out = {in[0]};
-          const op::ScaledColumns block{&in[0], 8, &in[1], 5, 17, 0.37f};
+          const op::ScaledColumns block{in[0], 8, in[1], 5, 17, 0.37f};
           return kernel(op::AddScaledColumns{{&block, 1}, true});
         }));
   }
@@ -1009,12 +1009,12 @@ std::vector<Case> add_scaled_columns_cases(std::mt19937& rng) {
         [accumulate](std::vector<Tensor>& in, Device, DType, auto kernel, std::vector<Tensor>& out) {
           // written: the stacked matrix's row blocks [0, 5), [5, 8), [8, 12) take the small ones side by
           // side; added: the small ones take those blocks of it.
-          std::vector<Tensor> rows{in[0].narrow(0, 5), in[0].narrow(5, 3), in[0].narrow(8, 4)};
+          const Tensor rows[] = {in[0].narrow(0, 5), in[0].narrow(5, 3), in[0].narrow(8, 4)};
           std::vector<op::ScaledColumns> blocks;
           for (int b = 0, column = 0; b < 3; column += in[b + 1].size(1), ++b) {
             blocks.push_back(
-                accumulate ? op::ScaledColumns{&in[b + 1], 0, &rows[b], column, in[b + 1].size(1), 0.5f + b}
-                           : op::ScaledColumns{&rows[b], column, &in[b + 1], 0, in[b + 1].size(1), 0.5f + b});
+                accumulate ? op::ScaledColumns{in[b + 1], 0, rows[b], column, in[b + 1].size(1), 0.5f + b}
+                           : op::ScaledColumns{rows[b], column, in[b + 1], 0, in[b + 1].size(1), 0.5f + b});
           }
           out = accumulate ? std::vector<Tensor>{in[1], in[2], in[3]} : std::vector<Tensor>{in[0]};
           return kernel(op::AddScaledColumns{blocks, accumulate});

@@ -24,7 +24,8 @@ TEST(LoraOps, AddScaledColumnsAddsTheScaledBlockOnly) {
   const Tensor x = random_floats({3, 10}, rng);
   Tensor out = random_floats({3, 12}, rng);
   const Tensor before = clone(out);
-  ops::add_scaled_columns_(out, 4, x, 2, 5, 0.75f);
+  const op::ScaledColumns block{out, 4, x, 2, 5, 0.75f};
+  ops::add_scaled_columns_({&block, 1}, true);
   for (int64_t r = 0; r < 3; ++r) {
     for (int64_t c = 0; c < 12; ++c) {
       const double base = before.data<float>()[r * 12 + c];
@@ -39,8 +40,8 @@ TEST(LoraOps, AddScaledColumnsWritesBlocksOverTheirColumnsAndLeavesTheRest) {
   const Tensor b0 = random_floats({2, 3}, rng), b1 = random_floats({3, 2}, rng);
   Tensor stacked = random_floats({5, 6}, rng);
   const Tensor before = clone(stacked);
-  Tensor top = stacked.narrow(0, 2), bottom = stacked.narrow(2, 3);
-  const op::ScaledColumns blocks[] = {{&top, 0, &b0, 0, 3, 2.f}, {&bottom, 3, &b1, 0, 2, -0.5f}};
+  const op::ScaledColumns blocks[] = {{stacked.narrow(0, 2), 0, b0, 0, 3, 2.f},
+                                      {stacked.narrow(2, 3), 3, b1, 0, 2, -0.5f}};
   ops::add_scaled_columns_(blocks, false);
   for (int64_t r = 0; r < 5; ++r) {
     for (int64_t c = 0; c < 6; ++c) {

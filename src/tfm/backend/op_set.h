@@ -392,12 +392,13 @@ struct ConcatColumns {
   auto tensors() const { return tensor_list(out); }
 };
 
-// One block of op::AddScaledColumns: out[:, out_column + c] (+)= scale * x[:, x_column + c] for c < width.
-//                                             out (T, N), x (T, M), out_column + width <= N, x_column + width <= M
+// One block of op::AddScaledColumns: out[:, out_column + c] (+)= scale * x[:, x_column + c] for c < width,
+// out (T, N) and x (T, M), the columns inside each. The block holds its views (rows of a larger matrix,
+// often), so that a list of blocks keeps them alive.
 struct ScaledColumns {
-  Tensor* out;
+  Tensor out;
   int64_t out_column;
-  const Tensor* x;
+  Tensor x;
   int64_t x_column;
   int64_t width;
   float scale;
@@ -415,10 +416,10 @@ struct AddScaledColumns {
   static constexpr size_t kMaxBlocks = 4;
   std::span<const ScaledColumns> blocks;
   bool accumulate;
-  DType dtype() const { return blocks.front().out->dtype(); }
+  DType dtype() const { return blocks.front().out.dtype(); }
   std::vector<const Tensor*> tensors() const {
     std::vector<const Tensor*> out;
-    for (const ScaledColumns& b : blocks) out.insert(out.end(), {b.out, b.x});
+    for (const ScaledColumns& b : blocks) out.insert(out.end(), {&b.out, &b.x});
     return out;
   }
 };

@@ -120,6 +120,11 @@ bool Tensor::is_contiguous() const {
   return strides_ == contiguous_strides(shape_);
 }
 
+bool Tensor::lies_right_after(const Tensor& before) const {
+  return defined() && storage_ == before.storage_ && dtype_ == before.dtype_ && is_contiguous() &&
+         before.is_contiguous() && offset_ == before.offset_ + before.numel();
+}
+
 Tensor Tensor::reshape(const Shape& shape) const {
   if (!is_contiguous()) throw_error("reshape of a non-contiguous tensor ", str());
   if (shape_numel(shape) != numel()) throw_error("cannot reshape ", str(), " to ", shape_str(shape));

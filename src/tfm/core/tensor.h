@@ -86,6 +86,10 @@ class Tensor {
 
   std::string str() const;  // "bfloat16[2, 3] on cpu"
 
+  // Whether this tensor starts in `before`'s storage right where `before` ends, both contiguous and of one
+  // dtype: the two make one span of memory (the optimizer's runs, LoRA's stacked A).
+  bool lies_right_after(const Tensor& before) const;
+
  private:
   std::shared_ptr<Storage> storage_;
   Shape shape_;

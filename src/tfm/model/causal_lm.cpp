@@ -303,7 +303,7 @@ struct CausalLM::Impl {
     Tensor cos, sin;
     step_rope(fb.positions, inputs.meta.positions, cos, sin);
     Tensor neg_sin = tfm::empty(sin.shape(), dtype, device);  // -sin rotates back: the backward's rope
-    const op::ScaledColumns negated{&neg_sin, 0, &sin, 0, sin.size(1), -1.f};
+    const op::ScaledColumns negated{neg_sin, 0, sin, 0, sin.size(1), -1.f};
     ops::add_scaled_columns_({&negated, 1}, false);
 
     SavedActivations saved;

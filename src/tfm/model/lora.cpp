@@ -1,5 +1,6 @@
 #include "tfm/model/lora.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -103,16 +104,15 @@ std::vector<std::pair<Linear*, const LoraWeight*>> lora_weights(CausalLM& model)
   return out;
 }
 
-// `parts`, matrices of one width, as one matrix of their rows in order where each starts in their storage
-// right where the one before it ends; an undefined tensor where they do not, or one of them is undefined.
+// `parts`, matrices of one width, as one matrix of their rows in order where each lies right after the one
+// before it; an undefined tensor where they do not, or one of them is undefined.
 Tensor rows_in_place(const std::vector<Tensor>& parts) {
   const Tensor& first = parts.front();
-  int64_t rows = 0;
-  for (const Tensor& p : parts) {
-    if (!p.defined() || !p.is_contiguous() || p.storage() != first.storage() || p.dtype() != first.dtype() ||
-        p.size(1) != first.size(1) || p.offset() != first.offset() + rows * first.size(1))
-      return Tensor();
-    rows += p.size(0);
+  if (!first.defined() || !first.is_contiguous()) return Tensor();
+  int64_t rows = first.size(0);
+  for (size_t i = 1; i < parts.size(); ++i) {
+    if (!parts[i].lies_right_after(parts[i - 1]) || parts[i].size(1) != first.size(1)) return Tensor();
+    rows += parts[i].size(0);
   }
   return Tensor(first.storage(), {rows, first.size(1)}, first.dtype(), first.offset());
 }
@@ -201,13 +201,10 @@ Tensor LoraWeight::ranks_of(const Tensor& x, std::string_view variant) const {
 }
 
 const Tensor& LoraWeight::stacked_b() const {
-  std::vector<Tensor> rows;
-  rows.reserve(adapters_.size());  // the blocks point at them
   std::vector<op::ScaledColumns> blocks;
   int64_t column = 0;
   for (const LoraAdapter& a : adapters_) {
-    rows.push_back(stacked_b_.narrow(a.row, a.rows));
-    blocks.push_back({&rows.back(), column, &a.b, 0, a.b.size(1), a.scaling});
+    blocks.push_back({stacked_b_.narrow(a.row, a.rows), column, a.b, 0, a.b.size(1), a.scaling});
     column += a.b.size(1);
   }
   ops::add_scaled_columns_(blocks, false);
@@ -242,12 +239,16 @@ void LoraWeight::backward(const Tensor& x, const Tensor& dy, Tensor& dx, Tensor&
   const Tensor* w = stacks_a() && dx.defined() ? base_added_last(x) : nullptr;
   Tensor no_dx;
   base_->backward(x, dy, w ? no_dx : dx, dbias, ctx, layer);
-  const Gradients& grads = ctx.grads;
-  bool a_wanted = false, b_wanted = false;
+  // Each adapter's accumulators, undefined where frozen.
+  std::vector<Tensor> a_grads, b_grads;
   for (const LoraAdapter& a : adapters_) {
-    a_wanted = a_wanted || grads.of(lora_key(a.module, 'A')).defined();
-    b_wanted = b_wanted || grads.of(lora_key(a.module, 'B')).defined();
+    a_grads.push_back(ctx.grads.of(lora_key(a.module, 'A')));
+    b_grads.push_back(ctx.grads.of(lora_key(a.module, 'B')));
   }
+  const auto any_defined = [](const std::vector<Tensor>& ts) {
+    return std::any_of(ts.begin(), ts.end(), [](const Tensor& t) { return t.defined(); });
+  };
+  const bool a_wanted = any_defined(a_grads), b_wanted = any_defined(b_grads);
   if (!a_wanted && !b_wanted && !dx.defined()) return;
   // y += h stacked_b^T, h the adapters' A outputs as the forward kept them: dh = dy stacked_b (each adapter's
   // block of dy times its scaling * B), and adapter i's dB is its scaling times its block of dy^T h.
@@ -256,17 +257,12 @@ void LoraWeight::backward(const Tensor& x, const Tensor& dy, Tensor& dx, Tensor&
   Tensor dh = empty(h.shape(), x.dtype(), x.device()), no_bias;
   Tensor d_b = b_wanted ? zeros(b.shape(), DType::float32, x.device()) : Tensor();
   ops::linear_backward(h, b, dy, dh, d_b, no_bias);
-  std::vector<Tensor> b_grads, d_b_rows;
-  b_grads.reserve(adapters_.size());  // the blocks point at them
-  d_b_rows.reserve(adapters_.size());
   std::vector<op::ScaledColumns> blocks;
   int64_t column = 0;
-  for (const LoraAdapter& a : adapters_) {
-    if (Tensor db = grads.of(lora_key(a.module, 'B')); db.defined()) {
-      b_grads.push_back(db);
-      d_b_rows.push_back(d_b.narrow(a.row, a.rows));
-      blocks.push_back({&b_grads.back(), 0, &d_b_rows.back(), column, a.b.size(1), a.scaling});
-    }
+  for (size_t i = 0; i < adapters_.size(); ++i) {
+    const LoraAdapter& a = adapters_[i];
+    if (b_grads[i].defined())
+      blocks.push_back({b_grads[i], 0, d_b.narrow(a.row, a.rows), column, a.b.size(1), a.scaling});
     column += a.b.size(1);
   }
   if (!blocks.empty()) ops::add_scaled_columns_(blocks, true);
@@ -276,8 +272,6 @@ void LoraWeight::backward(const Tensor& x, const Tensor& dy, Tensor& dx, Tensor&
     // base's added onto it), and adapter i's dA is its rows of dh^T x: straight into the accumulators where
     // they are the rows of one matrix (a lone adapter's, or the optimizer's arena as install orders it), else
     // through a temporary.
-    std::vector<Tensor> a_grads;
-    for (const LoraAdapter& adapter : adapters_) a_grads.push_back(grads.of(lora_key(adapter.module, 'A')));
     const Tensor accumulators = rows_in_place(a_grads);
     Tensor d_a = accumulators.defined() ? accumulators
                  : a_wanted             ? zeros(stacked_a_.shape(), DType::float32, x.device())
@@ -309,10 +303,9 @@ void LoraWeight::backward(const Tensor& x, const Tensor& dy, Tensor& dx, Tensor&
     ops::split_columns(dh, outs);
   }
   for (size_t i = 0; i < adapters_.size(); ++i) {
-    Tensor da = grads.of(lora_key(adapters_[i].module, 'A'));
-    if (!da.defined() && !dx.defined()) continue;
+    if (!a_grads[i].defined() && !dx.defined()) continue;
     Tensor dinput = dx.defined() ? empty(x.shape(), x.dtype(), x.device()) : Tensor();
-    ops::linear_backward(branch_input(x, i), adapters_[i].a, dh_parts[i], dinput, da, no_bias);
+    ops::linear_backward(branch_input(x, i), adapters_[i].a, dh_parts[i], dinput, a_grads[i], no_bias);
     if (!dx.defined()) continue;
     ops::dropout(dinput, dropout_, mask_seed(i), dinput);  // the mask is its own backward
     ops::add_(dx, dinput);

@@ -323,12 +323,6 @@ void gather_rows(const Tensor& x, const Tensor& rows, Tensor& out) {
   dispatch(a);
 }
 
-void add_scaled_columns_(Tensor& out, int64_t out_column, const Tensor& x, int64_t x_column, int64_t width,
-                         float scale) {
-  const op::ScaledColumns block{&out, out_column, &x, x_column, width, scale};
-  add_scaled_columns_({&block, 1}, true);
-}
-
 void add_scaled_columns_(std::span<const op::ScaledColumns> blocks, bool accumulate) {
   if (blocks.size() > op::AddScaledColumns::kMaxBlocks) {
     add_scaled_columns_(blocks.first(op::AddScaledColumns::kMaxBlocks), accumulate);
@@ -339,13 +333,13 @@ void add_scaled_columns_(std::span<const op::ScaledColumns> blocks, bool accumul
   const op::AddScaledColumns a{blocks, accumulate};
   const DType d = compute_dtype(a);
   for (const op::ScaledColumns& b : blocks) {
-    expect(*b.out, d, a.name, "out");
-    expect(*b.x, d, a.name, "x");
-    check(b.out->dim() == 2 && b.x->dim() == 2 && b.x->size(0) == b.out->size(0) && b.out_column >= 0 &&
-              b.x_column >= 0 && b.width >= 0 && b.out_column + b.width <= b.out->size(1) &&
-              b.x_column + b.width <= b.x->size(1),
-          "add_scaled_columns_: columns [", b.x_column, ", ", b.x_column + b.width, ") of ", b.x->str(),
-          " into [", b.out_column, ", ", b.out_column + b.width, ") of ", b.out->str(), " do not fit");
+    expect(b.out, d, a.name, "out");
+    expect(b.x, d, a.name, "x");
+    check(b.out.dim() == 2 && b.x.dim() == 2 && b.x.size(0) == b.out.size(0) && b.out_column >= 0 &&
+              b.x_column >= 0 && b.width >= 0 && b.out_column + b.width <= b.out.size(1) &&
+              b.x_column + b.width <= b.x.size(1),
+          "add_scaled_columns_: columns [", b.x_column, ", ", b.x_column + b.width, ") of ", b.x.str(),
+          " into [", b.out_column, ", ", b.out_column + b.width, ") of ", b.out.str(), " do not fit");
   }
   dispatch(a);
 }

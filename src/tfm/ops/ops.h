@@ -37,9 +37,7 @@ void cast(const Tensor& x, Tensor& out);
 void split_columns(const Tensor& x, std::span<Tensor* const> outs);
 void concat_columns(std::span<const Tensor* const> ins, Tensor& out);
 void gather_rows(const Tensor& x, const Tensor& rows, Tensor& out);  // of a float dtype, or int32
-void add_scaled_columns_(Tensor& out, int64_t out_column, const Tensor& x, int64_t x_column, int64_t width,
-                         float scale);
-// op::AddScaledColumns over several blocks, op::AddScaledColumns::kMaxBlocks a launch; accumulate false
+// op::AddScaledColumns over any number of blocks, op::AddScaledColumns::kMaxBlocks a launch; accumulate false
 // writes each block over its columns.
 void add_scaled_columns_(std::span<const op::ScaledColumns> blocks, bool accumulate);
 void argmax_rows(const Tensor& x, Tensor& ids);

@@ -15,9 +15,7 @@ namespace {
 // in every arena: one launch over the span then updates both and writes nothing else. Tensors of one dtype
 // have their masters alike (the params themselves in float32, else views of the masters arena).
 bool continues(const AdamW::Entry& last, const AdamW::Entry& next) {
-  return last.param.numel() % 4 == 0 && next.param.storage() == last.param.storage() &&
-         next.param.offset() == last.param.offset() + last.param.numel() &&
-         next.param.dtype() == last.param.dtype() && next.decay == last.decay;
+  return last.param.numel() % 4 == 0 && next.param.lies_right_after(last.param) && next.decay == last.decay;
 }
 
 // `length` elements of `first`'s storage from where `first` starts, as one row.

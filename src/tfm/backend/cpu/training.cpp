@@ -242,11 +242,11 @@ void cross_entropy(const op::CrossEntropy& a) {
 template <typename T>
 void add_scaled_columns(const op::AddScaledColumns& a) {
   for (const op::ScaledColumns& b : a.blocks) {
-    const int64_t rows = b.out->size(0), N = b.out->size(1), M = b.x->size(1);
+    const int64_t rows = b.out.size(0), N = b.out.size(1), M = b.x.size(1);
     parallel_for(rows, {.enabled = rows * b.width > 65536}, [&](int64_t begin, int64_t end) {
       for (int64_t r = begin; r < end; ++r) {
-        T* out = b.out->data<T>() + r * N + b.out_column;
-        const T* x = b.x->data<T>() + r * M + b.x_column;
+        T* out = b.out.data<T>() + r * N + b.out_column;
+        const T* x = b.x.data<T>() + r * M + b.x_column;
         for (int64_t c = 0; c < b.width; ++c) {
           const float scaled = round_to<T>(b.scale * to_float(x[c]));
           out[c] = from_float<T>(a.accumulate ? to_float(out[c]) + scaled : scaled);

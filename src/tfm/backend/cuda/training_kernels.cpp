@@ -1,6 +1,7 @@
 // The CUDA training kernels of the op set (training.cu; attention's and qkv_rope's backward beside their
 // forwards, in attention_backward.cu and attention_inputs.cu; linear's in linear.cpp): each makes its
 // tensors' device current, unpacks the op and calls a launcher of launchers.h.
+#include <array>
 #include <vector>
 
 #include "tfm/backend/backend.h"
@@ -109,12 +110,14 @@ static_assert(launch::kMaxScaledColumnsBlocks == op::AddScaledColumns::kMaxBlock
 
 template <typename T>
 void add_scaled_columns(const op::AddScaledColumns& a) {
-  use_device_of(*a.blocks.front().out);
-  std::vector<launch::ScaledColumnsBlock<T>> blocks;
-  for (const op::ScaledColumns& b : a.blocks)
-    blocks.push_back({b.out->data<T>(), b.out->size(1), b.out_column, b.x->data<T>(), b.x->size(1),
-                      b.x_column, b.out->size(0), b.width, b.scale});
-  launch::add_scaled_columns(blocks.data(), static_cast<int>(blocks.size()), a.accumulate);
+  use_device_of(a.blocks.front().out);
+  std::array<launch::ScaledColumnsBlock<T>, op::AddScaledColumns::kMaxBlocks> blocks;
+  for (size_t i = 0; i < a.blocks.size(); ++i) {
+    const op::ScaledColumns& b = a.blocks[i];
+    blocks[i] = {b.out.data<T>(), b.out.size(1), b.out_column, b.x.data<T>(), b.x.size(1),
+                 b.x_column,      b.out.size(0), b.width,      b.scale};
+  }
+  launch::add_scaled_columns(blocks.data(), static_cast<int>(a.blocks.size()), a.accumulate);
 }
 
 template <typename T>

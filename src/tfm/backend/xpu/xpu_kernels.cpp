@@ -507,11 +507,11 @@ void XpuKernels::run(const op::ConcatColumns& a) {
 void XpuKernels::run(const op::AddScaledColumns& a) {
   std::lock_guard lock(devices_->mutex);
   for (const op::ScaledColumns& b : a.blocks) {
-    const int64_t T = b.out->size(0);
-    devices_->kernel(*b.out, pointwise_program(a.dtype()), "add_scaled_columns", kPointGroup)
-        .args(*b.out, to_int(b.out->size(1), "columns"), to_int(b.out_column, "column"), *b.x,
-              to_int(b.x->size(1), "columns"), to_int(b.x_column, "column"), to_int(b.width, "width"),
-              b.scale, to_int(T, "rows"), static_cast<int>(a.accumulate))
+    const int64_t T = b.out.size(0);
+    devices_->kernel(b.out, pointwise_program(a.dtype()), "add_scaled_columns", kPointGroup)
+        .args(b.out, to_int(b.out.size(1), "columns"), to_int(b.out_column, "column"), b.x,
+              to_int(b.x.size(1), "columns"), to_int(b.x_column, "column"), to_int(b.width, "width"), b.scale,
+              to_int(T, "rows"), static_cast<int>(a.accumulate))
         .run({static_cast<size_t>(b.width), static_cast<size_t>(T)}, {kPointGroup, 1});
   }
 }
