@@ -78,6 +78,7 @@ __device__ const T* cache_entry(const PagedAttentionArgs& a, const void* cache, 
 // rescaled whenever a block raises the maximum (sdpa, flash).
 template <typename T, bool Eager>
 __global__ void rows_kernel(PagedAttentionArgs a) {
+  wait_for_previous_kernel();
   extern __shared__ float q[];  // head_dim
   __shared__ float shared[32];
   __shared__ float weights[kKeyBlock];
@@ -664,6 +665,7 @@ struct TileLayout {
 // 256 its 244 registers (a minimum of three spilled it).
 template <typename T, int D, int G>
 __global__ void __launch_bounds__(kTileWarps * 32 * G, G == 1 ? 0 : 2) tiles_kernel(PagedAttentionArgs a) {
+  wait_for_previous_kernel();
 #if __CUDA_ARCH__ >= 800
   using L = TileLayout<T, D, G>;
   constexpr int kThreads = kTileWarps * 32 * G;
@@ -919,7 +921,7 @@ void launch_tiles(const PagedAttentionArgs& a) {
     }();
     (void)configured;
     const dim3 grid(tile_grid(a.num_rows, a.num_seqs), static_cast<unsigned>(a.heads / G));
-    tiles_kernel<T, D, G><<<grid, kTileWarps * 32 * G, bytes, current_stream()>>>(a);
+    launch_chained(tiles_kernel<T, D, G>, grid, kTileWarps * 32 * G, bytes, a);
   };
   if constexpr (D <= 128) {  // two heads of 256 would not fit a multiprocessor's registers
     with_constant<1, 2>(tile_heads(a.heads, a.kv_heads), launch);
@@ -975,9 +977,9 @@ void paged_attention(const PagedAttentionArgs& args, bool eager, float* workspac
   const unsigned blocks = static_cast<unsigned>(args.num_rows * args.heads);
   const size_t shared = static_cast<size_t>(args.head_dim) * sizeof(float);
   if (eager) {
-    rows_kernel<Element, true><<<blocks, kThreads, shared, current_stream()>>>(args);
+    launch_chained(rows_kernel<Element, true>, blocks, kThreads, shared, args);
   } else {
-    rows_kernel<Element, false><<<blocks, kThreads, shared, current_stream()>>>(args);
+    launch_chained(rows_kernel<Element, false>, blocks, kThreads, shared, args);
   }
   check_launch("paged_attention");
 }

@@ -69,6 +69,7 @@ __device__ void load_lane_part(const T* v, int64_t D, float* part) {
 template <typename T>
 __global__ void attention_dq_kernel(AttentionBackwardArgs a, const T* q, const T* k, const T* v, const T* out,
                                     const T* dout, T* dq, float* lse, float* delta) {
+  wait_for_previous_kernel();
   __shared__ float shared[32];
   __shared__ float shared_vec[kMaxHeadDim];
   const int64_t row = blockIdx.x, h = blockIdx.y, D = a.head_dim, kvh = h / (a.heads / a.kv_heads);
@@ -107,6 +108,7 @@ __global__ void attention_dq_kernel(AttentionBackwardArgs a, const T* q, const T
 template <typename T>
 __global__ void attention_dkdv_kernel(AttentionBackwardArgs a, const T* q, const T* k, const T* v, const T* dout,
                                       const float* lse, const float* delta, T* dk, T* dv) {
+  wait_for_previous_kernel();
   __shared__ float shared_vec[kMaxHeadDim];
   const int64_t key_row = blockIdx.x, kvh = blockIdx.y, D = a.head_dim, group = a.heads / a.kv_heads;
   int64_t start, end;
@@ -214,6 +216,7 @@ template <typename T, int D, int G, bool WithDq>
 __global__ void __launch_bounds__(kTileWarps * 32 * G, G == 1 ? 3 : 2)
     dq_tiles_kernel(AttentionBackwardArgs a, const T* q, const T* k, const T* v, const T* out, const T* dout,
                     T* dq, float* lse, float* delta) {
+  wait_for_previous_kernel();
 #if __CUDA_ARCH__ >= 800
   using L = BackwardLayout<T, D, G>;
   constexpr int kThreads = kTileWarps * 32 * G;
@@ -391,6 +394,7 @@ template <typename T, int D, bool Keeps>
 __global__ void __launch_bounds__(kTileWarps * 32, 2)
     dkdv_tiles_kernel(AttentionBackwardArgs a, const T* q, const T* k, const T* v, const T* dout,
                       const float* lse, const float* delta, T* kept, int64_t kept_pairs, T* dk, T* dv) {
+  wait_for_previous_kernel();
 #if __CUDA_ARCH__ >= 800
   using L = BackwardLayout<T, D>;
   constexpr int kStep = 16;  // query rows a step
@@ -517,6 +521,7 @@ struct KeptKeysLayout {
 template <typename T, int D, int G>
 __global__ void __launch_bounds__(kTileWarps * 32 * G, 2)
     dq_kept_kernel(AttentionBackwardArgs a, const T* k, const T* kept, int64_t kept_pairs, T* dq) {
+  wait_for_previous_kernel();
 #if __CUDA_ARCH__ >= 800
   using L = KeptKeysLayout<T, D>;
   constexpr int kThreads = kTileWarps * 32 * G;
@@ -597,19 +602,19 @@ void launch_tiles(const AttentionBackwardArgs& a, const T* q, const T* k, const 
   with_constant<1, 2>(heads_per_block, [&](auto heads) {
     constexpr int G = heads();
     const auto statistics = kept ? dq_tiles_kernel<T, D, G, false> : dq_tiles_kernel<T, D, G, true>;
-    statistics<<<grid, kTileWarps * 32 * G, BackwardLayout<T, D, G>::kBytes, current_stream()>>>(
-        a, q, k, v, out, dout, dq, lse, delta);
+    launch_chained(statistics, grid, kTileWarps * 32 * G, BackwardLayout<T, D, G>::kBytes, a, q, k, v, out,
+                   dout, dq, lse, delta);
   });
   check_launch(kept ? "attention_backward (row statistics)" : "attention_backward (dq tiles)");
   const auto dkdv = kept ? dkdv_tiles_kernel<T, D, true> : dkdv_tiles_kernel<T, D, false>;
-  dkdv<<<dim3(tiles, static_cast<unsigned>(a.kv_heads)), kTileWarps * 32, bytes, current_stream()>>>(
-      a, q, k, v, dout, lse, delta, kept, kept_pairs, dk, dv);
+  launch_chained(dkdv, dim3(tiles, static_cast<unsigned>(a.kv_heads)), kTileWarps * 32, bytes, a, q, k, v,
+                 dout, lse, delta, kept, kept_pairs, dk, dv);
   check_launch("attention_backward (dk, dv tiles)");
   if (!kept) return;
   with_constant<1, 2>(heads_per_block, [&](auto heads) {
     constexpr int G = heads();
-    dq_kept_kernel<T, D, G><<<grid, kTileWarps * 32 * G, KeptKeysLayout<T, D>::kBytes, current_stream()>>>(
-        a, k, kept, kept_pairs, dq);
+    launch_chained(dq_kept_kernel<T, D, G>, grid, kTileWarps * 32 * G, KeptKeysLayout<T, D>::kBytes, a, k,
+                   kept, kept_pairs, dq);
   });
   check_launch("attention_backward (dq from the kept gradients)");
 }
@@ -647,13 +652,15 @@ void attention_backward(const AttentionBackwardArgs& a, const T* q, const T* k, 
     }
   }
   const unsigned threads = kAttentionWarps * kWarp;
-  attention_dq_kernel<<<dim3(static_cast<unsigned>(a.rows), static_cast<unsigned>(a.heads)), threads, 0,
-                        current_stream()>>>(a, on_device(q), on_device(k), on_device(v), on_device(out),
-                                            on_device(dout), on_device(dq), lse, delta);
+  launch_chained(attention_dq_kernel<device_t<T>>,
+                 dim3(static_cast<unsigned>(a.rows), static_cast<unsigned>(a.heads)), threads, 0, a,
+                 on_device(q), on_device(k), on_device(v), on_device(out), on_device(dout), on_device(dq),
+                 lse, delta);
   check_launch("attention_backward (dq)");
-  attention_dkdv_kernel<<<dim3(static_cast<unsigned>(a.rows), static_cast<unsigned>(a.kv_heads)), threads, 0,
-                          current_stream()>>>(a, on_device(q), on_device(k), on_device(v), on_device(dout), lse,
-                                              delta, on_device(dk), on_device(dv));
+  launch_chained(attention_dkdv_kernel<device_t<T>>,
+                 dim3(static_cast<unsigned>(a.rows), static_cast<unsigned>(a.kv_heads)), threads, 0, a,
+                 on_device(q), on_device(k), on_device(v), on_device(dout), lse, delta, on_device(dk),
+                 on_device(dv));
   check_launch("attention_backward (dk, dv)");
 }
 

@@ -88,6 +88,7 @@ __global__ void qkv_rope_cache_kernel(QkvRopeCacheArgs a) {
 // have a row per token and head).
 template <typename T, int D>
 __global__ void __launch_bounds__(kLanesThreads) qkv_rope_backward_lanes_kernel(QkvRopeBackwardArgs a) {
+  wait_for_previous_kernel();
   constexpr int kLanes = head_lanes(sizeof(T), D).lanes, kDims = head_lanes(sizeof(T), D).dims;
   constexpr int kPieces = kDims * sizeof(T) / 16, kGroups = kLanesThreads / kLanes;
   __shared__ float block_sums[2][D];  // of dq_norm and dk_norm
@@ -153,6 +154,7 @@ __global__ void __launch_bounds__(kLanesThreads) qkv_rope_backward_lanes_kernel(
 // adding its norm weight terms atomically.
 template <typename T>
 __global__ void qkv_rope_backward_kernel(QkvRopeBackwardArgs a) {
+  wait_for_previous_kernel();
   extern __shared__ float values[];  // head_dim
   __shared__ float shared[32];
   const int64_t t = blockIdx.x, j = blockIdx.y, D = a.head_dim, kv = a.kv_heads, d = threadIdx.x;
@@ -221,16 +223,15 @@ void qkv_rope_backward(const QkvRopeBackwardArgs& a) {
       // block).
       const auto blocks =
           static_cast<unsigned>(std::min<int64_t>(needed, resident_blocks(kernel, kLanesThreads, 0)));
-      kernel<<<blocks, kLanesThreads, 0, current_stream()>>>(a);
+      launch_chained(kernel, blocks, kLanesThreads, 0, a);
     });
     check_launch("qkv_rope_backward (lanes)");
     return;
   }
   if (a.head_dim > 1024) throw_error("CUDA kernel qkv_rope_backward: head_dim ", a.head_dim, " is over 1024");
   const dim3 grid(static_cast<unsigned>(a.rows), static_cast<unsigned>(a.heads + 2 * a.kv_heads));
-  qkv_rope_backward_kernel<device_t<T>>
-      <<<grid, threads_for_row(a.head_dim), static_cast<size_t>(a.head_dim) * sizeof(float),
-         current_stream()>>>(a);
+  launch_chained(qkv_rope_backward_kernel<device_t<T>>, grid, threads_for_row(a.head_dim),
+                 static_cast<size_t>(a.head_dim) * sizeof(float), a);
   check_launch("qkv_rope_backward");
 }
 

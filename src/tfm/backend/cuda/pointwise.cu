@@ -11,6 +11,7 @@ constexpr int kThreads = 256;
 
 template <typename T>
 __global__ void add_kernel(T* x, const T* y, int64_t n, bool wide) {
+  wait_for_previous_kernel();
   constexpr int E = Vec<T>::kSize;
   for (int64_t i = first_index() * E; i < n; i += grid_stride() * E) {
     Vec<T> a = load_vec(x, i, n, wide);
@@ -23,6 +24,7 @@ __global__ void add_kernel(T* x, const T* y, int64_t n, bool wide) {
 
 template <typename In, typename Out>
 __global__ void cast_kernel(const In* x, Out* out, int64_t n) {
+  wait_for_previous_kernel();
   for (int64_t i = first_index(); i < n; i += grid_stride()) out[i] = from_float<Out>(to_float(x[i]));
 }
 
@@ -50,6 +52,7 @@ __global__ void silu_mul_kernel(const T* gate_up, int64_t inter, int64_t pieces,
 template <typename T>
 __global__ void rope_kernel(T* x, const T* cos, const T* sin, int64_t heads, int64_t head_dim, int64_t rot,
                             int64_t pieces, int64_t n, bool wide) {
+  wait_for_previous_kernel();
   constexpr int E = Vec<T>::kSize;
   const int64_t half = rot / 2;
   for (int64_t i = first_index(); i < n; i += grid_stride()) {
@@ -78,15 +81,16 @@ template <typename T>
 void add(T* x, const T* y, int64_t n) {
   if (n == 0) return;
   const int64_t pieces = (n + Vec<device_t<T>>::kSize - 1) / Vec<device_t<T>>::kSize;
-  add_kernel<<<grid_for(pieces, kThreads), kThreads, 0, current_stream()>>>(on_device(x), on_device(y), n,
-                                                                           wide_access<T>(0, x, y));
+  launch_chained(add_kernel<device_t<T>>, grid_for(pieces, kThreads), kThreads, 0, on_device(x), on_device(y),
+                 n, wide_access<T>(0, x, y));
   check_launch("add_");
 }
 
 template <typename In, typename Out>
 void cast(const In* x, Out* out, int64_t n) {
   if (n == 0) return;
-  cast_kernel<<<grid_for(n, kThreads), kThreads, 0, current_stream()>>>(on_device(x), on_device(out), n);
+  launch_chained(cast_kernel<device_t<In>, device_t<Out>>, grid_for(n, kThreads), kThreads, 0, on_device(x),
+                 on_device(out), n);
   check_launch("cast");
 }
 
@@ -105,8 +109,8 @@ void rope(T* x, const T* cos, const T* sin, int64_t rows, int64_t heads, int64_t
   const int64_t n = rows * heads * pieces;
   if (n == 0) return;
   const bool wide = wide_access<T>(half, x, cos, sin) && wide_access<T>(head_dim);
-  rope_kernel<<<grid_for(n, kThreads), kThreads, 0, current_stream()>>>(on_device(x), on_device(cos), on_device(sin),
-                                                                       heads, head_dim, rot, pieces, n, wide);
+  launch_chained(rope_kernel<device_t<T>>, grid_for(n, kThreads), kThreads, 0, on_device(x), on_device(cos),
+                 on_device(sin), heads, head_dim, rot, pieces, n, wide);
   check_launch("rope_");
 }
 

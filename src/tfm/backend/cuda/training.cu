@@ -13,6 +13,7 @@ constexpr int kThreads = 256;
 
 template <typename T>
 __global__ void column_sums_kernel(const T* x, int64_t rows, int64_t cols, float* sums) {
+  wait_for_previous_kernel();
   for (int64_t c = first_index(); c < cols; c += grid_stride()) {
     float s = 0.f;
     for (int64_t r = 0; r < rows; ++r) s += to_float(x[r * cols + c]);
@@ -32,6 +33,7 @@ template <typename T, int kVecs, bool Wide>
 __global__ void __launch_bounds__(row_block_limit(kVecs), kVecs == kMaxRowVecs ? 2 : 1)
     rms_norm_backward_kernel(const T* x, const T* weight, const T* dout, int64_t rows, int64_t dim, float eps,
                              int lanes, bool accumulate, T* dx, float* dweight) {
+  wait_for_previous_kernel();
   // With Wide (aligned rows of whole pieces) a piece is all inside a row or all past it: one 16-byte access
   // or none, and no element-by-element path to hold registers for.
   const auto load = [](const T* p, int64_t i, int64_t n) {
@@ -140,6 +142,7 @@ __global__ void __launch_bounds__(row_block_limit(kVecs), kVecs == kMaxRowVecs ?
 template <typename T>
 __global__ void silu_mul_backward_kernel(const T* gate_up, const T* dout, int64_t inter, int64_t pieces, int64_t n,
                                          bool wide, T* dgate_up) {
+  wait_for_previous_kernel();
   constexpr int E = Vec<T>::kSize;
   for (int64_t i = first_index(); i < n; i += grid_stride()) {
     const auto [row, piece] = divide(i, pieces);
@@ -164,6 +167,7 @@ __global__ void silu_mul_backward_kernel(const T* gate_up, const T* dout, int64_
 template <typename T>
 __global__ void embedding_backward_kernel(const int32_t* ids, const T* dout, int64_t hidden, int64_t n,
                                           float* dtable) {
+  wait_for_previous_kernel();
   for (int64_t i = first_index(); i < n; i += grid_stride()) {
     const auto [row, column] = divide(i, hidden);
     atomicAdd(dtable + int64_t{ids[row]} * hidden + column, to_float(dout[i]));
@@ -200,6 +204,7 @@ struct LogSumExp {
 template <typename T>
 __global__ void cross_entropy_kernel(const T* logits, const int32_t* labels, int64_t vocab, float grad_scale,
                                      bool wide, float* loss, T* dlogits) {
+  wait_for_previous_kernel();
   constexpr int E = Vec<T>::kSize, kUnroll = 4;  // pieces in flight a thread
   __shared__ float shared[32];
   __shared__ float label_logit;
@@ -238,6 +243,7 @@ __global__ void cross_entropy_kernel(const T* logits, const int32_t* labels, int
 }
 
 __global__ void sum_squares_kernel(const float* x, int64_t n, float* out) {
+  wait_for_previous_kernel();
   __shared__ float shared[32];
   float s = 0.f;
   for (int64_t i = first_index(); i < n; i += grid_stride()) s += x[i] * x[i];
@@ -251,6 +257,7 @@ __global__ void sum_squares_kernel(const float* x, int64_t n, float* out) {
 // fma.
 template <typename P>
 __global__ void adamw_kernel(float* w, const float* grad, float* m, float* v, P* param, AdamWScalars s, int64_t n) {
+  wait_for_previous_kernel();
   for (int64_t i = first_index(); i < n; i += grid_stride()) {
     const float g = grad[i] * s.grad_scale;
     const float mi = m[i] + (g - m[i]) * s.one_minus_beta1;
@@ -273,6 +280,7 @@ struct ScaledColumnsBlocks {
 
 template <typename T>
 __global__ void add_scaled_columns_kernel(ScaledColumnsBlocks<T> blocks, bool accumulate) {
+  wait_for_previous_kernel();
   for (int64_t i = first_index(); i < blocks.first[blocks.count]; i += grid_stride()) {
     int k = 0;
     while (i >= blocks.first[k + 1]) ++k;
@@ -286,6 +294,7 @@ __global__ void add_scaled_columns_kernel(ScaledColumnsBlocks<T> blocks, bool ac
 
 template <typename T>
 __global__ void dropout_kernel(const T* x, float p, uint64_t seed, int64_t n, T* out) {
+  wait_for_previous_kernel();
   const float keep_scale = 1.f / (1.f - p);
   const uint64_t key = splitmix64(seed);
   for (int64_t i = first_index(); i < n; i += grid_stride()) {
@@ -298,7 +307,8 @@ __global__ void dropout_kernel(const T* x, float p, uint64_t seed, int64_t n, T*
 template <typename T>
 void column_sums(const T* x, int64_t rows, int64_t cols, float* sums) {
   if (cols == 0) return;
-  column_sums_kernel<<<grid_for(cols, kThreads), kThreads, 0, current_stream()>>>(on_device(x), rows, cols, sums);
+  launch_chained(column_sums_kernel<device_t<T>>, grid_for(cols, kThreads), kThreads, 0, on_device(x), rows,
+                 cols, sums);
   check_launch("linear_backward's bias");
 }
 
@@ -324,9 +334,8 @@ void rms_norm_backward(const T* x, const T* weight, const T* dout, int64_t rows,
       // As many blocks as the device holds at once: each sums dweight over all the rows it visits.
       const auto blocks = static_cast<unsigned>(
           std::min<int64_t>((rows + groups - 1) / groups, resident_blocks(kernel, layout.threads, shared)));
-      kernel<<<blocks, layout.threads, shared, current_stream()>>>(
-          on_device(x), on_device(weight), on_device(dout), rows, dim, eps, layout.lanes, accumulate,
-          on_device(dx), dweight);
+      launch_chained(kernel, blocks, layout.threads, shared, on_device(x), on_device(weight), on_device(dout),
+                     rows, dim, eps, layout.lanes, accumulate, on_device(dx), dweight);
     };
     wide ? launch(std::true_type()) : launch(std::false_type());
   });
@@ -337,9 +346,9 @@ template <typename T>
 void silu_mul_backward(const T* gate_up, const T* dout, int64_t rows, int64_t inter, T* dgate_up) {
   const int64_t pieces = (inter + Vec<device_t<T>>::kSize - 1) / Vec<device_t<T>>::kSize, n = rows * pieces;
   if (n == 0) return;
-  silu_mul_backward_kernel<<<grid_for(n, kThreads), kThreads, 0, current_stream()>>>(
-      on_device(gate_up), on_device(dout), inter, pieces, n, wide_access<T>(inter, gate_up, dout, dgate_up),
-      on_device(dgate_up));
+  launch_chained(silu_mul_backward_kernel<device_t<T>>, grid_for(n, kThreads), kThreads, 0,
+                 on_device(gate_up), on_device(dout), inter, pieces, n,
+                 wide_access<T>(inter, gate_up, dout, dgate_up), on_device(dgate_up));
   check_launch("silu_mul_backward");
 }
 
@@ -347,8 +356,8 @@ template <typename T>
 void embedding_backward(const int32_t* ids, const T* dout, int64_t rows, int64_t hidden, float* dtable) {
   const int64_t n = rows * hidden;
   if (n == 0) return;
-  embedding_backward_kernel<<<grid_for(n, kThreads), kThreads, 0, current_stream()>>>(ids, on_device(dout), hidden,
-                                                                                      n, dtable);
+  launch_chained(embedding_backward_kernel<device_t<T>>, grid_for(n, kThreads), kThreads, 0, ids,
+                 on_device(dout), hidden, n, dtable);
   check_launch("embedding_backward");
 }
 
@@ -357,21 +366,22 @@ void cross_entropy(const T* logits, const int32_t* labels, int64_t rows, int64_t
                    float* loss, T* dlogits) {
   check_cuda(cudaMemsetAsync(loss, 0, sizeof(float), current_stream()), "cross_entropy's loss");
   if (rows == 0) return;
-  cross_entropy_kernel<<<static_cast<unsigned>(rows), 1024, 0, current_stream()>>>(
-      on_device(logits), labels, vocab, grad_scale, wide_access<T>(vocab, logits, dlogits), loss, on_device(dlogits));
+  launch_chained(cross_entropy_kernel<device_t<T>>, static_cast<unsigned>(rows), 1024, 0, on_device(logits),
+                 labels, vocab, grad_scale, wide_access<T>(vocab, logits, dlogits), loss, on_device(dlogits));
   check_launch("cross_entropy");
 }
 
 void sum_squares(const float* x, int64_t n, float* out) {
   if (n == 0) return;
-  sum_squares_kernel<<<std::min<unsigned>(grid_for(n, kThreads), 1024), kThreads, 0, current_stream()>>>(x, n, out);
+  launch_chained(sum_squares_kernel, std::min<unsigned>(grid_for(n, kThreads), 1024), kThreads, 0, x, n, out);
   check_launch("sum_squares");
 }
 
 template <typename P>
 void adamw(float* w, const float* grad, float* m, float* v, P* param, const AdamWScalars& s, int64_t n) {
   if (n == 0) return;
-  adamw_kernel<<<grid_for(n, kThreads), kThreads, 0, current_stream()>>>(w, grad, m, v, on_device(param), s, n);
+  launch_chained(adamw_kernel<device_t<P>>, grid_for(n, kThreads), kThreads, 0, w, grad, m, v,
+                 on_device(param), s, n);
   check_launch("adamw");
 }
 
@@ -388,15 +398,15 @@ void add_scaled_columns(const ScaledColumnsBlock<T>* blocks, int count, bool acc
   }
   const int64_t n = all.first[count];
   if (n == 0) return;
-  add_scaled_columns_kernel<<<grid_for(n, kThreads), kThreads, 0, current_stream()>>>(all, accumulate);
+  launch_chained(add_scaled_columns_kernel<D>, grid_for(n, kThreads), kThreads, 0, all, accumulate);
   check_launch("add_scaled_columns_");
 }
 
 template <typename T>
 void dropout(const T* x, float p, uint64_t seed, int64_t n, T* out) {
   if (n == 0) return;
-  dropout_kernel<<<grid_for(n, kThreads), kThreads, 0, current_stream()>>>(on_device(x), p, seed, n,
-                                                                          on_device(out));
+  launch_chained(dropout_kernel<device_t<T>>, grid_for(n, kThreads), kThreads, 0, on_device(x), p, seed, n,
+                 on_device(out));
   check_launch("dropout");
 }
 
