@@ -270,11 +270,13 @@ void allow_shared_bytes(Kernel kernel, size_t bytes) {
 
 // Programmatic dependent launch (compute capability 9.0 and later): a kernel launched by launch_chained may
 // start while the kernel before it on the stream is still running, so that its launch and prologue hide behind
-// that kernel's tail, the ~260 small kernels of a decode step having little else to hide them. Until it calls
-// wait_for_previous_kernel() it may only read memory that no kernel of the step writes (weights). That call
-// returns once the kernel before it has finished and its writes are visible (and since that kernel made the same
-// call, everything queued before it has finished too), then lets the next chained kernel start: at most two of
-// them hold the device at once.
+// that kernel's tail: the ~150 small kernels of a decode step have little else to hide them (+13% there), and a
+// training step's thousands gain too (+1.0% for LoRA on the Qwen3-0.6B shape). Every tfm kernel is launched so
+// (cuBLASLt's are not, and wait for whatever ran before them). Until it calls wait_for_previous_kernel() a
+// kernel may only read memory that no kernel of the step writes (weights): most call it first, the decode
+// GEMVs after loading their first weights. That call returns once the kernel before it has finished and its
+// writes are visible (and since that kernel made the same call before it exited, everything queued before it
+// has finished too), then lets the next chained kernel start: at most two of them hold the device at once.
 __device__ inline void wait_for_previous_kernel() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");
