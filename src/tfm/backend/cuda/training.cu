@@ -198,14 +198,21 @@ struct LogSumExp {
   __device__ float sum_at(float m) const { return max == -INFINITY ? 0.f : sum * expf(max - m); }
 };
 
-// One block per row, which it reads twice: once for its log-sum-exp (online, in one pass), once for the
-// gradient. dlogits may be logits: every read of the first pass, the label's logit's too, comes before the
+// One block per row (one a multiprocessor, by its registers), which it reads twice: once for its log-sum-exp
+// (online, in one pass), once for the gradient. The first pass keeps the row's first `stashed` elements in
+// shared memory (a multiple of the pieces, up to most of what a block may take), so that the second reads
+// only the rest from global memory, which it read last: a 151,936-word bf16 row is 297 KB, and a device's
+// rows in flight (~39 MB on 132 multiprocessors) overflow L2 between the passes, so that the second read came
+// from DRAM. dlogits may be logits: every read of the first pass, the label's logit's too, comes before the
 // barriers of the reductions, and each element of the second is read by the thread that writes it.
 template <typename T>
-__global__ void cross_entropy_kernel(const T* logits, const int32_t* labels, int64_t vocab, float grad_scale,
-                                     bool wide, float* loss, T* dlogits) {
+__global__ void __launch_bounds__(1024)
+    cross_entropy_kernel(const T* logits, const int32_t* labels, int64_t vocab, float grad_scale, bool wide,
+                         int64_t stashed, float* loss, T* dlogits) {
   wait_for_previous_kernel();
   constexpr int E = Vec<T>::kSize, kUnroll = 4;  // pieces in flight a thread
+  extern __shared__ __align__(16) unsigned char smem[];
+  Vec<T>* stash = reinterpret_cast<Vec<T>*>(smem);  // elements [0, stashed) of the row, a piece an entry
   __shared__ float shared[32];
   __shared__ float label_logit;
   const T* x = logits + blockIdx.x * vocab;
@@ -226,13 +233,16 @@ __global__ void cross_entropy_kernel(const T* logits, const int32_t* labels, int
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) v[u] = load_vec(x, i + u * step, vocab, wide);
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) lse.add(v[u], i + u * step, vocab);
+    for (int u = 0; u < kUnroll; ++u) {
+      lse.add(v[u], i + u * step, vocab);
+      if (i + u * step < stashed) stash[(i + u * step) / E] = v[u];
+    }
   }
   const float max = block_max(lse.max, shared);
   const float log_sum = logf(block_sum(lse.sum_at(max), shared));  // its barriers also publish label_logit
   if (threadIdx.x == 0) atomicAdd(loss, log_sum - (label_logit - max));
   for (int64_t i = threadIdx.x * E; i < vocab; i += step) {
-    Vec<T> v = load_vec(x, i, vocab, wide);
+    Vec<T> v = i < stashed ? stash[i / E] : load_vec(x, i, vocab, wide);
 #pragma unroll
     for (int e = 0; e < E; ++e) {
       const float p = expf(to_float(v.at[e]) - max - log_sum);
@@ -366,8 +376,16 @@ void cross_entropy(const T* logits, const int32_t* labels, int64_t rows, int64_t
                    float* loss, T* dlogits) {
   check_cuda(cudaMemsetAsync(loss, 0, sizeof(float), current_stream()), "cross_entropy's loss");
   if (rows == 0) return;
-  launch_chained(cross_entropy_kernel<device_t<T>>, static_cast<unsigned>(rows), 1024, 0, on_device(logits),
-                 labels, vocab, grad_scale, wide_access<T>(vocab, logits, dlogits), loss, on_device(dlogits));
+  using D = device_t<T>;
+  constexpr int kThreads = 1024;
+  constexpr size_t kMaxStash = 200 << 10;  // of the 227 KB a block may take, leaving the kernel's own
+  static const bool configured = (allow_shared_bytes(cross_entropy_kernel<D>, kMaxStash), true);
+  (void)configured;
+  const int64_t pieces = std::min<int64_t>((vocab + Vec<D>::kSize - 1) / Vec<D>::kSize,
+                                           static_cast<int64_t>(kMaxStash / sizeof(Vec<D>)));
+  launch_chained(cross_entropy_kernel<D>, static_cast<unsigned>(rows), kThreads, pieces * sizeof(Vec<D>),
+                 on_device(logits), labels, vocab, grad_scale, wide_access<T>(vocab, logits, dlogits),
+                 pieces * Vec<D>::kSize, loss, on_device(dlogits));
   check_launch("cross_entropy");
 }
 
