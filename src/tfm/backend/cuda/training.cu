@@ -10,6 +10,7 @@ namespace tfm::cuda::launch {
 namespace {
 
 constexpr int kThreads = 256;
+constexpr int kLossThreads = 1024;  // cross_entropy's block, which takes a row
 
 template <typename T>
 __global__ void column_sums_kernel(const T* x, int64_t rows, int64_t cols, float* sums) {
@@ -207,7 +208,7 @@ struct LogSumExp {
 // logits: every read of the first pass, the label's logit's too, comes before the barriers of the
 // reductions, and each element of the second is read by the thread that writes it.
 template <typename T>
-__global__ void __launch_bounds__(1024)
+__global__ void __launch_bounds__(kLossThreads)
     cross_entropy_kernel(const T* logits, const int32_t* labels, int64_t vocab, float grad_scale, bool wide,
                          int64_t stashed, float* loss, T* dlogits) {
   wait_for_previous_kernel();
@@ -378,13 +379,12 @@ void cross_entropy(const T* logits, const int32_t* labels, int64_t rows, int64_t
   check_cuda(cudaMemsetAsync(loss, 0, sizeof(float), current_stream()), "cross_entropy's loss");
   if (rows == 0) return;
   using D = device_t<T>;
-  constexpr int kThreads = 1024;
   constexpr size_t kMaxStash = 200 << 10;  // of the 227 KB a block may take, leaving the kernel's own
   static const bool configured = (allow_shared_bytes(cross_entropy_kernel<D>, kMaxStash), true);
   (void)configured;
   const int64_t pieces = std::min<int64_t>((vocab + Vec<D>::kSize - 1) / Vec<D>::kSize,
                                            static_cast<int64_t>(kMaxStash / sizeof(Vec<D>)));
-  launch_chained(cross_entropy_kernel<D>, static_cast<unsigned>(rows), kThreads, pieces * sizeof(Vec<D>),
+  launch_chained(cross_entropy_kernel<D>, static_cast<unsigned>(rows), kLossThreads, pieces * sizeof(Vec<D>),
                  on_device(logits), labels, vocab, grad_scale, wide_access<T>(vocab, logits, dlogits),
                  pieces * Vec<D>::kSize, loss, on_device(dlogits));
   check_launch("cross_entropy");
